@@ -1,0 +1,48 @@
+# parity — front door. `make demo` and `make test` do all set-up on a fresh machine.
+#   make deps   install missing Debian packages (scripts/install-deps.sh; idempotent)
+#   make build  configure and build into build/ (Release), the Python extension, the venv, web assets
+#   make test   build, then run every test (C++, Python, browser) through ctest
+#   make demo   build, then run the built-in example end to end
+#   make bench  build, then run the benchmarks and write their figures
+#   make sanitize  build with ASan+UBSan into build-asan/ and run the C++ tests there
+BUILD ?= build
+JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+PY := /usr/bin/python3
+VENV := .venv
+
+.PHONY: all deps configure build test demo bench sanitize clean web
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt: | deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+configure: deps $(BUILD)/CMakeCache.txt
+
+build: configure web
+	cmake --build $(BUILD) -j $(JOBS)
+	@bash scripts/make-venv.sh $(VENV) $(BUILD)
+
+web: deps
+	@bash scripts/install-web.sh
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)
+
+bench: build
+	@bash bench/run.sh $(BUILD)
+
+sanitize: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPARITY_SANITIZE=ON -DPARITY_BUILD_PYTHON=OFF -DPARITY_BUILD_BENCH=OFF
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ctest --output-on-failure -j $(JOBS) -R '^cpp_'
+
+clean:
+	rm -rf $(BUILD) build-asan $(VENV)

@@ -1,0 +1,99 @@
+// parity/compare.h — pairing the records of two sources and judging each pair.
+//
+// run_compare() opens nothing itself: it takes two RecordSources, pairs their records (matching),
+// computes metrics for each pair (the fused kernel for tensors, statistic differences for
+// statistics-only records, equality for checksums), and judges each row against thresholds.
+// Localisation and diagnosis (parity/analysis.h) work on the CompareResult afterwards.
+// The JSON form (schema "parity.compare/1") is documented in docs/compare-json.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "parity/metrics.h"
+#include "parity/source.h"
+#include "parity/thresholds.h"
+
+namespace parity {
+
+enum class Verdict : uint8_t {
+  kPass,
+  kWarn,
+  kFail,
+  kError,    // the pair could not be compared (shape mismatch, non-finite mismatch, unreadable tensor)
+};
+const char* verdict_name(Verdict v);  // "pass" | "warn" | "fail" | "error"
+
+// How the target record was paired with the golden one.
+enum class MatchKind : uint8_t { kExact, kMapped, kAligned };
+const char* match_kind_name(MatchKind m);  // "exact" | "mapped" | "aligned"
+
+// Noise-model class of a row (docs/judgement.md); kUnknown until the analysis pass classifies it.
+enum class NoiseClass : uint8_t { kUnknown, kNoise, kElevated, kStructural };
+const char* noise_class_name(NoiseClass c);  // "unknown" | "noise" | "elevated" | "structural"
+
+// What was compared for a pair: the richest thing both sides have.
+enum class CompareMode : uint8_t { kTensor, kStatistics, kChecksum, kNone };
+const char* compare_mode_name(CompareMode m);  // "tensor" | "statistics" | "checksum" | "none"
+
+// Statistics-mode comparison (msprobe's rule): per statistic, diff = target − golden and
+// relative error |diff| / |golden| (NaN when golden is 0 and diff ≠ 0; 0 when both 0).
+struct StatsComparison {
+  TensorStats golden, target;
+  double max_diff = kNaN, min_diff = kNaN, mean_diff = kNaN, norm_diff = kNaN;
+  double max_rel = kNaN, min_rel = kNaN, mean_rel = kNaN, norm_rel = kNaN;
+  double worst_rel = kNaN;  // the largest of the four relative errors
+};
+
+struct CompareRow {
+  Record golden;               // metadata of each side (name, file, dtype, shape, module, step, ...)
+  Record target;
+  MatchKind match = MatchKind::kExact;
+  CompareMode mode = CompareMode::kNone;
+  bool shape_differs = false;  // same element count, different shape: compared flat, flagged
+
+  std::optional<PairMetrics> metrics;     // mode == kTensor
+  std::optional<StatsComparison> stats;   // mode == kStatistics
+  std::optional<bool> checksum_equal;     // mode == kChecksum
+
+  Verdict verdict = Verdict::kError;
+  std::string reason;          // why this verdict ("cosine 0.9871 < 0.999", "shapes differ: ...")
+
+  NoiseClass noise = NoiseClass::kUnknown;
+  double noise_ratio = kNaN;   // observed relative error / expected rounding noise (docs/judgement.md)
+};
+
+struct CompareOptions {
+  Thresholds thresholds;       // judgement::default_thresholds() unless overridden
+  int64_t step = -1;           // only records of this step (-1 = all)
+  int rank = -1;               // only records of this rank (-1 = all)
+  int jobs = 0;                // worker threads (0 = all cores)
+  std::vector<std::string> kl_patterns;  // regexes: names whose rows also get softmax KL
+  std::string map_file;        // target→golden name mapping rules (--map), "" = none
+  bool align = true;           // order-based alignment of names left unmatched
+  bool progress = false;       // draw a progress bar on stderr
+};
+
+struct CompareSummary {
+  int64_t rows = 0, pass = 0, warn = 0, fail = 0, error = 0;
+  int64_t unmatched_golden = 0, unmatched_target = 0, problems = 0;
+  Verdict verdict = Verdict::kPass;  // worst row; unmatched records or problems make it at least kWarn
+};
+
+struct CompareResult {
+  std::string golden_source, target_source;  // RecordSource::describe()
+  std::vector<CompareRow> rows;              // in golden execution/listing order
+  std::vector<Record> unmatched_golden, unmatched_target;
+  std::vector<Status> problems;              // unreadable files/records on either side, with names
+  std::vector<std::string> notes;            // what could not be compared and why (mode mismatches, ...)
+  CompareSummary summary;
+  Thresholds thresholds;                     // in effect
+  std::optional<std::string> golden_fingerprint, target_fingerprint;  // environment JSON, when known
+};
+
+Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource& target,
+                                  const CompareOptions& options);
+
+}  // namespace parity

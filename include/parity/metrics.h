@@ -1,0 +1,86 @@
+// parity/metrics.h — the one fused kernel that computes every comparison metric of a tensor pair.
+//
+// g = golden (msprobe's "bench", B), t = target (msprobe's "npu", N). One pass over both tensors,
+// multi-threaded over chunks, vectorised inside a chunk, accumulating in fp64 with per-chunk partial
+// sums combined pairwise. Every command (compare, the Python binding, reports) uses this one definition.
+// Formulas, sources and NaN/Inf/zero policies: docs/metrics.md.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "parity/status.h"
+#include "parity/tensor.h"
+
+namespace parity {
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+struct MetricOptions {
+  bool kl = false;          // compute softmax KL along the last dimension (logits-like tensors)
+  int threads = 0;          // 0 = OpenMP default
+  // msprobe's epsilon for relative error where the golden is zero (see docs/metrics.md).
+  double rel_epsilon = 1e-10;
+  // Elements whose |golden| is below this and nonzero, but whose target is exactly 0, count as
+  // flushed to zero even when they are normal in the target's dtype ("subnormal-or-tiny").
+  double ftz_tiny = 0.0;    // 0 = use the target dtype's smallest normal
+};
+
+// Statistics of one side over its finite elements (NaN/Inf are counted, not included).
+struct SideStats {
+  double min = kNaN, max = kNaN, mean = kNaN, l2norm = kNaN, std = kNaN, absmax = kNaN;
+  int64_t nan_count = 0, pinf_count = 0, ninf_count = 0;
+  int64_t zero_count = 0;
+  int64_t subnormal_count = 0;  // subnormal in the *target's* dtype (so both sides are measured alike)
+};
+
+struct PairMetrics {
+  int64_t numel = 0;        // elements in each tensor
+  int64_t compared = 0;     // elements entering the error metrics (non-finite agreeing positions excluded)
+
+  // Direction and size of the difference d = t - g (over compared elements).
+  double cosine = kNaN;     // t·g / (‖t‖‖g‖); both norms 0 → 1; one zero → NaN; numel 1 → NaN (unsupported)
+  double euclidean = kNaN;  // ‖t − g‖₂
+  double rel_l2 = kNaN;     // ‖t − g‖₂ / ‖g‖₂ (NaN when ‖g‖ = 0 and ‖t − g‖ > 0; 0 when both 0)
+  double rmse = kNaN;       // sqrt(mean((t − g)²))
+  double sqnr_db = kNaN;    // 10·log10(Σg² / Σ(t−g)²); +inf when identical
+
+  double max_abs = kNaN;    // max |t − g|
+  int64_t max_abs_index = -1;  // flat C-order index of the first element attaining max_abs
+  double mean_abs = kNaN;   // mean |t − g|
+
+  // msprobe: rel_i = |t_i − g_i| / |g_i|, where g_i == 0 → both t_i and g_i get rel_epsilon added.
+  double max_rel = kNaN;
+  int64_t max_rel_index = -1;
+  double thousandth_ratio = kNaN;       // fraction with rel_i < 0.001 (msprobe One Thousandth Err Ratio)
+  double five_thousandth_ratio = kNaN;  // fraction with rel_i < 0.005
+  // Seed 004's error distribution: fraction with |t − g| > 1e-6, 1e-4, 1e-2.
+  double frac_abs_gt_1e6 = kNaN, frac_abs_gt_1e4 = kNaN, frac_abs_gt_1e2 = kNaN;
+
+  // ULP error in the target's dtype: |t − g| / ulp_target(g).
+  double ulp_max = kNaN, ulp_mean = kNaN;
+  double frac_ulp_gt1 = kNaN;  // fraction more than 1 ULP away
+
+  // Non-finite values. Positions where both sides hold the same non-finite class (NaN/NaN, +Inf/+Inf,
+  // −Inf/−Inf) are excluded from the error metrics; any other mismatch makes the pair an error.
+  bool nonfinite_agree = true;
+  int64_t nonfinite_mismatch = 0;
+
+  // Flush-to-zero signature: golden nonzero and below the tiny bound, target exactly zero.
+  int64_t ftz_count = 0;
+
+  SideStats golden, target;
+
+  // Mean over rows of KL(softmax(g_row) ‖ softmax(t_row)), natural log, computed with max subtraction.
+  double kl = kNaN;
+  bool kl_computed = false;
+};
+
+// Compare a golden/target pair of equal element count. Any two float (or int) dtypes. Returns an error
+// for mismatched element counts; shape mismatches with equal counts are the caller's business (flagged
+// in the row, compared as flat arrays).
+Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& target,
+                                    const MetricOptions& options = {});
+
+}  // namespace parity

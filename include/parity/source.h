@@ -1,0 +1,82 @@
+// parity/source.h — everything parity compares comes from a RecordSource.
+//
+// A source is a set of named records: tensors in .npy/.npz/.safetensors files or directories of them,
+// events of a parity capture dump, entries of an msprobe dump. A record always has a name and a dtype
+// and shape; it may have the tensor data, stored statistics, a checksum, and capture metadata. Sources
+// list their records up front (cheap: headers only) and map tensor bytes on demand, so memory use is
+// bounded by the tensors being compared, not the size of the dump.
+//
+// Adding a format = one file under src/formats/ (or src/dump/) defining a FormatSpec, plus one line in
+// src/formats/registry.cpp.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "parity/dtype.h"
+#include "parity/status.h"
+#include "parity/tensor.h"
+
+namespace parity {
+
+struct Record {
+  std::string name;   // the matching key: relative path, "file:key", or a capture event name
+  std::string file;   // file that holds it (for messages)
+  DType dtype = DType::kF32;
+  Shape shape;
+
+  // Capture metadata (defaults for plain tensor files, where only `order` is set: listing order).
+  std::string module;     // module path as named_modules() gives it ("" for plain files)
+  std::string op;         // op name for op-level events ("softmax"), module class for module events
+  std::string direction;  // "forward" | "backward" | ""
+  std::string role;       // "input" | "output" | "parameter" | "grad" | ""
+  int index = -1;         // position among the args / outputs
+  int64_t step = -1;
+  int rank = -1;
+  int64_t order = -1;     // position in execution order within (rank, step)
+
+  std::optional<TensorStats> stats;  // stored statistics (statistics-mode dumps)
+  std::optional<uint32_t> crc32c;    // stored checksum (checksum-mode dumps)
+  bool has_data = false;             // tensor bytes are available through RecordSource::load
+  uint64_t handle = 0;               // source-private locator
+};
+
+class RecordSource {
+ public:
+  virtual ~RecordSource() = default;
+  // Human-readable identity: the path and the format.
+  virtual std::string describe() const = 0;
+  virtual const std::vector<Record>& records() const = 0;
+  // Map (or decode) the tensor of a record with has_data. Errors name the file.
+  virtual Result<TensorView> load(const Record& r) const = 0;
+  // Files or records that could not be read while listing. They are reported, never fatal: one bad
+  // tensor never stops the rest of the work.
+  virtual const std::vector<Status>& problems() const = 0;
+  // The environment fingerprint of a capture run as a JSON text, when the source has one.
+  virtual std::optional<std::string> fingerprint_json() const { return std::nullopt; }
+};
+
+struct FormatSpec {
+  const char* name;  // "npy", "npz", "safetensors", "parity-run", "msprobe", ...
+  // Cheap test on a path (extension, magic bytes, marker file).
+  bool (*probe)(const std::filesystem::path& path);
+  Result<std::unique_ptr<RecordSource>> (*open)(const std::filesystem::path& path);
+  // True for formats that are a whole directory (capture runs); a plain directory of tensor files is
+  // handled by the directory source, which asks the single-file formats about each file.
+  bool is_directory_format = false;
+};
+
+// The registered formats in probe order (src/formats/registry.cpp).
+const std::vector<FormatSpec>& registered_formats();
+
+// Open a file or directory as a source: a directory format whose probe accepts it, else a single file
+// format by probe, else (for a directory) a recursive directory-of-tensor-files source.
+// `format` forces a format by name ("" = detect).
+Result<std::unique_ptr<RecordSource>> open_source(const std::filesystem::path& path,
+                                                  const std::string& format = "");
+
+}  // namespace parity

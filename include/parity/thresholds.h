@@ -1,0 +1,43 @@
+// parity/thresholds.h — the fixed-threshold judgement of one compared pair.
+//
+// Defaults come from the source documents and anchors (docs/thresholds.md cites each): cosine > 0.999
+// (seed 000), KL < 0.005 for bf16 and < 1e-4 for fp16 (seed 000), msprobe's max-abs / relative rules,
+// and per-dtype relative-error bounds. Every value can be overridden by a thresholds file (JSON) or flags.
+#pragma once
+
+#include <map>
+#include <string>
+
+#include "parity/dtype.h"
+#include "parity/status.h"
+
+namespace parity {
+
+// Thresholds for one dtype class (the lower-precision dtype of the pair decides which one applies).
+struct DTypeThresholds {
+  double cosine_pass = 0.999;   // cosine ≥ this to pass (seed 000 "> 0.999")
+  double cosine_fail = 0.99;    // cosine < this fails (seed 004: below 0.99 error amplifies)
+  double kl_pass = 0.005;       // KL < this to pass (logits rows only)
+  double max_abs_fail = 1.0;    // msprobe: MaxAbsErr > 1 fails
+  double max_rel_warn = 0.5;    // msprobe highlight: output MaxRelativeErr > 0.5
+  double rel_l2_warn = 1e-2;    // seed 004 inference: relative error ~1e-2 overall
+  double stats_rel_warn = 0.005;  // statistics mode: any statistic off by more than this relative (msprobe 0.5 %)
+};
+
+struct Thresholds {
+  std::map<std::string, DTypeThresholds> by_dtype;  // key: dtype_name() of the lower-precision side
+  DTypeThresholds fallback;                          // for dtypes without an entry
+  const DTypeThresholds& for_dtype(DType t) const;
+};
+
+// The defaults (docs/thresholds.md).
+Thresholds default_thresholds();
+// Overlay a JSON thresholds file onto `base` ({"bf16": {"cosine_pass": 0.998}, "default": {...}}).
+Result<Thresholds> load_thresholds(const std::string& path, Thresholds base);
+// JSON text of the thresholds in effect (for --show-thresholds and result files).
+std::string thresholds_to_json(const Thresholds& t);
+
+// The lower-precision of two dtypes (larger unit roundoff); used to pick thresholds and noise units.
+DType lower_precision(DType a, DType b);
+
+}  // namespace parity

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs the Debian packages parity needs, and only those that are missing.
+# Idempotent and non-interactive: safe to run on every `make`. See README "Dependencies" for why each is here.
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  build-essential cmake pkg-config
+  # C++ libraries
+  libcli11-dev libfmt-dev nlohmann-json3-dev libzip-dev zlib1g-dev
+  libprotobuf-dev protobuf-compiler
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # Python side: pybind11 extension, PyTorch capture, tests
+  python3-dev pybind11-dev python3-numpy python3-pytest python3-venv
+  python3-torch libopenblas0-pthread
+  # measurement and browser tests
+  time chromium nodejs
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+# Refresh the package lists only when an install needs them (the first attempt may fail on stale lists).
+if ! $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"; then
+  $SUDO apt-get update -q
+  $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi

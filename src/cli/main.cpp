@@ -1,0 +1,47 @@
+// parity — is the target run numerically equivalent to the golden run?
+// The entry point: global options, the subcommand table, and the one place where errors become exit codes.
+#include <cstdio>
+#include <exception>
+#include <memory>
+
+#include "cli/command.h"
+
+#ifndef PARITY_VERSION
+#define PARITY_VERSION "0.0.0"
+#endif
+
+int main(int argc, char** argv) {
+  using namespace parity::cli;
+  CLI::App app{"parity: find whether, where and why a target run departs from its golden run"};
+  app.set_version_flag("--version", std::string("parity ") + PARITY_VERSION);
+  app.require_subcommand(1);
+  app.fallthrough();
+
+  GlobalOptions global;
+  app.add_option("--color", global.color, "Colour verdicts: auto (terminal, honours NO_COLOR), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->capture_default_str();
+  app.add_flag("-q,--quiet", global.quiet, "Print only errors and the final verdict line");
+  app.add_flag("-v,--verbose", global.verbose, "Print more detail (every row, timings)");
+
+  CommandAction action;
+  for (const Command& c : commands()) {
+    CLI::App* sub = app.add_subcommand(c.name, c.summary);
+    CommandAction a = c.setup(*sub, global);
+    sub->callback([&action, a] { action = a; });
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  if (!action) return kExitUsage;
+  try {
+    return action();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "parity: internal error: %s\n", e.what());
+    return kExitInternal;
+  }
+}
