@@ -1,0 +1,13 @@
+// The `_parity_core` extension: the Python face of the C++ core. Each area binds its functions in its
+// own file python/ext/bind_<area>.cpp (`void bind_<area>(pybind11::module_&)`) plus one line here.
+// Long-running calls release the GIL.
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
+
+PYBIND11_MODULE(_parity_core, m) {
+  m.doc() = "parity C++ core (statistics, dump writing and reading, comparison metrics)";
+#ifdef PARITY_VERSION
+  m.attr("__version__") = PARITY_VERSION;
+#endif
+}
