@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "parity/metrics.h"
+#include "parity/progress.h"
 #include "parity/source.h"
 #include "parity/thresholds.h"
 
@@ -73,7 +74,7 @@ struct CompareOptions {
   std::vector<std::string> kl_patterns;  // regexes: names whose rows also get softmax KL
   std::string map_file;        // target→golden name mapping rules (--map), "" = none
   bool align = true;           // order-based alignment of names left unmatched
-  bool progress = false;       // draw a progress bar on stderr
+  ProgressSink* progress = nullptr;  // reports bytes compared (nullptr = silent)
 };
 
 struct CompareSummary {
