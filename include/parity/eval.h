@@ -1,0 +1,289 @@
+// parity/eval.h — the business layer: perplexity, token-distribution KL divergence and top-1 agreement
+// of two runs over the same scored tokens (llama.cpp's definitions), multiple-choice accuracy with
+// paired significance tests, and lm-evaluation-harness result comparison.
+//
+// Token distributions come from parity's compact logits file ("parity.logits/1", written by
+// `parity.log_logits` / `cap.log_logits`: exact top-k log-probs in fp64 plus the rest of the
+// vocabulary quantised, with a per-token a-posteriori KLD error bound) or from full logits tensors the
+// user already has (npy / safetensors `[tokens, vocab]` plus labels). Formulas, sources, the error
+// bound and every JSON schema ("parity.eval.ppl/1", "parity.eval.mc/1", "parity.eval.lmeval/1") are
+// in docs/eval.md.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "parity/compare.h"  // Verdict, kNaN
+#include "parity/status.h"
+
+namespace parity::eval {
+
+// ---- one scored token, decoded ---------------------------------------------------------------------
+// log-probabilities of the whole vocabulary (natural log, −inf for probability exactly 0) and, per
+// entry, an upper bound on the absolute error of the stored value against the exact log-softmax.
+struct TokenDist {
+  int64_t label = -1;              // the correct next token
+  double label_logprob = kNaN;     // log p(label), stored exactly (fp64)
+  int64_t argmax = -1;             // most probable token (lowest id on ties)
+  std::vector<double> logprob;     // [vocab]
+  std::vector<double> error;       // [vocab] |stored − exact| bound (0 for exact sources)
+};
+
+// A sequence of scored tokens: a logits file or a logits tensor plus labels.
+class TokenSource {
+ public:
+  virtual ~TokenSource() = default;
+  virtual std::string describe() const = 0;
+  virtual int64_t tokens() const = 0;
+  virtual int64_t vocab() const = 0;
+  virtual Status decode(int64_t i, TokenDist& out) const = 0;  // errors name the file
+  virtual const std::vector<Status>& problems() const = 0;     // torn tail, skipped records
+  virtual std::string representation_json() const { return "null"; }  // docs/eval.md
+};
+
+// ---- the compact logits file ("parity.logits/1", docs/eval.md "Representation") -------------------
+struct LogitsWriterOptions {
+  int top_k = 64;         // entries stored exactly (fp64 log-prob + id), per token
+  int tail_bits = 16;     // the rest of the vocabulary: uniform quantisation with 8 or 16 bits
+  int64_t step = -1;      // stored with every record (e.g. the training step of an evaluation)
+};
+
+// Appends framed records to a file (created when missing; appended to otherwise). Each append() is one
+// or more self-checking frames written with one write each and flushed: a process killed at any moment
+// leaves every complete record readable.
+class LogitsWriter {
+ public:
+  static Result<std::unique_ptr<LogitsWriter>> open(const std::filesystem::path& file,
+                                                    const LogitsWriterOptions& options = {});
+  ~LogitsWriter();
+  // logits: [n, vocab] float32 row-major; labels: [n]. Rows whose label is `ignore_index` are skipped
+  // (the usual −100 of PyTorch losses). Returns the number of tokens stored.
+  Result<int64_t> append(const float* logits, int64_t n, int64_t vocab, const int64_t* labels,
+                         int64_t ignore_index = -100);
+  Status close();
+  int64_t tokens_written() const { return tokens_; }
+
+ private:
+  LogitsWriter() = default;
+  std::FILE* file_ = nullptr;
+  std::filesystem::path path_;
+  LogitsWriterOptions options_;
+  int64_t tokens_ = 0;
+};
+
+// Reads a logits file; a torn or corrupt tail is a problem, the complete records before it are used.
+Result<std::unique_ptr<TokenSource>> open_logits_file(const std::filesystem::path& file);
+// Full logits `[tokens, vocab]` (or `[batch, seq, vocab]`, flattened) from any tensor format parity
+// reads (open_source), with integer labels from a second file (or `key` inside the same file).
+// `logits_key` / `labels_key` pick the record when a file holds several ("" = the only one).
+Result<std::unique_ptr<TokenSource>> open_logits_tensor(const std::filesystem::path& logits,
+                                                        const std::string& logits_key,
+                                                        const std::filesystem::path& labels,
+                                                        const std::string& labels_key,
+                                                        int64_t ignore_index = -100);
+// Open a run directory (its rank<R>/logits.plg), a .plg file, or a tensor file (then `labels` is
+// required).
+Result<std::unique_ptr<TokenSource>> open_token_source(const std::filesystem::path& path, int rank,
+                                                       const std::filesystem::path& labels,
+                                                       const std::string& logits_key = "",
+                                                       const std::string& labels_key = "");
+
+// ---- per-token measures ---------------------------------------------------------------------------------
+struct TokenComparison {
+  double nll_golden = kNaN, nll_target = kNaN;  // −log p(label)
+  double kld = kNaN;        // Σ p (log p − log q) over the renormalised decoded distributions
+  double kld_bound = kNaN;  // |kld − exact KLD| ≤ kld_bound (docs/eval.md "Error bound")
+  double delta_p = kNaN;    // q(label) − p(label)
+  bool same_top = false;    // argmax q == argmax p
+};
+// golden = p ("base" in llama.cpp), target = q. Labels must agree (checked by the caller).
+TokenComparison compare_token(const TokenDist& golden, const TokenDist& target);
+
+// ---- perplexity / KLD statistics ------------------------------------------------------------------
+struct ValueUnc {
+  double value = kNaN, unc = kNaN;
+};
+
+struct Percentiles {  // linear interpolation at fraction·(n−1) of the sorted values (llama.cpp)
+  double max = kNaN, p99_9 = kNaN, p99 = kNaN, p95 = kNaN, p90 = kNaN, p75 = kNaN, median = kNaN,
+         p25 = kNaN, p10 = kNaN, p5 = kNaN, p1 = kNaN, p0_1 = kNaN, min = kNaN;
+};
+
+struct PplThresholds {
+  double ppl_rel = 0.05;      // |PPL_t / PPL_g − 1| ≤ 5 % (seed 000)
+  double ppl_diff = 0.5;      // |PPL_t − PPL_g| ≤ 0.5 (seed 004, LLM)
+  double kld = 0.005;         // mean KLD below this (seed 000: bf16 0.005, fp16 1e-4)
+  std::string kld_dtype = "bf16";  // which seed value was chosen (for the report)
+};
+// The seed KL threshold for the target's dtype: bf16 0.005, f16 1e-4, f32/f64 1e-6 (docs/eval.md).
+PplThresholds default_ppl_thresholds(const std::string& dtype = "bf16");
+
+struct Check {
+  std::string name;   // "ppl_rel" | "ppl_diff" | "kld" | ...
+  double value = kNaN, limit = kNaN;
+  bool pass = false;
+};
+
+struct PplResult {
+  std::string golden_source, target_source;
+  std::string golden_representation = "null", target_representation = "null";  // JSON texts
+  int64_t tokens = 0;
+  ValueUnc ppl_golden, ppl_target;
+  ValueUnc ln_ppl_ratio, ppl_ratio, ppl_diff;
+  double ln_ppl_correlation = kNaN;     // Pearson correlation of per-token nll (llama.cpp "Cor")
+  ValueUnc kld;
+  Percentiles kld_pct;
+  double kld_bound_mean = kNaN, kld_bound_max = kNaN;  // representation error on the mean KLD
+  ValueUnc delta_p;
+  Percentiles delta_p_pct;
+  ValueUnc delta_p_rms;
+  ValueUnc same_top;
+  PplThresholds thresholds;
+  std::vector<Check> checks;
+  std::vector<std::string> notes;       // e.g. fewer than 100 tokens
+  std::vector<Status> problems;
+  Verdict verdict = Verdict::kPass;
+  // Per-token values (kept for the HTML report and tests; not in the JSON unless asked).
+  std::vector<TokenComparison> per_token;
+};
+
+struct PplOptions {
+  PplThresholds thresholds = default_ppl_thresholds();
+  bool keep_per_token = false;
+};
+
+// Compares token i of golden with token i of target for every i; labels must match.
+Result<PplResult> compare_ppl(const TokenSource& golden, const TokenSource& target,
+                              const PplOptions& options = {});
+
+// The llama.cpp helpers, exposed for tests: mean ± sqrt((Σx²/n − mean²)/(n−1)) (unc = 0 when n ≤ 10
+// or the variance is not positive); covariance of the means (0 when n < 10); percentile.
+ValueUnc mean_and_uncertainty(double sum, double sum2, int64_t count);
+double covariance_of_means(double sum_a, double sum_b, double sum_ab, int64_t count);
+double percentile_sorted(const std::vector<double>& sorted, double fraction);
+
+// ---- multiple choice -----------------------------------------------------------------------------
+struct McQuestion {
+  std::string id;
+  std::string subject;                 // "" = none
+  std::vector<double> loglik;          // per choice log-likelihood
+  std::vector<double> length;          // per choice length (tokens or bytes) for normalisation; may be empty
+  int answer = -1;                     // index of the correct choice
+};
+// JSON lines, one question per line: {"id", "subject", "loglik": [...], "length": [...], "answer"}
+// (what `parity.log_choices` writes), or lm-evaluation-harness --log_samples JSONL of a
+// multiple-choice task (filtered_resps log-likelihoods, target index).
+Result<std::vector<McQuestion>> read_mc(const std::filesystem::path& path,
+                                        std::vector<Status>* problems = nullptr);
+
+// The choice a run makes: argmax of loglik (or loglik/length with length normalisation); lowest index
+// on ties. Returns −1 for an empty or all-NaN question.
+int mc_choice(const McQuestion& q, bool length_normalised);
+
+struct McNemar {
+  int64_t n = 0, both_correct = 0, only_golden = 0, only_target = 0, both_wrong = 0;
+  double p_value = kNaN;   // exact two-sided binomial test on the discordant pairs
+};
+// Exact McNemar: p = min(1, 2 · Σ_{i=0}^{min(b,c)} C(b+c, i) / 2^(b+c)); 1 when b + c = 0.
+double mcnemar_exact_p(int64_t b, int64_t c);
+
+struct BootstrapCI {
+  double low = kNaN, high = kNaN, level = 0.95;
+  int samples = 0;
+  uint64_t seed = 0;
+};
+// Percentile bootstrap of mean(target_correct) − mean(golden_correct) resampling questions (pairs)
+// with replacement; deterministic for a given seed.
+BootstrapCI paired_bootstrap(const std::vector<uint8_t>& golden_correct,
+                             const std::vector<uint8_t>& target_correct, int samples, double level,
+                             uint64_t seed);
+
+struct AccuracyThresholds {
+  double pass_points = 1.0;  // |Δacc| ≤ 1 point passes (seed 000: within 1–2 points)
+  double fail_points = 2.0;  // |Δacc| > 2 points fails; in between warns
+  double alpha = 0.05;       // significance level for "distinguishable from zero"
+};
+
+struct PairedAccuracy {
+  std::string group;           // subject or task; "" = overall
+  int64_t questions = 0;
+  double golden_acc = kNaN, target_acc = kNaN, diff = kNaN;  // fractions; diff = target − golden
+  double golden_stderr = kNaN, target_stderr = kNaN;         // sqrt(p(1−p)/(n−1))
+  double agreement = kNaN;     // fraction of questions where both runs chose the same answer
+  McNemar mcnemar;
+  BootstrapCI bootstrap;
+  bool distinguishable = false;  // McNemar p < alpha
+  Verdict verdict = Verdict::kPass;
+};
+
+struct McOptions {
+  bool length_normalised = false;
+  int bootstrap_samples = 10000;
+  double level = 0.95;
+  uint64_t seed = 20240501;
+  AccuracyThresholds thresholds;
+};
+
+struct McResult {
+  std::string golden_source, target_source;
+  bool length_normalised = false;
+  PairedAccuracy overall;
+  std::vector<PairedAccuracy> subjects;
+  std::vector<std::string> unmatched;   // question ids present on one side only
+  std::vector<Status> problems;
+  AccuracyThresholds thresholds;
+  Verdict verdict = Verdict::kPass;
+};
+
+Result<McResult> compare_mc(const std::vector<McQuestion>& golden,
+                            const std::vector<McQuestion>& target, const McOptions& options = {});
+// Paired accuracy from per-question correctness (shared by multiple choice and lm-eval samples).
+PairedAccuracy paired_accuracy(const std::string& group, const std::vector<uint8_t>& golden_correct,
+                               const std::vector<uint8_t>& target_correct,
+                               const std::vector<uint8_t>& same_choice, const McOptions& options);
+
+// ---- lm-evaluation-harness results ----------------------------------------------------------------
+struct LmEvalMetric {
+  std::string task, metric, filter;    // "acc,none" → metric "acc", filter "none"
+  double a = kNaN, a_stderr = kNaN, b = kNaN, b_stderr = kNaN;
+  int64_t n_a = -1, n_b = -1;          // n-samples "effective" when present
+  double diff = kNaN;                  // b − a
+  double z = kNaN, p_value = kNaN;     // unpaired z-test (lm-eval's comparison script)
+  std::optional<PairedAccuracy> paired;  // from --log_samples
+  bool distinguishable = false;
+  Verdict verdict = Verdict::kPass;
+};
+
+struct LmEvalResult {
+  std::string a_source, b_source;
+  std::vector<LmEvalMetric> metrics;
+  std::vector<std::string> only_a, only_b;  // tasks present on one side only
+  std::vector<Status> problems;
+  AccuracyThresholds thresholds;
+  Verdict verdict = Verdict::kPass;
+};
+
+struct LmEvalOptions {
+  McOptions mc;                        // thresholds, bootstrap
+  std::vector<std::string> metrics = {"acc", "acc_norm", "exact_match", "mc1", "mc2", "f1", "em"};
+};
+
+Result<LmEvalResult> compare_lm_eval(const std::filesystem::path& a, const std::filesystem::path& b,
+                                     const std::vector<std::filesystem::path>& samples_a,
+                                     const std::vector<std::filesystem::path>& samples_b,
+                                     const LmEvalOptions& options = {});
+
+// ---- outputs (docs/eval.md) -------------------------------------------------------------------------
+std::string ppl_json(const PplResult& r, int indent = 2);        // "parity.eval.ppl/1"
+std::string mc_json(const McResult& r, int indent = 2);          // "parity.eval.mc/1"
+std::string lm_eval_json(const LmEvalResult& r, int indent = 2); // "parity.eval.lmeval/1"
+std::string mc_csv(const McResult& r);                           // "parity.eval.mc.csv/1"
+std::string lm_eval_csv(const LmEvalResult& r);                  // "parity.eval.lmeval.csv/1"
+std::string ppl_tokens_csv(const PplResult& r);                  // "parity.eval.ppl.csv/1" per token
+
+}  // namespace parity::eval
