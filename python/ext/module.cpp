@@ -5,9 +5,14 @@
 
 namespace py = pybind11;
 
+void bind_capture(py::module_& m);
+void bind_dump(py::module_& m);
+
 PYBIND11_MODULE(_parity_core, m) {
   m.doc() = "parity C++ core (statistics, dump writing and reading, comparison metrics)";
 #ifdef PARITY_VERSION
   m.attr("__version__") = PARITY_VERSION;
 #endif
+  bind_capture(m);
+  bind_dump(m);
 }

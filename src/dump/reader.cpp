@@ -1,0 +1,352 @@
+// RunReader: a capture run as a RecordSource (format "parity-run").
+//
+// Reads each part's manifest up to the first torn or corrupt frame (reported in problems(), never
+// fatal), checks that every data reference lies inside its shard, and maps shards read-only on demand:
+// memory use is bounded by the tensors being looked at, not by the size of the run.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "dump/event_json.h"
+#include "parity/dump.h"
+
+namespace parity::dump {
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Mapping {
+  void* addr = nullptr;
+  size_t size = 0;
+  ~Mapping() {
+    if (addr && addr != MAP_FAILED) ::munmap(addr, size);
+  }
+};
+
+// "rank12" -> 12; anything else -> -1.
+int rank_of_dir(const std::string& name) {
+  if (name.size() <= 4 || name.rfind("rank", 0) != 0) return -1;
+  int r = 0;
+  for (size_t i = 4; i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9' || r > 1000000) return -1;
+    r = r * 10 + (name[i] - '0');
+  }
+  return r;
+}
+
+std::string jstr(const nlohmann::json& j, const char* k) {
+  auto it = j.find(k);
+  return (it != j.end() && it->is_string()) ? it->get<std::string>() : std::string();
+}
+int64_t jint(const nlohmann::json& j, const char* k, int64_t dflt) {
+  auto it = j.find(k);
+  return (it != j.end() && it->is_number_integer()) ? it->get<int64_t>() : dflt;
+}
+
+}  // namespace
+
+struct RunReader::Impl {
+  fs::path root;
+  std::vector<Record> records;
+  std::vector<Status> problems;
+  std::vector<PartSummary> parts;
+  std::vector<ScalarRecord> scalars;
+  std::map<int, std::string> fingerprints;
+  struct Entry {
+    size_t part = 0;
+    std::string shard;
+    uint64_t offset = 0, nbytes = 0;
+    std::string args, device;
+    std::vector<int64_t> stride;
+  };
+  std::vector<Entry> entries;
+  mutable std::mutex map_mu;
+  mutable std::map<fs::path, std::shared_ptr<Mapping>> maps;
+
+  void read_part(int rank, const fs::path& dir) {
+    PartSummary ps;
+    ps.rank = rank;
+    ps.dir = dir;
+    const fs::path manifest = dir / "manifest.pfr";
+    auto scan = scan_frames(manifest);
+    if (!scan.ok()) {
+      problems.push_back(scan.status());
+      parts.push_back(ps);
+      return;
+    }
+    ps.manifest_bytes = scan->file_bytes;
+    ps.manifest_valid_bytes = scan->valid_bytes;
+    ps.manifest_tail = scan->tail_problem;
+    if (!scan->tail_problem.empty())
+      problems.push_back(Status::Corrupt(fmt::format("{}: {}; {} complete records before it are used",
+                                                     manifest.string(), scan->tail_problem, scan->payloads.size())));
+    std::map<std::string, uint64_t> shard_sizes;
+    auto shard_size = [&](const std::string& name) -> int64_t {
+      auto it = shard_sizes.find(name);
+      if (it != shard_sizes.end()) return static_cast<int64_t>(it->second);
+      std::error_code ec;
+      const auto sz = fs::file_size(dir / name, ec);
+      if (ec) return -1;
+      shard_sizes[name] = sz;
+      return static_cast<int64_t>(sz);
+    };
+    std::set<int64_t> steps;
+    bool seen_header = false;
+    for (size_t i = 0; i < scan->payloads.size(); ++i) {
+      nlohmann::json j = nlohmann::json::parse(scan->payloads[i], nullptr, false);
+      if (j.is_discarded() || !j.is_object()) {
+        problems.push_back(Status::Corrupt(fmt::format("{}: record {} is not a JSON object", manifest.string(), i)));
+        continue;
+      }
+      const std::string kind = jstr(j, "kind");
+      if (kind == "header") {
+        seen_header = true;
+        const std::string schema = jstr(j, "schema");
+        if (schema != kDumpSchema)
+          problems.push_back(Status::Unsupported(fmt::format("{}: schema \"{}\", this parity reads \"{}\"",
+                                                             manifest.string(), schema, kDumpSchema)));
+        continue;
+      }
+      if (kind == "close") {
+        ps.closed = true;
+        continue;
+      }
+      if (kind != "event") continue;  // unknown kinds are skipped: newer writers may add some
+      Record r;
+      r.name = jstr(j, "name");
+      r.module = jstr(j, "module");
+      r.op = jstr(j, "op");
+      r.direction = jstr(j, "direction");
+      r.role = jstr(j, "role");
+      r.index = static_cast<int>(jint(j, "index", -1));
+      r.step = jint(j, "step", -1);
+      r.rank = static_cast<int>(jint(j, "rank", rank));
+      r.order = jint(j, "order", -1);
+      r.file = manifest.string();
+      const auto dt = dtype_from_name(jstr(j, "dtype"));
+      if (r.name.empty() || !dt) {
+        problems.push_back(Status::Corrupt(fmt::format("{}: record {} ({}) has no name or an unknown dtype \"{}\"",
+                                                       manifest.string(), i, r.name, jstr(j, "dtype"))));
+        continue;
+      }
+      r.dtype = *dt;
+      Entry e;
+      e.part = parts.size();
+      if (auto it = j.find("shape"); it != j.end() && it->is_array())
+        for (const auto& d : *it) r.shape.push_back(d.is_number_integer() ? d.get<int64_t>() : -1);
+      if (auto it = j.find("stride"); it != j.end() && it->is_array())
+        for (const auto& d : *it) e.stride.push_back(d.is_number_integer() ? d.get<int64_t>() : 0);
+      e.device = jstr(j, "device");
+      if (auto it = j.find("args"); it != j.end()) e.args = it->dump();
+      if (auto it = j.find("stats"); it != j.end() && it->is_object()) r.stats = detail::stats_from_json(*it);
+      if (auto it = j.find("crc32c"); it != j.end() && it->is_string()) {
+        const std::string hex = it->get<std::string>();
+        char* end = nullptr;
+        const unsigned long v = std::strtoul(hex.c_str(), &end, 16);
+        if (hex.size() == 8 && end == hex.c_str() + 8)
+          r.crc32c = static_cast<uint32_t>(v);
+        else
+          problems.push_back(Status::Corrupt(fmt::format("{}: {}: crc32c \"{}\" is not 8 hex digits",
+                                                         manifest.string(), r.name, hex)));
+      }
+      if (auto it = j.find("data"); it != j.end() && it->is_object()) {
+        e.shard = jstr(*it, "shard");
+        e.offset = static_cast<uint64_t>(jint(*it, "offset", -1));
+        e.nbytes = static_cast<uint64_t>(jint(*it, "nbytes", -1));
+        const auto numel = shape_numel(r.shape);
+        const int64_t have = shard_size(e.shard);
+        if (!numel.ok() || static_cast<int64_t>(e.nbytes) != *numel * dtype_size(r.dtype)) {
+          problems.push_back(Status::Corrupt(fmt::format("{}: {}: data holds {} bytes, shape {} x {} needs otherwise",
+                                                         manifest.string(), r.name, e.nbytes,
+                                                         shape_to_string(r.shape), dtype_name(r.dtype))));
+        } else if (e.shard.find('/') != std::string::npos || have < 0) {
+          problems.push_back(Status::NotFound(fmt::format("{}: {}: data shard \"{}\" is missing", manifest.string(),
+                                                          r.name, e.shard)));
+        } else if (e.offset % kDataAlignment != 0 || e.offset + e.nbytes > static_cast<uint64_t>(have)) {
+          problems.push_back(Status::Corrupt(fmt::format(
+              "{}: {}: bytes [{}, {}) lie outside {} ({} bytes) or are misaligned", manifest.string(), r.name,
+              e.offset, e.offset + e.nbytes, e.shard, have)));
+        } else {
+          r.has_data = true;
+          r.file = (dir / e.shard).string();
+          ps.data_bytes += e.nbytes;
+        }
+      }
+      r.handle = entries.size();
+      entries.push_back(std::move(e));
+      ++ps.events;
+      ++ps.events_by_kind[r.direction + "/" + r.role];
+      steps.insert(r.step);
+      records.push_back(std::move(r));
+    }
+    if (!seen_header && !scan->payloads.empty())
+      problems.push_back(Status::Corrupt(fmt::format("{}: the header record is missing", manifest.string())));
+    ps.steps.assign(steps.begin(), steps.end());
+
+    if (fs::exists(dir / "scalars.pfr")) {
+      auto sc = scan_frames(dir / "scalars.pfr");
+      if (!sc.ok()) {
+        problems.push_back(sc.status());
+      } else {
+        if (!sc->tail_problem.empty())
+          problems.push_back(Status::Corrupt(fmt::format("{}: {}", (dir / "scalars.pfr").string(), sc->tail_problem)));
+        for (const auto& p : sc->payloads) {
+          nlohmann::json j = nlohmann::json::parse(p, nullptr, false);
+          if (j.is_discarded() || jstr(j, "kind") != "scalars") continue;
+          scalars.push_back({rank, jint(j, "step", -1), j.contains("values") ? j["values"].dump() : "{}"});
+          ++ps.scalar_records;
+        }
+      }
+    }
+    if (fs::exists(dir / "environment.pfr")) {
+      auto ev = scan_frames(dir / "environment.pfr");
+      if (!ev.ok()) {
+        problems.push_back(ev.status());
+      } else {
+        if (!ev->tail_problem.empty())
+          problems.push_back(Status::Corrupt(fmt::format("{}: {}", (dir / "environment.pfr").string(), ev->tail_problem)));
+        for (const auto& p : ev->payloads) {  // the last complete fingerprint wins
+          nlohmann::json j = nlohmann::json::parse(p, nullptr, false);
+          if (!j.is_discarded() && jstr(j, "kind") == "fingerprint" && j.contains("fingerprint"))
+            fingerprints[rank] = j["fingerprint"].dump();
+        }
+      }
+    }
+    parts.push_back(std::move(ps));
+  }
+
+  Result<std::shared_ptr<Mapping>> map_file(const fs::path& file) const {
+    std::lock_guard<std::mutex> lk(map_mu);
+    auto it = maps.find(file);
+    if (it != maps.end()) return it->second;
+    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return Status::IOError(fmt::format("{}: cannot open: {}", file.string(), std::strerror(errno)));
+    struct stat st {};
+    ::fstat(fd, &st);
+    auto m = std::make_shared<Mapping>();
+    m->size = static_cast<size_t>(st.st_size);
+    if (m->size > 0) {
+      m->addr = ::mmap(nullptr, m->size, PROT_READ, MAP_SHARED, fd, 0);
+      if (m->addr == MAP_FAILED) {
+        const int e = errno;
+        ::close(fd);
+        m->addr = nullptr;
+        return Status::IOError(fmt::format("{}: cannot map: {}", file.string(), std::strerror(e)));
+      }
+    }
+    ::close(fd);
+    maps[file] = m;
+    return m;
+  }
+};
+
+RunReader::RunReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+RunReader::~RunReader() = default;
+
+bool is_run_directory(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return false;
+  if (fs::is_regular_file(path / "manifest.pfr", ec)) return true;
+  for (const auto& e : fs::directory_iterator(path, ec))
+    if (e.is_directory() && rank_of_dir(e.path().filename().string()) >= 0 &&
+        fs::is_regular_file(e.path() / "manifest.pfr", ec))
+      return true;
+  return false;
+}
+
+Result<std::unique_ptr<RunReader>> RunReader::open(const fs::path& run_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(run_dir, ec))
+    return Status::NotFound(fmt::format("{}: no such run directory", run_dir.string()));
+  auto impl = std::make_unique<Impl>();
+  impl->root = run_dir;
+  std::vector<std::pair<int, fs::path>> found;
+  if (fs::is_regular_file(run_dir / "manifest.pfr", ec)) {
+    const int r = rank_of_dir(run_dir.filename().string());
+    found.emplace_back(r < 0 ? 0 : r, run_dir);
+  } else {
+    for (const auto& e : fs::directory_iterator(run_dir, ec)) {
+      const int r = rank_of_dir(e.path().filename().string());
+      if (r >= 0 && e.is_directory() && fs::is_regular_file(e.path() / "manifest.pfr", ec))
+        found.emplace_back(r, e.path());
+    }
+  }
+  if (found.empty())
+    return Status::NotFound(fmt::format("{}: not a parity run (no rank<R>/manifest.pfr inside)", run_dir.string()));
+  std::sort(found.begin(), found.end());
+  for (const auto& [r, dir] : found) impl->read_part(r, dir);
+  return std::unique_ptr<RunReader>(new RunReader(std::move(impl)));
+}
+
+std::string RunReader::describe() const { return impl_->root.string() + " (parity-run)"; }
+const std::vector<Record>& RunReader::records() const { return impl_->records; }
+const std::vector<Status>& RunReader::problems() const { return impl_->problems; }
+const std::vector<PartSummary>& RunReader::parts() const { return impl_->parts; }
+const std::vector<ScalarRecord>& RunReader::scalars() const { return impl_->scalars; }
+std::map<int, std::string> RunReader::fingerprints() const { return impl_->fingerprints; }
+
+std::optional<std::string> RunReader::fingerprint_json() const {
+  if (impl_->fingerprints.empty()) return std::nullopt;
+  return impl_->fingerprints.begin()->second;
+}
+
+const std::string& RunReader::args_json(const Record& r) const {
+  static const std::string empty;
+  return r.handle < impl_->entries.size() ? impl_->entries[r.handle].args : empty;
+}
+std::string RunReader::device(const Record& r) const {
+  return r.handle < impl_->entries.size() ? impl_->entries[r.handle].device : std::string();
+}
+std::vector<int64_t> RunReader::stride(const Record& r) const {
+  return r.handle < impl_->entries.size() ? impl_->entries[r.handle].stride : std::vector<int64_t>{};
+}
+
+std::optional<RunReader::DataLocation> RunReader::data_location(const Record& r) const {
+  if (!r.has_data || r.handle >= impl_->entries.size()) return std::nullopt;
+  const Impl::Entry& e = impl_->entries[r.handle];
+  return DataLocation{impl_->parts[e.part].dir / e.shard, e.offset, e.nbytes};
+}
+
+Result<TensorView> RunReader::load(const Record& r) const {
+  if (!r.has_data || r.handle >= impl_->entries.size())
+    return Status::NotFound(fmt::format("{}: {}: the record has no tensor data (statistics or checksum mode)",
+                                        r.file, r.name));
+  const Impl::Entry& e = impl_->entries[r.handle];
+  const fs::path file = impl_->parts[e.part].dir / e.shard;
+  PARITY_ASSIGN_OR_RETURN(auto m, impl_->map_file(file));
+  if (e.offset + e.nbytes > m->size)
+    return Status::Corrupt(fmt::format("{}: {}: bytes [{}, {}) lie outside the file ({} bytes)", file.string(),
+                                       r.name, e.offset, e.offset + e.nbytes, m->size));
+  TensorView v;
+  v.dtype = r.dtype;
+  v.shape = r.shape;
+  v.numel = e.nbytes / static_cast<uint64_t>(dtype_size(r.dtype));
+  v.data = static_cast<const std::byte*>(m->addr) + e.offset;
+  v.owner = std::shared_ptr<const void>(m, m->addr);
+  return v;
+}
+
+namespace {
+bool probe_run(const fs::path& p) { return is_run_directory(p); }
+Result<std::unique_ptr<RecordSource>> open_run(const fs::path& p) {
+  PARITY_ASSIGN_OR_RETURN(auto r, RunReader::open(p));
+  return std::unique_ptr<RecordSource>(std::move(r));
+}
+}  // namespace
+
+const FormatSpec& run_format_spec() {
+  static const FormatSpec spec{"parity-run", &probe_run, &open_run, true};
+  return spec;
+}
+
+}  // namespace parity::dump
