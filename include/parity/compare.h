@@ -88,12 +88,19 @@ struct CompareResult {
   std::vector<CompareRow> rows;              // in golden execution/listing order
   std::vector<Record> unmatched_golden, unmatched_target;
   std::vector<Status> problems;              // unreadable files/records on either side, with names
+  int64_t golden_problems = 0;               // problems[0, golden_problems) are the golden side's
   std::vector<std::string> notes;            // what could not be compared and why (mode mismatches, ...)
   CompareSummary summary;
   Thresholds thresholds;                     // in effect
   std::optional<std::string> golden_fingerprint, target_fingerprint;  // environment JSON, when known
 };
 
+// Counts and overall verdict of a result's rows, unmatched records and problems. run_compare fills
+// `summary` with it; a later pass that changes row verdicts calls it again.
+CompareSummary summarize_compare(const CompareResult& result);
+
+// Pairs, measures and judges. Fails only when the options are unusable (a bad --kl pattern); every
+// problem with the data itself becomes a row verdict, an unmatched record or a problem in the result.
 Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource& target,
                                   const CompareOptions& options);
 

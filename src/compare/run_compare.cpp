@@ -1,0 +1,320 @@
+// run_compare: match → measure → judge, over two RecordSources.
+//
+// 1. Pair records by (rank, step, name) (matching/exact.h); one-sided records become `unmatched`.
+// 2. Per pair, plan the richest comparison both sides allow: tensor (both have data) > checksum (both
+//    have a CRC32C of the same dtype) > statistics (stored, or computed from the data of one side) >
+//    none. Element-count mismatches are row errors before anything is loaded.
+// 3. Measure: pairs of at least kBigPairBytes run one at a time with every thread inside the fused
+//    kernel; smaller pairs are spread over the threads, one pair per thread, because the kernel's own
+//    fork/join costs more than a 64 KiB pair takes to compare (issue 2 §6: 20,000 small pairs).
+// 4. Judge each row (compare/judge.h) with the thresholds of the pair's lower-precision dtype.
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <exception>
+#include <map>
+#include <regex>
+
+#include "compare/judge.h"
+#include "matching/exact.h"
+#include "parity/compare.h"
+
+namespace parity {
+
+namespace {
+
+// Pairs at least this large (both sides together) are compared one at a time with all threads.
+constexpr int64_t kBigPairBytes = int64_t{1} << 20;
+
+struct RowPlan {
+  size_t row = 0;
+  bool kl = false;
+  bool load_golden = false, load_target = false;  // statistics mode computed from data
+  int64_t bytes = 0;                              // bytes read to measure this row
+};
+
+int64_t record_bytes(const Record& r) {
+  Result<int64_t> n = shape_numel(r.shape);
+  return n.ok() ? *n * dtype_size(r.dtype) : 0;
+}
+
+bool looks_like_logits(const std::string& name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower.find("logits") != std::string::npos;
+}
+
+// Load a record's tensor, making sure the message names the file and that the data has the element
+// count the listing promised (a reader that disagrees with itself must not crash the kernel).
+Result<TensorView> load_checked(const RecordSource& src, const Record& r, int64_t expected_numel) {
+  Result<TensorView> v = src.load(r);
+  if (!v.ok()) {
+    const std::string& msg = v.status().message();
+    if (!r.file.empty() && msg.find(r.file) == std::string::npos) return v.status().WithContext(r.file);
+    return v.status();
+  }
+  if (v->numel != expected_numel) {
+    return Status::Invalid((r.file.empty() ? r.name : r.file) + ": tensor '" + r.name + "' holds " +
+                           std::to_string(v->numel) + " elements, its header says " +
+                           std::to_string(expected_numel));
+  }
+  return v;
+}
+
+void set_error(CompareRow& row, const Status& st) {
+  row.verdict = Verdict::kError;
+  row.reason = st.message();
+}
+
+// Measure and judge one planned row. Never throws: an unexpected exception becomes a row error.
+void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golden,
+                 const RecordSource& target, const Thresholds& thresholds, int threads) {
+  try {
+    const DTypeThresholds& th = thresholds.for_dtype(lower_precision(row.golden.dtype, row.target.dtype));
+    const int64_t numel = shape_numel(row.golden.shape).ValueOr(0);
+    if (row.mode == CompareMode::kTensor) {
+      Result<TensorView> g = load_checked(golden, row.golden, numel);
+      if (!g.ok()) return set_error(row, g.status());
+      Result<TensorView> t = load_checked(target, row.target, numel);
+      if (!t.ok()) return set_error(row, t.status());
+      MetricOptions mo;
+      mo.kl = plan.kl;
+      mo.threads = threads;
+      Result<PairMetrics> m = compare_tensors(*g, *t, mo);
+      if (!m.ok()) return set_error(row, m.status().WithContext(row.golden.name));
+      row.metrics = std::move(m).value();
+      compare::Judgement j = compare::judge_tensor(*row.metrics, th);
+      row.verdict = j.verdict;
+      row.reason = std::move(j.reason);
+    } else if (row.mode == CompareMode::kStatistics) {
+      TensorStats gs, ts;
+      if (plan.load_golden) {
+        Result<TensorView> g = load_checked(golden, row.golden, numel);
+        if (!g.ok()) return set_error(row, g.status());
+        gs = compute_stats(*g);
+      } else {
+        gs = *row.golden.stats;
+      }
+      if (plan.load_target) {
+        Result<TensorView> t = load_checked(target, row.target, numel);
+        if (!t.ok()) return set_error(row, t.status());
+        ts = compute_stats(*t);
+      } else {
+        ts = *row.target.stats;
+      }
+      row.stats = compare::compare_stats(gs, ts);
+      compare::Judgement j = compare::judge_stats(*row.stats, th);
+      row.verdict = j.verdict;
+      row.reason = std::move(j.reason);
+    }
+  } catch (const std::exception& e) {
+    row.verdict = Verdict::kError;
+    row.reason = std::string("internal error while comparing: ") + e.what();
+  }
+  if (row.shape_differs && row.verdict != Verdict::kError) {
+    // Same element count, different shape: compared flat, but a layout change is worth a look.
+    if (row.verdict == Verdict::kPass) row.verdict = Verdict::kWarn;
+    row.reason = "shapes differ (" + shape_to_string(row.golden.shape) + " vs " +
+                 shape_to_string(row.target.shape) + ", same element count, compared flat); " + row.reason;
+  }
+}
+
+std::string has_what(const Record& r) {
+  std::vector<std::string> parts;
+  if (r.has_data) parts.push_back("tensor data");
+  if (r.stats) parts.push_back("statistics");
+  if (r.crc32c) parts.push_back("a checksum");
+  if (parts.empty()) return "nothing";
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) out += (i == 0 ? "" : (i + 1 == parts.size() ? " and " : ", ")) + parts[i];
+  return out;
+}
+
+// Decide what a pair is compared by. Returns false (and sets the row's verdict) when nothing can be.
+// `note` receives a description of a mode mismatch, aggregated into result.notes by the caller.
+bool plan_row(CompareRow& row, RowPlan& plan, const std::vector<std::regex>& kl_patterns, std::string& note) {
+  const Record& g = row.golden;
+  const Record& t = row.target;
+  Result<int64_t> gn = shape_numel(g.shape);
+  Result<int64_t> tn = shape_numel(t.shape);
+  if (!gn.ok() || !tn.ok()) {
+    row.verdict = Verdict::kError;
+    row.reason = (!gn.ok() ? gn.status().WithContext(g.file) : tn.status().WithContext(t.file)).message();
+    return false;
+  }
+  if (*gn != *tn) {
+    row.verdict = Verdict::kError;
+    row.reason = "shapes differ: golden " + shape_to_string(g.shape) + " vs target " + shape_to_string(t.shape);
+    return false;
+  }
+  row.shape_differs = g.shape != t.shape;
+
+  if (g.has_data && t.has_data) {
+    row.mode = CompareMode::kTensor;
+    plan.bytes = record_bytes(g) + record_bytes(t);
+    const bool can_kl = dtype_is_float(g.dtype) && dtype_is_float(t.dtype) && !g.shape.empty();
+    bool want = looks_like_logits(g.name);
+    for (const std::regex& re : kl_patterns) want = want || std::regex_search(g.name, re);
+    plan.kl = can_kl && want;
+    return true;
+  }
+  if (g.crc32c && t.crc32c && g.dtype == t.dtype) {
+    row.mode = CompareMode::kChecksum;
+    row.checksum_equal = *g.crc32c == *t.crc32c;
+    if (g.stats && t.stats) row.stats = compare::compare_stats(*g.stats, *t.stats);
+    compare::Judgement j = compare::judge_checksum(*g.crc32c, *t.crc32c);
+    row.verdict = j.verdict;
+    row.reason = std::move(j.reason);
+    if (g.has_data != t.has_data) {
+      note = std::string("compared by checksum: only the ") + (g.has_data ? "golden" : "target") + " side has tensor data";
+    }
+    return false;  // judged already; nothing to load
+  }
+  if ((g.stats || g.has_data) && (t.stats || t.has_data)) {
+    row.mode = CompareMode::kStatistics;
+    plan.load_golden = !g.stats;
+    plan.load_target = !t.stats;
+    plan.bytes = (plan.load_golden ? record_bytes(g) : 0) + (plan.load_target ? record_bytes(t) : 0);
+    if (g.has_data || t.has_data) {
+      note = std::string("compared by statistics: only the ") + (g.has_data ? "golden" : "target") +
+             " side has tensor data" +
+             (plan.load_golden || plan.load_target ? " (its statistics were computed from the data)" : "");
+    }
+    if (g.crc32c && t.crc32c && g.dtype != t.dtype) {
+      note = "compared by statistics: checksums of different dtypes cannot be compared";
+    }
+    return true;
+  }
+  row.mode = CompareMode::kNone;
+  row.verdict = Verdict::kError;
+  row.reason = "nothing both sides share to compare: golden has " + has_what(g) + ", target has " + has_what(t);
+  note = "not compared: golden has " + has_what(g) + ", target has " + has_what(t);
+  return false;
+}
+
+}  // namespace
+
+CompareSummary summarize_compare(const CompareResult& result) {
+  CompareSummary s;
+  s.rows = static_cast<int64_t>(result.rows.size());
+  Verdict worst = Verdict::kPass;
+  for (const CompareRow& r : result.rows) {
+    switch (r.verdict) {
+      case Verdict::kPass: ++s.pass; break;
+      case Verdict::kWarn: ++s.warn; break;
+      case Verdict::kFail: ++s.fail; break;
+      case Verdict::kError: ++s.error; break;
+    }
+    worst = std::max(worst, r.verdict);
+  }
+  s.unmatched_golden = static_cast<int64_t>(result.unmatched_golden.size());
+  s.unmatched_target = static_cast<int64_t>(result.unmatched_target.size());
+  s.problems = static_cast<int64_t>(result.problems.size());
+  if (s.unmatched_golden + s.unmatched_target + s.problems > 0) worst = std::max(worst, Verdict::kWarn);
+  s.verdict = worst;
+  return s;
+}
+
+Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource& target,
+                                  const CompareOptions& options) {
+  std::vector<std::regex> kl_patterns;
+  for (const std::string& p : options.kl_patterns) {
+    try {
+      kl_patterns.emplace_back(p, std::regex::ECMAScript | std::regex::optimize);
+    } catch (const std::regex_error& e) {
+      return Status::Invalid("--kl pattern '" + p + "' is not a valid regular expression: " + e.what());
+    }
+  }
+
+  CompareResult res;
+  res.golden_source = golden.describe();
+  res.target_source = target.describe();
+  res.thresholds = options.thresholds;
+  res.golden_fingerprint = golden.fingerprint_json();
+  res.target_fingerprint = target.fingerprint_json();
+  for (const Status& st : golden.problems()) res.problems.push_back(st);
+  res.golden_problems = static_cast<int64_t>(res.problems.size());
+  for (const Status& st : target.problems()) res.problems.push_back(st);
+
+  const std::vector<Record>& grecs = golden.records();
+  const std::vector<Record>& trecs = target.records();
+  matching::RecordFilter filter{options.step, options.rank};
+  matching::ExactPairing pairing = matching::pair_exact(grecs, trecs, filter);
+
+  // Say when a filter could not apply to a side (plain files carry no step or rank).
+  auto filter_note = [&](const std::vector<Record>& recs, const char* side) {
+    const bool any_step = std::any_of(recs.begin(), recs.end(), [](const Record& r) { return r.step >= 0; });
+    const bool any_rank = std::any_of(recs.begin(), recs.end(), [](const Record& r) { return r.rank >= 0; });
+    if (options.step >= 0 && !any_step && !recs.empty()) {
+      res.notes.push_back(std::string("--step ") + std::to_string(options.step) + " does not apply to the " + side +
+                          " side: its records carry no step");
+    }
+    if (options.rank >= 0 && !any_rank && !recs.empty()) {
+      res.notes.push_back(std::string("--rank ") + std::to_string(options.rank) + " does not apply to the " + side +
+                          " side: its records carry no rank");
+    }
+  };
+  filter_note(grecs, "golden");
+  filter_note(trecs, "target");
+  if (pairing.filtered_golden + pairing.filtered_target > 0) {
+    res.notes.push_back("filters (--step/--rank) left out " + std::to_string(pairing.filtered_golden) +
+                        " golden and " + std::to_string(pairing.filtered_target) + " target records");
+  }
+  for (size_t i : pairing.unmatched_golden) res.unmatched_golden.push_back(grecs[i]);
+  for (size_t j : pairing.unmatched_target) res.unmatched_target.push_back(trecs[j]);
+
+  // Plan every row.
+  res.rows.resize(pairing.pairs.size());
+  std::vector<RowPlan> big, small;
+  std::map<std::string, int64_t> note_counts;
+  int64_t total_bytes = 0;
+  for (size_t k = 0; k < pairing.pairs.size(); ++k) {
+    CompareRow& row = res.rows[k];
+    row.golden = grecs[pairing.pairs[k].first];
+    row.target = trecs[pairing.pairs[k].second];
+    row.match = MatchKind::kExact;
+    RowPlan plan;
+    plan.row = k;
+    std::string note;
+    const bool measure = plan_row(row, plan, kl_patterns, note);
+    if (!note.empty()) ++note_counts[note];
+    if (!measure) {
+      if (row.shape_differs && row.verdict == Verdict::kPass) {
+        row.verdict = Verdict::kWarn;
+        row.reason = "shapes differ (" + shape_to_string(row.golden.shape) + " vs " +
+                     shape_to_string(row.target.shape) + "); " + row.reason;
+      }
+      continue;
+    }
+    total_bytes += plan.bytes;
+    (plan.bytes >= kBigPairBytes ? big : small).push_back(plan);
+  }
+  for (const auto& [note, count] : note_counts) {
+    res.notes.push_back(std::to_string(count) + (count == 1 ? " pair " : " pairs ") + note);
+  }
+
+  const int jobs = options.jobs > 0 ? options.jobs : omp_get_max_threads();
+  if (options.progress) options.progress->begin("comparing", total_bytes, "B");
+
+  // Large pairs: one at a time, the kernel uses every thread.
+  for (const RowPlan& plan : big) {
+    measure_row(res.rows[plan.row], plan, golden, target, res.thresholds, jobs);
+    if (options.progress) options.progress->advance(plan.bytes);
+  }
+  // Small pairs: one per thread, dynamically scheduled (sizes vary 64×).
+  const int64_t n_small = static_cast<int64_t>(small.size());
+#pragma omp parallel for schedule(dynamic, 4) num_threads(jobs) if (n_small > 1 && jobs > 1)
+  for (int64_t i = 0; i < n_small; ++i) {
+    const RowPlan& plan = small[static_cast<size_t>(i)];
+    measure_row(res.rows[plan.row], plan, golden, target, res.thresholds, 1);
+    if (options.progress) options.progress->advance(plan.bytes);
+  }
+  if (options.progress) options.progress->end();
+
+  res.summary = summarize_compare(res);
+  return res;
+}
+
+}  // namespace parity

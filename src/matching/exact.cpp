@@ -1,0 +1,77 @@
+#include "matching/exact.h"
+
+#include <deque>
+#include <tuple>
+#include <unordered_map>
+
+namespace parity::matching {
+
+bool RecordFilter::keeps(const Record& r) const {
+  // A record without a step (plain tensor files, step -1) is not excluded by --step: the filter
+  // selects among steps, it does not demand that a source have them (compare adds a note instead).
+  if (step >= 0 && r.step >= 0 && r.step != step) return false;
+  if (rank >= 0 && r.rank >= 0 && r.rank != rank) return false;
+  return true;
+}
+
+namespace {
+
+struct Key {
+  int rank;
+  int64_t step;
+  const std::string* name;
+  bool operator==(const Key& o) const {
+    return rank == o.rank && step == o.step && *name == *o.name;
+  }
+};
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    size_t h = std::hash<std::string>{}(*k.name);
+    h ^= std::hash<int64_t>{}(k.step) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    h ^= std::hash<int>{}(k.rank) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+  }
+};
+
+}  // namespace
+
+ExactPairing pair_exact(const std::vector<Record>& golden, const std::vector<Record>& target,
+                        const RecordFilter& filter) {
+  ExactPairing out;
+  // Target occurrences per key, in listing order; each golden record takes the first one left.
+  std::unordered_map<Key, std::deque<size_t>, KeyHash> by_key;
+  by_key.reserve(target.size());
+  std::vector<bool> target_used(target.size(), false);
+  for (size_t i = 0; i < target.size(); ++i) {
+    const Record& r = target[i];
+    if (!filter.keeps(r)) {
+      ++out.filtered_target;
+      target_used[i] = true;  // neither paired nor reported unmatched: it was filtered out
+      continue;
+    }
+    by_key[Key{r.rank, r.step, &r.name}].push_back(i);
+  }
+  out.pairs.reserve(golden.size());
+  for (size_t i = 0; i < golden.size(); ++i) {
+    const Record& r = golden[i];
+    if (!filter.keeps(r)) {
+      ++out.filtered_golden;
+      continue;
+    }
+    auto it = by_key.find(Key{r.rank, r.step, &r.name});
+    if (it == by_key.end() || it->second.empty()) {
+      out.unmatched_golden.push_back(i);
+      continue;
+    }
+    const size_t j = it->second.front();
+    it->second.pop_front();
+    target_used[j] = true;
+    out.pairs.emplace_back(i, j);
+  }
+  for (size_t j = 0; j < target.size(); ++j) {
+    if (!target_used[j]) out.unmatched_target.push_back(j);
+  }
+  return out;
+}
+
+}  // namespace parity::matching

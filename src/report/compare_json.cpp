@@ -1,0 +1,154 @@
+// parity.compare/1: the JSON form of a CompareResult (docs/compare-json.md is the contract).
+#include <cmath>
+
+#include "report/compare_report.h"
+
+namespace parity::report {
+
+using nlohmann::json;
+
+json json_number(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  return v;
+}
+
+namespace {
+
+json side_stats_json(const SideStats& s) {
+  return json{{"min", json_number(s.min)},       {"max", json_number(s.max)},
+              {"mean", json_number(s.mean)},     {"l2norm", json_number(s.l2norm)},
+              {"std", json_number(s.std)},       {"absmax", json_number(s.absmax)},
+              {"nan_count", s.nan_count},        {"pinf_count", s.pinf_count},
+              {"ninf_count", s.ninf_count},      {"zero_count", s.zero_count},
+              {"subnormal_count", s.subnormal_count}};
+}
+
+json tensor_stats_json(const TensorStats& s) {
+  return json{{"min", json_number(s.min)},     {"max", json_number(s.max)},
+              {"mean", json_number(s.mean)},   {"l2norm", json_number(s.l2norm)},
+              {"absmax", json_number(s.absmax)}, {"nan_count", s.nan_count},
+              {"inf_count", s.inf_count},      {"zero_count", s.zero_count},
+              {"subnormal_count", s.subnormal_count}, {"numel", s.numel}};
+}
+
+json metrics_json(const PairMetrics& m) {
+  return json{{"numel", m.numel},
+              {"compared", m.compared},
+              {"cosine", json_number(m.cosine)},
+              {"euclidean", json_number(m.euclidean)},
+              {"rel_l2", json_number(m.rel_l2)},
+              {"rmse", json_number(m.rmse)},
+              {"sqnr_db", json_number(m.sqnr_db)},
+              {"max_abs", json_number(m.max_abs)},
+              {"max_abs_index", m.max_abs_index},
+              {"mean_abs", json_number(m.mean_abs)},
+              {"max_rel", json_number(m.max_rel)},
+              {"max_rel_index", m.max_rel_index},
+              {"thousandth_ratio", json_number(m.thousandth_ratio)},
+              {"five_thousandth_ratio", json_number(m.five_thousandth_ratio)},
+              {"frac_abs_gt_1e6", json_number(m.frac_abs_gt_1e6)},
+              {"frac_abs_gt_1e4", json_number(m.frac_abs_gt_1e4)},
+              {"frac_abs_gt_1e2", json_number(m.frac_abs_gt_1e2)},
+              {"ulp_max", json_number(m.ulp_max)},
+              {"ulp_mean", json_number(m.ulp_mean)},
+              {"frac_ulp_gt1", json_number(m.frac_ulp_gt1)},
+              {"nonfinite_agree", m.nonfinite_agree},
+              {"nonfinite_mismatch", m.nonfinite_mismatch},
+              {"ftz_count", m.ftz_count},
+              {"kl", json_number(m.kl)},
+              {"kl_computed", m.kl_computed},
+              {"golden_stats", side_stats_json(m.golden)},
+              {"target_stats", side_stats_json(m.target)}};
+}
+
+json stats_comparison_json(const StatsComparison& s) {
+  return json{{"golden", tensor_stats_json(s.golden)},  {"target", tensor_stats_json(s.target)},
+              {"max_diff", json_number(s.max_diff)},    {"min_diff", json_number(s.min_diff)},
+              {"mean_diff", json_number(s.mean_diff)},  {"norm_diff", json_number(s.norm_diff)},
+              {"max_rel", json_number(s.max_rel)},      {"min_rel", json_number(s.min_rel)},
+              {"mean_rel", json_number(s.mean_rel)},    {"norm_rel", json_number(s.norm_rel)},
+              {"worst_rel", json_number(s.worst_rel)}};
+}
+
+json fingerprint_json(const std::optional<std::string>& text) {
+  if (!text) return nullptr;
+  json parsed = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  return parsed.is_discarded() ? json(*text) : parsed;
+}
+
+}  // namespace
+
+json record_to_json(const Record& r) {
+  return json{{"name", r.name},       {"file", r.file},       {"dtype", dtype_name(r.dtype)},
+              {"shape", r.shape},     {"module", r.module},   {"op", r.op},
+              {"direction", r.direction}, {"role", r.role},   {"index", r.index},
+              {"step", r.step},       {"rank", r.rank},       {"order", r.order}};
+}
+
+json compare_row_to_json(const CompareRow& row) {
+  const Record& g = row.golden;
+  json j{{"name", g.name},
+         {"target_name", row.target.name},
+         {"match", match_kind_name(row.match)},
+         {"mode", compare_mode_name(row.mode)},
+         {"golden", {{"dtype", dtype_name(g.dtype)}, {"shape", g.shape}, {"file", g.file}}},
+         {"target", {{"dtype", dtype_name(row.target.dtype)}, {"shape", row.target.shape}, {"file", row.target.file}}},
+         {"module", g.module},
+         {"op", g.op},
+         {"direction", g.direction},
+         {"role", g.role},
+         {"index", g.index},
+         {"step", g.step},
+         {"rank", g.rank},
+         {"order", g.order},
+         {"shape_differs", row.shape_differs},
+         {"threshold_dtype", dtype_name(lower_precision(g.dtype, row.target.dtype))},
+         {"metrics", row.metrics ? metrics_json(*row.metrics) : json(nullptr)},
+         {"stats", row.stats ? stats_comparison_json(*row.stats) : json(nullptr)},
+         {"checksum_equal", row.checksum_equal ? json(*row.checksum_equal) : json(nullptr)},
+         {"verdict", verdict_name(row.verdict)},
+         {"reason", row.reason},
+         {"noise", noise_class_name(row.noise)},
+         {"noise_ratio", json_number(row.noise_ratio)}};
+  return j;
+}
+
+json compare_result_to_json(const CompareResult& result) {
+  const CompareSummary& s = result.summary;
+  json rows = json::array();
+  for (const CompareRow& r : result.rows) rows.push_back(compare_row_to_json(r));
+  json ug = json::array(), ut = json::array();
+  for (const Record& r : result.unmatched_golden) ug.push_back(record_to_json(r));
+  for (const Record& r : result.unmatched_target) ut.push_back(record_to_json(r));
+  json problems = json::array();
+  for (size_t i = 0; i < result.problems.size(); ++i) {
+    const Status& st = result.problems[i];
+    problems.push_back({{"side", static_cast<int64_t>(i) < result.golden_problems ? "golden" : "target"},
+                        {"code", status_code_name(st.code())},
+                        {"message", st.message()}});
+  }
+  json thresholds = json::parse(thresholds_to_json(result.thresholds));
+  return json{
+      {"schema", kCompareSchema},
+      {"golden", {{"source", result.golden_source}, {"fingerprint", fingerprint_json(result.golden_fingerprint)}}},
+      {"target", {{"source", result.target_source}, {"fingerprint", fingerprint_json(result.target_fingerprint)}}},
+      {"thresholds", std::move(thresholds)},
+      {"summary",
+       {{"rows", s.rows},
+        {"pass", s.pass},
+        {"warn", s.warn},
+        {"fail", s.fail},
+        {"error", s.error},
+        {"unmatched_golden", s.unmatched_golden},
+        {"unmatched_target", s.unmatched_target},
+        {"problems", s.problems},
+        {"verdict", verdict_name(s.verdict)},
+        {"exit_code", s.verdict == Verdict::kPass ? 0 : 1}}},
+      {"rows", std::move(rows)},
+      {"unmatched", {{"golden", std::move(ug)}, {"target", std::move(ut)}}},
+      {"problems", std::move(problems)},
+      {"notes", result.notes}};
+}
+
+}  // namespace parity::report

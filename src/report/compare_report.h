@@ -1,0 +1,62 @@
+// report/compare_report.h — the outputs of `parity compare`: JSON (schema parity.compare/1,
+// docs/compare-json.md), CSV (parity.compare.csv/1) and the terminal summary.
+//
+// Other passes extend these rather than replace them: the analysis pass adds its top-level keys to
+// the object compare_result_to_json returns, and prints its own sections between the terminal
+// sections below (header, table, unmatched, problems, notes, verdict line).
+#pragma once
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "parity/compare.h"
+
+namespace parity::report {
+
+inline constexpr const char* kCompareSchema = "parity.compare/1";
+inline constexpr const char* kCompareCsvSchema = "parity.compare.csv/1";
+
+// A double as JSON: a number, or "NaN" / "Infinity" / "-Infinity" (JSON has no non-finite numbers;
+// these spellings parse back with JavaScript's Number() and Python's float()).
+nlohmann::json json_number(double v);
+
+// The whole result as a parity.compare/1 object (nlohmann::json sorts keys). The caller may add
+// `parity_version`, `command`, `elapsed_seconds` and the analysis keys.
+nlohmann::json compare_result_to_json(const CompareResult& result);
+nlohmann::json compare_row_to_json(const CompareRow& row);
+nlohmann::json record_to_json(const Record& r);
+
+// CSV, one line per row in result order, after a "# schema: parity.compare.csv/1" comment line.
+// Columns: docs/compare-json.md ("CSV"). Errors name the file.
+Status write_compare_csv(const CompareResult& result, const std::string& path);
+void write_compare_csv(const CompareResult& result, std::FILE* out);
+
+// ---- terminal ------------------------------------------------------------------------------------
+enum class SortKey { kWorst, kName, kOrder, kMetric };
+
+struct TableOptions {
+  SortKey sort = SortKey::kWorst;
+  std::string sort_metric = "cosine";  // with SortKey::kMetric: cosine | max_abs | max_rel | rel_l2 | sqnr_db | kl
+  int64_t limit = 30;                  // rows shown; <= 0 = all
+  int width = 100;                     // columns available
+  bool color = false;
+  bool verbose = false;                // print the reason of passing rows too
+};
+
+// Row indices in display order.
+std::vector<size_t> sort_rows(const CompareResult& result, const TableOptions& options);
+// Metric names accepted by --sort-metric.
+const std::vector<std::string>& sortable_metrics();
+
+void print_compare_header(std::FILE* out, const CompareResult& result, const TableOptions& options);
+void print_compare_table(std::FILE* out, const CompareResult& result, const TableOptions& options);
+void print_compare_unmatched(std::FILE* out, const CompareResult& result, const TableOptions& options);
+void print_compare_problems(std::FILE* out, const CompareResult& result, const TableOptions& options);
+void print_compare_notes(std::FILE* out, const CompareResult& result, const TableOptions& options);
+// "PASSED | 12 rows: 12 pass | 0.41 s | parity compare a b" (Polygraphy style)
+void print_compare_verdict(std::FILE* out, const CompareResult& result, double seconds,
+                           const std::string& command, bool color);
+
+}  // namespace parity::report

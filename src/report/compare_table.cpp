@@ -1,0 +1,242 @@
+// The terminal summary of `parity compare`: a table that fits 100 columns, worst rows first, then the
+// records left unmatched, unreadable files, notes, and one final verdict line (Polygraphy style).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <tuple>
+
+#include "report/compare_report.h"
+
+namespace parity::report {
+
+namespace {
+
+// ANSI SGR colouring, kept local so that report does not depend on the CLI (src/cli/ui.h does the
+// same for subcommands).
+std::string paint(const std::string& text, const char* sgr, bool color) {
+  return color ? std::string("\033[") + sgr + "m" + text + "\033[0m" : text;
+}
+const char* verdict_sgr(Verdict v) {
+  switch (v) {
+    case Verdict::kPass: return "32";
+    case Verdict::kWarn: return "33";
+    case Verdict::kFail: return "1;31";
+    case Verdict::kError: return "35";
+  }
+  return "0";
+}
+
+std::string pad(std::string s, size_t w, bool right = false) {
+  if (s.size() >= w) return s;
+  return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
+}
+
+// Shorten to `w` columns keeping the head and the (more specific) tail: "blocks.1...mlp.out.npy".
+std::string fit(const std::string& s, size_t w) {
+  if (s.size() <= w) return s;
+  if (w <= 3) return s.substr(0, w);
+  const size_t head = (w - 3) / 3;
+  const size_t tail = w - 3 - head;
+  return s.substr(0, head) + "..." + s.substr(s.size() - tail);
+}
+
+std::string cell(double v) {
+  if (std::isnan(v)) return "-";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];
+  if (v == 0.0) return "0";
+  std::snprintf(buf, sizeof buf, "%.3e", v);
+  return buf;
+}
+std::string cosine_cell(double v) {
+  if (std::isnan(v)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f", v);
+  return buf;
+}
+std::string sqnr_cell(double v) {
+  if (std::isnan(v)) return "-";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+std::string dtypes_cell(const CompareRow& r) {
+  const std::string g = dtype_name(r.golden.dtype), t = dtype_name(r.target.dtype);
+  return g == t ? g : g + ">" + t;
+}
+
+// The value of a sortable metric for a row, oriented so that larger = worse; NaN when absent.
+double badness(const CompareRow& r, const std::string& metric) {
+  if (!r.metrics) {
+    if (r.stats && (metric == "rel_l2" || metric == "max_rel")) return r.stats->worst_rel;
+    return kNaN;
+  }
+  const PairMetrics& m = *r.metrics;
+  if (metric == "cosine") return std::isnan(m.cosine) ? kNaN : 1.0 - m.cosine;
+  if (metric == "max_abs") return m.max_abs;
+  if (metric == "max_rel") return m.max_rel;
+  if (metric == "rel_l2") return m.rel_l2;
+  if (metric == "sqnr_db") return std::isnan(m.sqnr_db) ? kNaN : -m.sqnr_db;
+  if (metric == "kl") return m.kl_computed ? m.kl : kNaN;
+  if (metric == "ulp_max") return m.ulp_max;
+  return kNaN;
+}
+
+// Worse first; rows without the value go last.
+bool worse(double a, double b) {
+  if (std::isnan(a)) return false;
+  if (std::isnan(b)) return true;
+  return a > b;
+}
+
+bool by_order(const CompareRow& a, const CompareRow& b) {
+  return std::tie(a.golden.rank, a.golden.step, a.golden.order) < std::tie(b.golden.rank, b.golden.step, b.golden.order);
+}
+
+}  // namespace
+
+const std::vector<std::string>& sortable_metrics() {
+  static const std::vector<std::string> names = {"cosine", "max_abs", "max_rel", "rel_l2", "sqnr_db", "kl", "ulp_max"};
+  return names;
+}
+
+std::vector<size_t> sort_rows(const CompareResult& result, const TableOptions& options) {
+  std::vector<size_t> idx(result.rows.size());
+  std::iota(idx.begin(), idx.end(), size_t{0});
+  const auto& rows = result.rows;
+  switch (options.sort) {
+    case SortKey::kName:
+      std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return rows[a].golden.name < rows[b].golden.name; });
+      break;
+    case SortKey::kOrder:
+      std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return by_order(rows[a], rows[b]); });
+      break;
+    case SortKey::kMetric:
+      std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+        return worse(badness(rows[a], options.sort_metric), badness(rows[b], options.sort_metric));
+      });
+      break;
+    case SortKey::kWorst:
+      // Verdict first (error, fail, warn, pass), then the relative L2 error (statistics rows: their
+      // worst relative error), then execution order.
+      std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+        if (rows[a].verdict != rows[b].verdict) return rows[a].verdict > rows[b].verdict;
+        const double ba = badness(rows[a], "rel_l2"), bb = badness(rows[b], "rel_l2");
+        if (worse(ba, bb)) return true;
+        if (worse(bb, ba)) return false;
+        return by_order(rows[a], rows[b]);
+      });
+      break;
+  }
+  return idx;
+}
+
+void print_compare_header(std::FILE* out, const CompareResult& result, const TableOptions& options) {
+  std::fprintf(out, "%s %s\n", paint("golden", "1", options.color).c_str(), result.golden_source.c_str());
+  std::fprintf(out, "%s %s\n", paint("target", "1", options.color).c_str(), result.target_source.c_str());
+}
+
+void print_compare_table(std::FILE* out, const CompareResult& result, const TableOptions& options) {
+  // Fixed columns: verdict 5, dtypes 9, cosine 8, max abs 9, max rel 9, rel L2 9, SQNR 6, with one
+  // space between columns; the name takes what is left (at least 16).
+  const int fixed = 5 + 9 + 8 + 9 + 9 + 9 + 6 + 8;
+  const size_t name_w = static_cast<size_t>(std::max(16, options.width - fixed - 1));
+  const std::string header = pad("", 5) + " " + pad("name", name_w) + " " + pad("dtypes", 9) + " " +
+                             pad("cosine", 8, true) + " " + pad("max abs", 9, true) + " " +
+                             pad("max rel", 9, true) + " " + pad("rel L2", 9, true) + " " + pad("SQNR", 6, true);
+  std::fprintf(out, "\n%s\n", paint(header, "1", options.color).c_str());
+
+  const std::vector<size_t> order = sort_rows(result, options);
+  const size_t shown = options.limit > 0 ? std::min(order.size(), static_cast<size_t>(options.limit)) : order.size();
+  for (size_t k = 0; k < shown; ++k) {
+    const CompareRow& r = result.rows[order[k]];
+    std::string line = paint(pad(verdict_name(r.verdict), 5), verdict_sgr(r.verdict), options.color) + " " +
+                       pad(fit(r.golden.name, name_w), name_w) + " " + pad(fit(dtypes_cell(r), 9), 9) + " ";
+    if (r.metrics) {
+      const PairMetrics& m = *r.metrics;
+      line += pad(cosine_cell(m.cosine), 8, true) + " " + pad(cell(m.max_abs), 9, true) + " " +
+              pad(cell(m.max_rel), 9, true) + " " + pad(cell(m.rel_l2), 9, true) + " " + pad(sqnr_cell(m.sqnr_db), 6, true);
+    } else {
+      line += pad(std::string("(") + compare_mode_name(r.mode) + ")", 8 + 1 + 9, true);
+    }
+    std::fprintf(out, "%s\n", line.c_str());
+    // The reason of a row that did not pass (and of every row with --verbose) on the next line.
+    if (r.verdict != Verdict::kPass || options.verbose || !r.metrics) {
+      const size_t w = static_cast<size_t>(std::max(20, options.width - 8));
+      std::string reason = r.reason;
+      if (!options.verbose && reason.size() > w) reason = reason.substr(0, w - 3) + "...";
+      std::fprintf(out, "      %s\n", paint(reason, "2", options.color).c_str());
+    }
+  }
+  if (shown < order.size()) {
+    std::fprintf(out, "... %zu more rows (--all or --limit N to show them)\n", order.size() - shown);
+  }
+  const CompareSummary& s = result.summary;
+  std::fprintf(out, "\n%lld rows: %s pass, %s warn, %s fail, %s error\n", static_cast<long long>(s.rows),
+               paint(std::to_string(s.pass), verdict_sgr(Verdict::kPass), options.color && s.pass > 0).c_str(),
+               paint(std::to_string(s.warn), verdict_sgr(Verdict::kWarn), options.color && s.warn > 0).c_str(),
+               paint(std::to_string(s.fail), verdict_sgr(Verdict::kFail), options.color && s.fail > 0).c_str(),
+               paint(std::to_string(s.error), verdict_sgr(Verdict::kError), options.color && s.error > 0).c_str());
+}
+
+namespace {
+
+void print_unmatched_side(std::FILE* out, const std::vector<Record>& recs, const char* label,
+                          const TableOptions& options) {
+  if (recs.empty()) return;
+  std::fprintf(out, "\n%s (%zu): present on one side only, not compared\n",
+               paint(label, "33", options.color).c_str(), recs.size());
+  const size_t shown = options.limit > 0 ? std::min(recs.size(), static_cast<size_t>(options.limit)) : recs.size();
+  for (size_t i = 0; i < shown; ++i) {
+    const Record& r = recs[i];
+    std::string where;
+    if (r.step >= 0) where += " step " + std::to_string(r.step);
+    if (r.rank >= 0) where += " rank " + std::to_string(r.rank);
+    std::fprintf(out, "  %s  %s %s%s\n", fit(r.name, static_cast<size_t>(std::max(20, options.width - 30))).c_str(),
+                 dtype_name(r.dtype), shape_to_string(r.shape).c_str(), where.c_str());
+  }
+  if (shown < recs.size()) std::fprintf(out, "  ... %zu more\n", recs.size() - shown);
+}
+
+}  // namespace
+
+void print_compare_unmatched(std::FILE* out, const CompareResult& result, const TableOptions& options) {
+  print_unmatched_side(out, result.unmatched_golden, "only in golden", options);
+  print_unmatched_side(out, result.unmatched_target, "only in target", options);
+}
+
+void print_compare_problems(std::FILE* out, const CompareResult& result, const TableOptions& options) {
+  if (result.problems.empty()) return;
+  std::fprintf(out, "\n%s (%zu): could not be read, the rest was compared\n",
+               paint("unreadable", "35", options.color).c_str(), result.problems.size());
+  const size_t shown = options.limit > 0 ? std::min(result.problems.size(), static_cast<size_t>(options.limit))
+                                         : result.problems.size();
+  for (size_t i = 0; i < shown; ++i) {
+    const bool golden = static_cast<int64_t>(i) < result.golden_problems;
+    std::fprintf(out, "  %s: %s\n", golden ? "golden" : "target", result.problems[i].message().c_str());
+  }
+  if (shown < result.problems.size()) std::fprintf(out, "  ... %zu more\n", result.problems.size() - shown);
+}
+
+void print_compare_notes(std::FILE* out, const CompareResult& result, const TableOptions& options) {
+  for (const std::string& n : result.notes) std::fprintf(out, "%s %s\n", paint("note:", "2", options.color).c_str(), n.c_str());
+}
+
+void print_compare_verdict(std::FILE* out, const CompareResult& result, double seconds,
+                           const std::string& command, bool color) {
+  const CompareSummary& s = result.summary;
+  const bool passed = s.verdict == Verdict::kPass;
+  std::string counts = std::to_string(s.pass) + " pass, " + std::to_string(s.warn) + " warn, " +
+                       std::to_string(s.fail) + " fail, " + std::to_string(s.error) + " error";
+  if (s.unmatched_golden + s.unmatched_target > 0) {
+    counts += ", " + std::to_string(s.unmatched_golden + s.unmatched_target) + " unmatched";
+  }
+  if (s.problems > 0) counts += ", " + std::to_string(s.problems) + " unreadable";
+  std::fprintf(out, "%s | %s | %.2fs | %s\n",
+               paint(passed ? "PASSED" : "FAILED", passed ? "1;32" : "1;31", color).c_str(), counts.c_str(),
+               seconds, command.c_str());
+}
+
+}  // namespace parity::report
