@@ -68,6 +68,9 @@ struct FormatSpec {
   // True for formats that are a whole directory (capture runs); a plain directory of tensor files is
   // handled by the directory source, which asks the single-file formats about each file.
   bool is_directory_format = false;
+  // True for formats that hold exactly one tensor per file (.npy): inside a directory its record is
+  // named by the file's relative path alone; records of other formats are named "relpath:name".
+  bool one_tensor_per_file = false;
 };
 
 // The registered formats in probe order (src/formats/registry.cpp).
@@ -76,6 +79,8 @@ const std::vector<FormatSpec>& registered_formats();
 // Open a file or directory as a source: a directory format whose probe accepts it, else a single file
 // format by probe, else (for a directory) a recursive directory-of-tensor-files source.
 // `format` forces a format by name ("" = detect).
+// A path that does not exist but has the form "FILE:KEY" where FILE exists opens FILE and keeps only the
+// record named KEY (e.g. "logits.safetensors:logits"). Naming rules: docs/formats.md.
 Result<std::unique_ptr<RecordSource>> open_source(const std::filesystem::path& path,
                                                   const std::string& format = "");
 

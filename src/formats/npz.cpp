@@ -1,0 +1,115 @@
+// .npz reader: a zip archive of .npy members (numpy.savez: stored; numpy.savez_compressed: deflated).
+// Stored members are viewed in place inside the file mapping; deflated members are listed by inflating
+// only their .npy header, and inflated whole (CRC-checked) on load. Keys drop the ".npy" suffix, as
+// numpy.load does.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "formats/inflate.h"
+#include "formats/npy.h"
+#include "formats/npz.h"
+#include "formats/tensor_file_source.h"
+#include "formats/zip_directory.h"
+
+namespace parity::formats {
+namespace {
+
+bool probe_npz(const std::filesystem::path& p) { return has_extension(p, ".npz"); }
+
+// The member's .npy header: read in place for stored members, inflated for deflated ones (first the
+// fixed prefix for the header length, then exactly the header).
+Result<NpyHeader> member_header(const MappedFile& file, const ZipMember& m, std::vector<std::byte>& scratch) {
+  const std::byte* src = file.data() + m.data_offset;
+  if (m.method == 0) return parse_npy_header(ByteRange{src, m.compressed_size});
+  auto inflate_prefix = [&](uint64_t n) -> Result<ByteRange> {
+    n = std::min(n, m.uncompressed_size);
+    scratch.resize(n);
+    PARITY_ASSIGN_OR_RETURN(uint64_t got, inflate_raw(src, m.compressed_size, scratch.data(), n));
+    return ByteRange{scratch.data(), got};
+  };
+  PARITY_ASSIGN_OR_RETURN(ByteRange prefix, inflate_prefix(12));
+  PARITY_ASSIGN_OR_RETURN(uint64_t end, npy_header_end(prefix));
+  if (end > m.uncompressed_size) {
+    return Status::Invalid("header length " + std::to_string(end) + " exceeds the member size (" +
+                           std::to_string(m.uncompressed_size) + " bytes)");
+  }
+  PARITY_ASSIGN_OR_RETURN(ByteRange header, inflate_prefix(end));
+  return parse_npy_header(header);
+}
+
+Status list_npz(const MappedFile& file, std::vector<TensorEntry>& entries, std::vector<Status>& problems) {
+  const std::string name = file.path().string();
+  Result<std::vector<ZipMember>> dir = read_zip_directory(ByteRange{file.data(), file.size()});
+  if (!dir.ok()) return dir.status().WithContext(name);
+  std::vector<std::byte> scratch;
+  for (const ZipMember& m : *dir) {
+    if (!m.name.empty() && m.name.back() == '/') continue;  // a directory entry, no data
+    const std::string what = name + ": member '" + m.name + "'";
+    auto problem = [&](const Status& st) { problems.push_back(st.WithContext(what)); };
+    if (!m.problem.ok()) { problem(m.problem); continue; }
+    if (m.encrypted) { problem(Status::Unsupported("encrypted zip members are not supported")); continue; }
+    if (m.method != 0 && m.method != 8) {
+      problem(Status::Unsupported("zip compression method " + std::to_string(m.method) +
+                                  " is not supported (only stored and deflated)"));
+      continue;
+    }
+    if (m.method == 0 && m.compressed_size != m.uncompressed_size) {
+      problem(Status::Invalid("stored member has compressed size " + std::to_string(m.compressed_size) +
+                              " but uncompressed size " + std::to_string(m.uncompressed_size)));
+      continue;
+    }
+    // Deflate cannot expand data by more than ~1032:1 (zlib technical details); a larger claim is a lie
+    // that would make load() allocate a huge buffer.
+    if (m.method == 8 && m.uncompressed_size / 1032 > m.compressed_size + 1024) {
+      problem(Status::Invalid("implausible uncompressed size " + std::to_string(m.uncompressed_size) + " for " +
+                              std::to_string(m.compressed_size) + " compressed bytes"));
+      continue;
+    }
+    Result<NpyHeader> h = member_header(file, m, scratch);
+    if (!h.ok()) { problem(h.status()); continue; }
+    const uint64_t present = m.uncompressed_size - std::min(m.uncompressed_size, h->data_offset);
+    if (h->data_bytes > present) {
+      problem(Status::Invalid("header claims " + std::to_string(h->data_bytes) + " bytes of data (" +
+                              shape_to_string(h->shape) + " " + dtype_name(h->dtype) + "), member has " +
+                              std::to_string(present)));
+      continue;
+    }
+    TensorEntry e;
+    e.key = m.name;
+    if (has_extension(e.key, ".npy")) e.key.resize(e.key.size() - 4);
+    e.what = what;
+    e.dtype = h->dtype;
+    e.shape = h->shape;
+    e.strides = h->strides();
+    e.byteswapped = h->byteswapped;
+    e.numel = h->numel;
+    if (m.method == 0) {
+      e.storage = TensorEntry::Storage::kInPlace;
+      e.offset = m.data_offset + h->data_offset;
+      e.size = h->data_bytes;
+    } else {
+      e.storage = TensorEntry::Storage::kDeflated;
+      e.offset = m.data_offset;
+      e.size = m.compressed_size;
+      e.inflated_size = m.uncompressed_size;
+      e.crc32 = m.crc32;
+      e.data_offset = h->data_offset;
+    }
+    entries.push_back(std::move(e));
+  }
+  return Status::OK();
+}
+
+Result<std::unique_ptr<RecordSource>> open_npz(const std::filesystem::path& p) {
+  return TensorFileSource::open(p, "npz", &list_npz, false);
+}
+
+}  // namespace
+
+const FormatSpec& npz_format_spec() {
+  static const FormatSpec spec{"npz", &probe_npz, &open_npz, false, false};
+  return spec;
+}
+
+}  // namespace parity::formats

@@ -1,0 +1,20 @@
+// The tensor formats parity reads, in probe order. Adding a format = one file defining a FormatSpec
+// (see include/parity/source.h) plus one line here. Directory formats (capture runs) are probed before
+// single-file formats; a plain directory is read by the directory source (directory_source.cpp).
+#include "formats/npy.h"
+#include "formats/npz.h"
+#include "formats/safetensors.h"
+#include "parity/source.h"
+
+namespace parity {
+
+const std::vector<FormatSpec>& registered_formats() {
+  static const std::vector<FormatSpec> kFormats = {
+      formats::npy_format_spec(),
+      formats::npz_format_spec(),
+      formats::safetensors_format_spec(),
+  };
+  return kFormats;
+}
+
+}  // namespace parity
