@@ -183,6 +183,8 @@ struct RankMetricResult {
 
 struct RankComparison {
   std::string path, format;
+  double rel_tol = 0;        // in effect
+  int consecutive = 1;
   std::vector<RankMetricResult> metrics;
   std::vector<Status> problems;
   Verdict verdict = Verdict::kPass;

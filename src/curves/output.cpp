@@ -1,0 +1,181 @@
+// src/curves/output.cpp — machine-readable outputs of the curve and rank comparisons:
+// "parity.curve/1", "parity.curve.csv/1", "parity.ranks/1", "parity.ranks.csv/1" (docs/curves.md).
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "parity/curves.h"
+
+namespace parity::curves {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// JSON has no NaN/Inf: they are written as the strings "NaN", "Infinity", "-Infinity".
+json num(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  return v;
+}
+
+json problems_json(const std::vector<Status>& problems) {
+  json a = json::array();
+  for (const auto& p : problems) a.push_back(p.message());
+  return a;
+}
+
+// CSV number: shortest round-trip form; empty for "not present".
+std::string csv_num(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{}", v);
+}
+
+}  // namespace
+
+std::string curve_comparison_json(const CurveComparison& c, int indent) {
+  json j;
+  j["schema"] = "parity.curve/1";
+  auto side = [&](const std::string& path, const std::string& format, bool golden) {
+    json s;
+    s["path"] = path;
+    s["format"] = format;
+    json m = json::array();
+    for (const auto& mc : c.metrics) m.push_back(mc.metric);
+    for (const auto& name : golden ? c.only_golden : c.only_target) m.push_back(name);
+    s["metrics"] = m;
+    return s;
+  };
+  j["golden"] = side(c.golden_path, c.golden_format, true);
+  j["target"] = side(c.target_path, c.target_format, false);
+  j["verdict"] = verdict_name(c.verdict);
+  j["only_golden"] = c.only_golden;
+  j["only_target"] = c.only_target;
+  j["problems"] = problems_json(c.problems);
+  json metrics = json::array();
+  for (const MetricComparison& m : c.metrics) {
+    json o;
+    o["metric"] = m.metric;
+    o["verdict"] = verdict_name(m.verdict);
+    o["reasons"] = m.reasons;
+    o["tolerance"] = {{"rel_tol", m.tolerance.rel_tol}, {"consecutive", m.tolerance.consecutive},
+                      {"final_tol", m.tolerance.final_tol}};
+    o["aligned_steps"] = m.points.size();
+    o["missing_in_golden"] = m.missing_in_golden;
+    o["missing_in_target"] = m.missing_in_target;
+    o["mean_rel_dev"] = num(m.mean_rel_dev);
+    o["max_rel_dev"] = num(m.max_rel_dev);
+    o["max_rel_dev_step"] = m.max_rel_dev_step >= 0 ? json(m.max_rel_dev_step) : json(nullptr);
+    o["mean_abs_diff"] = num(m.mean_abs_diff);
+    o["max_abs_diff"] = num(m.max_abs_diff);
+    json windows = json::array();
+    for (const Window& w : m.windows)
+      windows.push_back({{"first_step", w.first_step}, {"last_step", w.last_step}, {"points", w.points},
+                         {"mean_rel_dev", num(w.mean_rel_dev)}, {"max_rel_dev", num(w.max_rel_dev)}});
+    o["windows"] = windows;
+    o["divergence_step"] = m.divergence_step ? json(*m.divergence_step) : json(nullptr);
+    o["nonfinite"] = {{"golden", m.nonfinite_golden}, {"target", m.nonfinite_target}};
+    auto spikes = [](const std::vector<Spike>& v) {
+      json a = json::array();
+      for (const Spike& s : v)
+        a.push_back({{"step", s.step}, {"value", num(s.value)}, {"median", num(s.median)},
+                     {"threshold", num(s.threshold)}});
+      return a;
+    };
+    o["spikes"] = {{"golden", spikes(m.spikes_golden)}, {"target", spikes(m.spikes_target)}};
+    o["final"] = {{"window", m.final_window}, {"golden", num(m.final_golden)}, {"target", num(m.final_target)},
+                  {"abs_diff", num(m.final_abs_diff)}, {"rel_diff", num(m.final_rel_diff)}};
+    o["best"] = {{"mode", m.best_mode},
+                 {"golden", num(m.best_golden)},
+                 {"golden_step", m.best_golden_step >= 0 ? json(m.best_golden_step) : json(nullptr)},
+                 {"target", num(m.best_target)},
+                 {"target_step", m.best_target_step >= 0 ? json(m.best_target_step) : json(nullptr)},
+                 {"abs_diff", num(m.best_abs_diff)},
+                 {"rel_diff", num(m.best_rel_diff)}};
+    o["area"] = {{"between", num(m.area_between)}, {"golden", num(m.area_golden)}, {"relative", num(m.rel_area)}};
+    o["trend"] = {{"golden_slope", num(m.slope_golden)}, {"target_slope", num(m.slope_target)},
+                  {"consistent", m.trend_consistent}};
+    json points = json::array();
+    for (const AlignedPoint& p : m.points)
+      points.push_back({{"step", p.step}, {"golden", num(p.golden)}, {"target", num(p.target)},
+                        {"abs_diff", num(p.abs_diff)}, {"rel_dev", num(p.rel_dev)}});
+    o["points"] = points;
+    metrics.push_back(o);
+  }
+  j["metrics"] = metrics;
+  return j.dump(indent);
+}
+
+std::string curve_comparison_csv(const CurveComparison& c) {
+  std::ostringstream out;
+  out << "# schema: parity.curve.csv/1\n";
+  out << "metric,step,golden,target,abs_diff,rel_dev,flags\n";
+  for (const MetricComparison& m : c.metrics) {
+    std::set<int64_t> sg, st;
+    for (const auto& s : m.spikes_golden) sg.insert(s.step);
+    for (const auto& s : m.spikes_target) st.insert(s.step);
+    for (const AlignedPoint& p : m.points) {
+      std::vector<std::string> flags;
+      if (sg.count(p.step)) flags.push_back("spike_golden");
+      if (st.count(p.step)) flags.push_back("spike_target");
+      if (!std::isfinite(p.golden)) flags.push_back("nonfinite_golden");
+      if (!std::isfinite(p.target)) flags.push_back("nonfinite_target");
+      if (p.rel_dev > m.tolerance.rel_tol) flags.push_back("above_tol");
+      if (m.divergence_step && p.step >= *m.divergence_step) flags.push_back("diverged");
+      out << fmt::format("{},{},{},{},{},{},{}\n", m.metric, p.step, csv_num(p.golden), csv_num(p.target),
+                         csv_num(p.abs_diff), csv_num(p.rel_dev), fmt::join(flags, ";"));
+    }
+    for (int64_t s : m.missing_in_golden) out << fmt::format("{},{},,,,,missing_golden\n", m.metric, s);
+    for (int64_t s : m.missing_in_target) out << fmt::format("{},{},,,,,missing_target\n", m.metric, s);
+  }
+  return out.str();
+}
+
+std::string rank_comparison_json(const RankComparison& c, int indent) {
+  json j;
+  j["schema"] = "parity.ranks/1";
+  std::set<int> ranks;
+  for (const auto& m : c.metrics) ranks.insert(m.ranks.begin(), m.ranks.end());
+  j["run"] = {{"path", c.path}, {"format", c.format}, {"ranks", std::vector<int>(ranks.begin(), ranks.end())}};
+  j["verdict"] = verdict_name(c.verdict);
+  j["code"] = c.rank_inconsistent ? json("RANK_INCONSISTENT") : json(nullptr);
+  j["problems"] = problems_json(c.problems);
+  json metrics = json::array();
+  for (const RankMetricResult& m : c.metrics) {
+    json o;
+    o["metric"] = m.metric;
+    o["ranks"] = m.ranks;
+    o["steps_compared"] = m.steps_compared;
+    o["rel_tol"] = c.rel_tol;
+    o["consecutive"] = c.consecutive;
+    o["verdict"] = verdict_name(m.verdict);
+    json inc = json::array();
+    for (const RankDeviation& d : m.inconsistent)
+      inc.push_back({{"rank", d.rank}, {"from_step", d.from_step}, {"steps", d.steps},
+                     {"max_rel_dev", num(d.max_rel_dev)}, {"max_rel_dev_step", d.max_rel_dev_step}});
+    o["inconsistent"] = inc;
+    json missing = json::object();
+    for (const auto& [rank, steps] : m.missing_steps) missing[std::to_string(rank)] = steps;
+    o["missing_steps"] = missing;
+    metrics.push_back(o);
+  }
+  j["metrics"] = metrics;
+  return j.dump(indent);
+}
+
+std::string rank_comparison_csv(const RankComparison& c) {
+  std::ostringstream out;
+  out << "# schema: parity.ranks.csv/1\n";
+  out << "metric,rank,from_step,steps,max_rel_dev,max_rel_dev_step\n";
+  for (const auto& m : c.metrics)
+    for (const auto& d : m.inconsistent)
+      out << fmt::format("{},{},{},{},{},{}\n", m.metric, d.rank, d.from_step, d.steps, csv_num(d.max_rel_dev),
+                         d.max_rel_dev_step);
+  return out.str();
+}
+
+}  // namespace parity::curves

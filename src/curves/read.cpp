@@ -1,0 +1,101 @@
+// src/curves/read.cpp — format detection and dispatch for curve inputs (docs/curves.md "Inputs").
+#include <algorithm>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "curves/readers.h"
+#include "parity/dump.h"
+
+namespace parity::curves {
+
+const std::vector<std::string>& curve_formats() {
+  static const std::vector<std::string> f = {"parity-run", "tensorboard", "hf-trainer-state",
+                                             "csv", "jsonl", "text"};
+  return f;
+}
+
+namespace {
+
+bool has_tfevents(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
+    if (it->is_regular_file() && it->path().filename().string().find("tfevents") != std::string::npos)
+      return true;
+  return false;
+}
+
+bool json_has_log_history(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::string head(4096, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head.find("\"log_history\"") != std::string::npos ||
+         file.filename() == "trainer_state.json";
+}
+
+Result<std::string> detect(std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    return Status::NotFound(fmt::format("{}: no such file or directory", path.string()));
+  if (std::filesystem::is_directory(path, ec)) {
+    if (dump::is_run_directory(path)) return std::string("parity-run");
+    if (std::filesystem::exists(path / "trainer_state.json")) {
+      path /= "trainer_state.json";
+      return std::string("hf-trainer-state");
+    }
+    if (has_tfevents(path)) return std::string("tensorboard");
+    return Status::Invalid(fmt::format(
+        "{}: directory is neither a parity run, a TensorBoard log directory nor a HuggingFace checkpoint "
+        "(use --format)", path.string()));
+  }
+  std::string name = path.filename().string();
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), ::tolower);
+  if (name.find("tfevents") != std::string::npos) return std::string("tensorboard");
+  if (ext == ".csv" || ext == ".tsv") return std::string("csv");
+  if (ext == ".jsonl" || ext == ".ndjson") return std::string("jsonl");
+  if (ext == ".json") {
+    if (json_has_log_history(path)) return std::string("hf-trainer-state");
+    return std::string("jsonl");  // a single JSON object per line is also valid JSON for one line
+  }
+  if (ext == ".log" || ext == ".txt" || ext == ".out" || ext.empty()) return std::string("text");
+  return Status::Invalid(fmt::format("{}: cannot tell the curve format from the name (use --format: {})",
+                                     path.string(), fmt::join(curve_formats(), ", ")));
+}
+
+}  // namespace
+
+Result<CurveRun> read_curves(const std::filesystem::path& input, const ReadOptions& options) {
+  std::filesystem::path path = input;
+  std::string format = options.format;
+  if (format.empty()) {
+    PARITY_ASSIGN_OR_RETURN(format, detect(path));
+  } else if (std::find(curve_formats().begin(), curve_formats().end(), format) == curve_formats().end()) {
+    return Status::Invalid(fmt::format("unknown curve format '{}' (formats: {})", format,
+                                       fmt::join(curve_formats(), ", ")));
+  } else if (format == "hf-trainer-state" && std::filesystem::is_directory(path)) {
+    path /= "trainer_state.json";
+  }
+  if (!options.regex.empty() && options.format.empty()) format = "text";
+  CurveRun run;
+  run.path = input.string();
+  run.format = format;
+  Status st;
+  if (format == "parity-run") st = detail::read_parity_run(path, run);
+  else if (format == "tensorboard") st = detail::read_tensorboard(path, run);
+  else if (format == "hf-trainer-state") st = detail::read_hf_trainer_state(path, run);
+  else if (format == "csv") st = detail::read_csv(path, options, run);
+  else if (format == "jsonl") st = detail::read_jsonl(path, options, run);
+  else st = detail::read_text_log(path, options, run);
+  if (!st.ok()) return st;
+  if (run.series.empty()) {
+    std::string why = run.problems.empty() ? "" : " (" + run.problems.front().message() + ")";
+    return Status::Invalid(fmt::format("{}: no scalar curve found in this {} input{}", input.string(),
+                                       format, why));
+  }
+  return run;
+}
+
+}  // namespace parity::curves

@@ -1,0 +1,131 @@
+// src/curves/read_text.cpp — training logs as text: one record per matching line, through the
+// Megatron-LM or DeepSpeed preset or a user regex (docs/curves.md "Presets").
+#include <fstream>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "curves/readers.h"
+
+namespace parity::curves::detail {
+
+namespace {
+
+// A number as these logs print it: 6.543210E+00, 1.500E-04, 65536.0, nan, inf.
+const char* const kNumber = R"([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?(?:nan|inf)\b)";
+
+// Megatron-LM (megatron/training/training.py training_log): "iteration N/ M | key: value | ...".
+bool parse_megatron(const std::string& line, SeriesBuilder& b) {
+  static const std::regex head(R"(iteration\s+([0-9]+)\s*/\s*[0-9]+\s*\|)", std::regex::icase);
+  static const std::regex field(std::string(R"(^\s*([A-Za-z][^:|]*?)\s*:\s*()") + kNumber + R"()\s*$)",
+                                std::regex::icase);
+  std::smatch m;
+  if (!std::regex_search(line, m, head)) return false;
+  int64_t step = std::stoll(m[1].str());
+  std::string rest = m.suffix().str();
+  size_t start = 0;
+  bool any = false;
+  while (start <= rest.size()) {
+    size_t bar = rest.find('|', start);
+    std::string cell = rest.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
+    std::smatch f;
+    if (std::regex_match(cell, f, field)) {
+      double v;
+      if (parse_number(f[2].str(), v)) {
+        b.add(f[1].str(), -1, step, v);
+        any = true;
+      }
+    }
+    if (bar == std::string::npos) break;
+    start = bar + 1;
+  }
+  return any;
+}
+
+// DeepSpeed-style: "[Rank 0] step=100, skipped=0, lr=[0.0001], ..." or "steps: 100 loss: 2.34 ...".
+bool parse_deepspeed(const std::string& line, SeriesBuilder& b) {
+  static const std::regex step_re(R"(\bsteps?\s*[=:]\s*([0-9]+))", std::regex::icase);
+  static const std::regex rank_re(R"(\[Rank\s+([0-9]+)\])", std::regex::icase);
+  static const std::regex pair_re(std::string(R"(([A-Za-z][A-Za-z0-9_/.\- ()]*?)\s*[=:]\s*\[?\(?\s*()") +
+                                      kNumber + ")",
+                                  std::regex::icase);
+  std::smatch m;
+  if (!std::regex_search(line, m, step_re)) return false;
+  int64_t step = std::stoll(m[1].str());
+  int rank = -1;
+  std::smatch r;
+  if (std::regex_search(line, r, rank_re)) rank = std::stoi(r[1].str());
+  bool any = false;
+  for (auto it = std::sregex_iterator(line.begin(), line.end(), pair_re); it != std::sregex_iterator(); ++it) {
+    std::string key(trim((*it)[1].str()));
+    std::string lower;
+    for (char c : key) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+    if (lower == "step" || lower == "steps" || lower == "rank" || lower == "skipped") continue;
+    double v;
+    if (parse_number((*it)[2].str(), v)) {
+      b.add(key, rank, step, v);
+      any = true;
+    }
+  }
+  return any;
+}
+
+}  // namespace
+
+Status read_text_log(const std::filesystem::path& path, const ReadOptions& options, CurveRun& run) {
+  std::ifstream in(path);
+  if (!in) return Status::IOError(fmt::format("{}: cannot open", path.string()));
+  const std::string& preset = options.preset;
+  if (!preset.empty() && preset != "megatron" && preset != "deepspeed")
+    return Status::Invalid(fmt::format("unknown text preset '{}' (megatron, deepspeed)", preset));
+  std::optional<std::regex> custom;
+  int step_group = -1;
+  if (!options.regex.empty()) {
+    try {
+      custom.emplace(options.regex, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      return Status::Invalid(fmt::format("--regex '{}': {}", options.regex, e.what()));
+    }
+    for (size_t i = 0; i < options.regex_fields.size(); ++i)
+      if (options.regex_fields[i] == "step") step_group = static_cast<int>(i) + 1;
+    if (step_group < 0)
+      return Status::Invalid("--fields must name the capture group holding the step ('step')");
+    if (custom->mark_count() < options.regex_fields.size())
+      return Status::Invalid(fmt::format("--regex has {} capture group(s) but --fields names {}",
+                                         custom->mark_count(), options.regex_fields.size()));
+  }
+  SeriesBuilder b;
+  std::string line;
+  int64_t matched = 0;
+  while (std::getline(in, line)) {
+    if (custom) {
+      std::smatch m;
+      if (!std::regex_search(line, m, *custom)) continue;
+      double s;
+      if (!parse_number(m[step_group].str(), s) || !std::isfinite(s)) continue;
+      bool any = false;
+      for (size_t i = 0; i < options.regex_fields.size(); ++i) {
+        if (static_cast<int>(i) + 1 == step_group || !m[i + 1].matched) continue;
+        double v;
+        if (parse_number(m[i + 1].str(), v)) {
+          b.add(options.regex_fields[i], -1, static_cast<int64_t>(s), v);
+          any = true;
+        }
+      }
+      matched += any;
+      continue;
+    }
+    bool ok = false;
+    if (preset.empty() || preset == "megatron") ok = parse_megatron(line, b);
+    if (!ok && (preset.empty() || preset == "deepspeed")) ok = parse_deepspeed(line, b);
+    matched += ok;
+  }
+  if (matched == 0)
+    return Status::Invalid(fmt::format(
+        "{}: no line matched {}", path.string(),
+        custom ? "--regex" : (preset.empty() ? "the megatron or deepspeed preset" : "the " + preset + " preset")));
+  b.finish(run);
+  return Status::OK();
+}
+
+}  // namespace parity::curves::detail
