@@ -1,0 +1,205 @@
+// parity/analysis.h — where a compared run departs, and which op creates the error.
+//
+// Works on a CompareResult after run_compare (and, for the NaN/Inf origin, on a single run):
+//  - classify_rows: the rounding-noise class of every row (parity/noise.h, docs/judgement.md);
+//  - first divergence: the first failing row in execution order (forward before backward, per step and
+//    rank);
+//  - local error: for every module/op event, the error of its outputs against the error of its inputs
+//    and parameters. An event that turns noise-level inputs into larger output error is a *source*; one
+//    whose output error follows its inputs is a *carrier*. Suspects are ranked by error created;
+//  - NaN/Inf origin, near-overflow and gradient underflow statistics (parity overflow).
+// Formulas and thresholds: docs/judgement.md. JSON forms: docs/compare-json.md, docs/diagnosis.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "parity/compare.h"
+#include "parity/noise.h"
+#include "parity/source.h"
+
+namespace parity {
+
+// ---- events ------------------------------------------------------------------------------------------
+// An event is one call of a module or an op: all records that share a name stem (the record name without
+// its ".<role>.<index>" suffix), step and rank.
+std::string event_key(const Record& r);
+// The event name shown to users: the name stem (without step/rank).
+std::string event_name(const Record& r);
+
+// Is `op` (a module class or an op name) numerically sensitive to low precision: normalisations,
+// softmax / log-softmax, exp / log, reductions (seed 004 §3.1)?
+bool is_sensitive_op(const std::string& op_or_module);
+// Is it a random op (dropout, bernoulli, rand*, multinomial)?
+bool is_random_op(const std::string& op_or_module);
+
+// ---- noise classification --------------------------------------------------------------------------------
+struct AnalysisOptions {
+  NoiseParams noise;
+  // An event is a source when its output noise ratio exceeds the noise class and is at least this many
+  // times its worst input ratio (inputs below one expected rounding count as 1).
+  double source_amplification = 8.0;
+  // A module event whose error is also created by an event it contains (a child) with at least this
+  // fraction of its log2 error creation is explained by that child and ranked after it.
+  double child_explains = 0.5;
+  size_t max_suspects = 10;
+};
+
+// Fill CompareRow::noise and noise_ratio for every row (docs/judgement.md "Noise unit"): the unit
+// roundoff is the larger of the row's own dtypes and, for capture dumps, of every float dtype seen
+// earlier in the same rank/step (ambient precision of the computation so far); the reduction length is
+// the last dimension of the event's first floating input for reducing ops (matmul/linear, norms,
+// softmax, reductions, attention, and module events), else 1.
+void classify_rows(CompareResult& result, const AnalysisOptions& options = {});
+
+// ---- first divergence -------------------------------------------------------------------------------------
+struct FirstDivergence {
+  size_t row = 0;           // index into CompareResult::rows
+  std::string name, event, module, op, direction, role;
+  int64_t step = -1;
+  int rank = -1;
+  Verdict verdict = Verdict::kFail;
+  std::string reason;
+  NoiseClass noise = NoiseClass::kUnknown;
+  double noise_ratio = kNaN;
+};
+
+// The first row (by rank, step, direction (forward first), execution order) whose verdict is fail or
+// error, or nullopt when none fails. Needs classify_rows first for the noise fields.
+std::optional<FirstDivergence> first_divergence(const CompareResult& result);
+
+// ---- local error: sources and carriers ----------------------------------------------------------------
+enum class EventRole : uint8_t { kClean, kCarrier, kSource };
+const char* event_role_name(EventRole r);  // "clean" | "carrier" | "source"
+
+struct EventError {
+  std::string key, name, module, op, direction;
+  int64_t step = -1;
+  int rank = -1;
+  int64_t first_order = -1, last_order = -1;  // execution-order span of the event's records
+  std::vector<size_t> rows;  // indices into CompareResult::rows
+  // Worst noise ratio over the event's rows of each role (NaN when the event has no row of that role).
+  double input_ratio = kNaN, param_ratio = kNaN, output_ratio = kNaN;
+  bool input_inferred = false;  // no input recorded: the previous event's output was used
+  // output_ratio / max(input_ratio, 1): how much error the event adds (inf when non-finite values are
+  // born here; NaN when the output cannot be measured).
+  double amplification = kNaN;
+  EventRole role = EventRole::kClean;
+  bool statistics_only = false;  // measured on statistics, not tensors: weaker evidence
+  std::string explained_by;      // a contained event that creates the same error ("" = none)
+  size_t worst_output_row = SIZE_MAX;
+};
+
+enum class SuspectKind : uint8_t { kInputs, kParameters, kSource };
+const char* suspect_kind_name(SuspectKind k);  // "inputs" | "parameters" | "source"
+
+struct Suspect {
+  SuspectKind kind = SuspectKind::kSource;
+  size_t event = 0;           // index into Analysis::events
+  std::string name, module, op, direction;
+  int64_t step = -1;
+  int rank = -1;
+  // Error created, in log2 units of the noise ratio: log2(amplification) for sources,
+  // log2(ratio) for differing inputs or parameters. +inf when NaN/Inf are born here.
+  double score = 0;
+  double input_ratio = kNaN, param_ratio = kNaN, output_ratio = kNaN;
+  bool weak_evidence = false;  // statistics-only
+  std::string why;             // one line: "output 412 u from inputs 1.3 u (×317)"
+};
+
+struct Analysis {
+  std::optional<FirstDivergence> first_divergence;
+  std::vector<EventError> events;   // in execution order (rank, step, order)
+  std::vector<Suspect> suspects;    // best first
+  bool statistics_only = false;     // every measured row came from statistics: weaker evidence
+  bool has_events = false;          // the sources carry capture metadata (modules/ops/roles)
+  NoiseClass worst_noise = NoiseClass::kUnknown;
+  int64_t rows_noise = 0, rows_elevated = 0, rows_structural = 0, rows_unknown = 0;
+};
+
+// Groups rows into events, computes local error and ranks suspects. Calls classify_rows when the rows
+// are not classified yet (all kUnknown).
+Analysis analyse(CompareResult& result, const AnalysisOptions& options = {});
+
+// ---- configuration differences -------------------------------------------------------------------------
+struct ConfigDifference {
+  std::string key;          // flattened JSON path, "torch.backends.cuda.matmul.allow_tf32"
+  std::string golden, target;  // JSON text of each value ("<absent>" when missing)
+  std::string category;     // "precision" | "determinism" | "version" | "environment" | "model" | "other"
+  bool numeric = false;     // changes numerics (everything but "other")
+};
+// Flattened difference of two fingerprint JSON texts. Unparsable JSON gives one difference naming it.
+std::vector<ConfigDifference> config_diff(const std::optional<std::string>& golden_json,
+                                          const std::optional<std::string>& target_json);
+
+// ---- NaN/Inf origin, near overflow, gradient underflow (one run, no golden needed) ------------------------
+struct ValueRange {
+  std::string name, role;
+  DType dtype = DType::kF32;
+  double min = kNaN, max = kNaN, absmax = kNaN;
+  int64_t numel = 0, nan_count = 0, inf_count = 0;
+};
+
+struct NanOrigin {
+  std::string event, module, op, direction;
+  int64_t step = -1;
+  int rank = -1;
+  int64_t order = -1;
+  std::vector<ValueRange> inputs, outputs;
+  int64_t contaminated = 0;  // later events of this rank/step with NaN/Inf in an output
+  bool role_is_grad = false; // the first NaN/Inf is a parameter gradient (loss scale, not an op)
+  std::string explanation;   // "exp input max 11.3 > ln(65504) = 11.09: overflows in f16"
+};
+
+struct NearOverflow {
+  std::string name, event, direction;
+  int64_t step = -1;
+  int rank = -1;
+  DType dtype = DType::kF16;
+  double absmax = kNaN, limit = kNaN;  // limit = fraction × max_finite of the dtype
+};
+
+struct GradUnderflow {
+  std::string name, module;
+  int64_t step = -1;
+  int rank = -1;
+  DType dtype = DType::kF32;
+  int64_t numel = 0;
+  double zero_fraction = kNaN, subnormal_fraction = kNaN;
+};
+
+struct OverflowOptions {
+  double near_overflow_fraction = 0.5;  // warn when |x| > 0.5 × max finite (issue 4 §4)
+  double underflow_warn_fraction = 0.5;  // a gradient with ≥ 50 % zero+subnormal underflows
+  bool load_missing_stats = true;        // compute statistics from tensor data when none are stored
+};
+
+struct OverflowReport {
+  std::string source;
+  int64_t records = 0, measured = 0, nonfinite_records = 0;
+  std::vector<NanOrigin> origins;          // one per (rank, step) that has NaN/Inf
+  std::vector<NearOverflow> near_overflow;
+  std::vector<GradUnderflow> grad_underflow;  // parameter gradients in f16/bf16 (or with many zeros)
+  bool grads_overflow = false;             // some gradient holds NaN/Inf
+  bool grads_underflow = false;            // some gradient has ≥ underflow_warn_fraction zero+subnormal
+  std::string loss_scale_advice;           // "lower" | "raise" | ""
+  std::vector<Status> problems;
+};
+
+// A record plus the statistics known for it (stored, computed, or taken from a compare row).
+struct MeasuredRecord {
+  Record record;
+  std::optional<TensorStats> stats;
+};
+
+// The analysis over records with statistics (shared by `parity overflow` and `compare`).
+OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records,
+                                const OverflowOptions& options = {});
+// One run: statistics as stored, else computed from the tensor data.
+OverflowReport analyse_overflow(const RecordSource& run, const OverflowOptions& options = {});
+// The target (or golden) side of a compare result, measured from the rows (no re-reading).
+std::vector<MeasuredRecord> measured_records(const CompareResult& result, bool target_side);
+
+}  // namespace parity

@@ -1,0 +1,68 @@
+// parity/diagnosis.h — from findings to causes: a rule engine with evidence and advice.
+//
+// Each rule is one file src/diagnosis/rules/<code>.cpp defining a `Rule`, plus one line in
+// src/diagnosis/registry.cpp. A rule reads the compare result, the analysis (noise classes, suspects,
+// first divergence), the configuration differences and the NaN/Inf report, and returns zero or more
+// diagnoses, each naming its evidence with numbers and event names. Rules and their thresholds are
+// documented in docs/diagnosis.md with their sources (seed 004 §5 symptom table, anchors.md).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "parity/analysis.h"
+#include "parity/compare.h"
+#include "parity/source.h"
+
+namespace parity {
+
+struct Diagnosis {
+  std::string code;                   // stable: "LOW_PRECISION_SENSITIVE_OP", ...
+  std::string title;                  // one line
+  std::vector<std::string> evidence;  // numbers and event names
+  std::string advice;
+  std::vector<std::string> events;    // event names the diagnosis is about (most important first)
+  // How strongly this explains the difference, for ordering: 3 = root cause found in the data,
+  // 2 = likely cause, 1 = contributing / informational, 0 = no action needed.
+  int strength = 1;
+};
+
+// Everything a rule may read. Sources are optional: with them a rule may load a few tensors (FLUSH_TO_ZERO
+// reads the suspect's tensors to see where the error sits).
+struct DiagnosisContext {
+  const CompareResult* result = nullptr;
+  const Analysis* analysis = nullptr;
+  const std::vector<ConfigDifference>* config = nullptr;
+  const OverflowReport* target_overflow = nullptr;  // from the target side of the rows
+  const OverflowReport* golden_overflow = nullptr;
+  const RecordSource* golden_source = nullptr;      // may be null
+  const RecordSource* target_source = nullptr;      // may be null
+  AnalysisOptions options;
+};
+
+struct Rule {
+  const char* code;
+  const char* title;
+  std::vector<Diagnosis> (*run)(const DiagnosisContext& ctx);
+};
+
+// The registered rules (src/diagnosis/registry.cpp), in evaluation order.
+const std::vector<Rule>& registered_rules();
+
+// Runs every rule; results ordered by strength (strongest first), then registration order.
+std::vector<Diagnosis> diagnose(const DiagnosisContext& ctx);
+
+// Everything compare adds after measuring: noise classes, analysis, configuration differences, the
+// NaN/Inf reports of both sides and the diagnoses. `golden`/`target` may be null (no tensor loading).
+struct Findings {
+  Analysis analysis;
+  std::vector<ConfigDifference> config;
+  OverflowReport target_overflow, golden_overflow;
+  std::vector<Diagnosis> diagnoses;
+};
+Findings analyse_and_diagnose(CompareResult& result, const RecordSource* golden, const RecordSource* target,
+                              const AnalysisOptions& options = {});
+
+}  // namespace parity

@@ -1,0 +1,62 @@
+// parity/noise.h — what a pure rounding difference looks like, and how far a pair is from it.
+//
+// Two runs that compute the same maths in different precisions (or the same precision in a different
+// summation order) differ by rounding only. The size of that difference is predictable: a few units of
+// the unit roundoff u of the lower-precision side, growing slowly with the length of the reduction that
+// produced the value. parity expresses the observed relative error of a pair in those units (the *noise
+// ratio*) and classifies it as noise, elevated or structural. Model, constants and sources:
+// docs/judgement.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "parity/compare.h"
+#include "parity/dtype.h"
+
+namespace parity {
+
+// Unit roundoff u = 2^-(mantissa_bits+1) of a float dtype: f64 2^-53, f32 2^-24, f16 2^-11, bf16 2^-8,
+// f8_e4m3 2^-4, f8_e5m2 2^-3 (anchors "Tolerance conventions"). Integer and bool dtypes: 0 (any
+// difference is structural).
+double unit_roundoff(DType t);
+
+// The larger unit roundoff of two dtypes (the lower-precision side decides the noise unit).
+double pair_unit_roundoff(DType a, DType b);
+
+// Classification thresholds on the noise ratio r = observed / expected (docs/judgement.md).
+struct NoiseParams {
+  double noise_max = 4.0;        // r ≤ 4: consistent with rounding (measured ≤ 2.2 on real ops)
+  double structural_min = 32.0;  // r > 32: not explainable by rounding; in between: elevated
+};
+
+// Expected relative (normwise) error of a pure rounding difference:
+//   expected = u · sqrt(1 + log2(n))
+// with u the unit roundoff of the lower-precision side and n the reduction length (1 when unknown or
+// elementwise). sqrt(log n) is the probabilistic growth of blocked/pairwise summation error
+// (Higham & Mary, SIAM J. Sci. Comput. 41(5), 2019); the leading constant is 1 (measured 0.2–0.6 for a
+// single bf16/fp16 op on random data, ≈ 2 for fp32 re-ordered sums of 1024 terms).
+double expected_rounding_error(double u, int64_t reduction_length);
+
+struct NoiseJudgement {
+  NoiseClass cls = NoiseClass::kUnknown;
+  double ratio = kNaN;     // observed / expected; +inf when u = 0 and the values differ
+  double expected = kNaN;  // expected relative error (above)
+  double observed = kNaN;  // the relative error used (rel_l2, or a statistic's relative difference)
+};
+
+// Classify an observed relative error against the rounding expectation for unit roundoff `u`.
+// NaN observed → kUnknown. observed = 0 → noise with ratio 0.
+NoiseJudgement classify_noise(double observed, double u, int64_t reduction_length,
+                              const NoiseParams& params = {});
+
+// The class of a ratio alone.
+NoiseClass noise_class_of_ratio(double ratio, const NoiseParams& params = {});
+
+// Observed relative error of a compared row: rel_l2 for tensors (structural +inf when non-finite
+// values disagree), the largest relative difference of norm/max/min for statistics (mean is left out:
+// it cancels; a *lower bound* on the tensor error, weaker evidence), 0 or +inf for checksums.
+// NaN when the row has nothing to measure.
+double row_observed_error(const CompareRow& row);
+
+}  // namespace parity

@@ -1,0 +1,98 @@
+// config_diff: what differs between the environment fingerprints of two runs, and whether it changes
+// numerics (seed 004 §5.2: record CANN/driver/framework versions, mixed-precision switches, precision
+// mode, fusion configuration on both sides before comparing).
+#include <algorithm>
+#include <cctype>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "parity/analysis.h"
+
+namespace parity {
+namespace {
+
+using nlohmann::json;
+
+void flatten(const json& j, const std::string& prefix, std::map<std::string, std::string>& out) {
+  if (j.is_object() && !j.empty()) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      flatten(it.value(), prefix.empty() ? it.key() : prefix + "." + it.key(), out);
+    return;
+  }
+  out[prefix.empty() ? "<root>" : prefix] = j.dump();
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+bool has_any(const std::string& key, std::initializer_list<const char*> words) {
+  for (const char* w : words)
+    if (key.find(w) != std::string::npos) return true;
+  return false;
+}
+
+// Which kind of setting a key is. Order matters: the first matching category wins.
+std::string category_of(const std::string& raw_key) {
+  const std::string k = lower(raw_key);
+  if (has_any(k, {"tokenizer", "bos", "eos", "pad_token", "special_token", "rope", "rotary",
+                  "max_position", "chat_template", "add_bos", "add_eos", "vocab"}))
+    return "model";
+  if (has_any(k, {"dtype", "precision", "tf32", "amp", "autocast", "fp16", "bf16", "fp8", "half",
+                  "reduced_precision", "allow_fp32", "matmul", "quant", "loss_scale", "flush", "denorm"}))
+    return "precision";
+  if (has_any(k, {"determinis", "benchmark", "seed", "cublas_workspace", "nondetermin", "cudnn"}))
+    return "determinism";
+  if (has_any(k, {"version", "cuda", "cann", "driver", "torch", "numpy", "mkl", "blas", "openmp",
+                  "num_threads", "library", "backend", "device"}))
+    return "version";
+  if (has_any(k, {"env", "environ"})) return "environment";
+  return "other";
+}
+
+}  // namespace
+
+std::vector<ConfigDifference> config_diff(const std::optional<std::string>& golden_json,
+                                          const std::optional<std::string>& target_json) {
+  std::vector<ConfigDifference> diffs;
+  if (!golden_json || !target_json) return diffs;  // nothing to compare against
+  std::map<std::string, std::string> g, t;
+  for (auto [text, out, side] : {std::tuple{&*golden_json, &g, "golden"}, std::tuple{&*target_json, &t, "target"}}) {
+    json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) {
+      diffs.push_back({"<fingerprint>", "", "", "other", false});
+      diffs.back().golden = std::string(side) == "golden" ? "unparsable JSON" : "";
+      diffs.back().target = std::string(side) == "target" ? "unparsable JSON" : "";
+      continue;
+    }
+    flatten(j, "", *out);
+  }
+  std::map<std::string, std::pair<std::string, std::string>> all;
+  for (const auto& [k, v] : g) all[k].first = v;
+  for (const auto& [k, v] : t) all[k].second = v;
+  for (const auto& [k, gv_tv] : all) {
+    const auto& [gv, tv] = gv_tv;
+    if (gv == tv) continue;
+    const std::string low = lower(k);
+    // Run-specific identities are expected to differ and say nothing about numerics.
+    if (has_any(low, {"hostname", "host", "pid", "time", "date", "path", "dir", "run_id", "uuid", "user",
+                      "argv", "cwd", "started", "finished", "duration"}) &&
+        !has_any(low, {"precision", "dtype", "deterministic", "version"}))
+      continue;
+    ConfigDifference d;
+    d.key = k;
+    d.golden = gv.empty() ? "<absent>" : gv;
+    d.target = tv.empty() ? "<absent>" : tv;
+    d.category = category_of(k);
+    d.numeric = d.category != "other";
+    diffs.push_back(std::move(d));
+  }
+  // Numerics-relevant differences first.
+  std::stable_sort(diffs.begin(), diffs.end(),
+                   [](const ConfigDifference& a, const ConfigDifference& b) { return a.numeric > b.numeric; });
+  return diffs;
+}
+
+}  // namespace parity

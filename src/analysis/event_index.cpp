@@ -1,0 +1,57 @@
+// Grouping helpers shared by the analysis passes.
+#include "analysis/event_index.h"
+
+#include <algorithm>
+#include <cctype>
+#include <numeric>
+#include <tuple>
+
+namespace parity::analysis_detail {
+
+Slot slot_of(const Record& r) {
+  const std::string& role = r.role;
+  if (role == "input" || role == "inputs" || role == "kwarg" || role == "grad_output") return Slot::kInput;
+  if (role == "parameter" || role == "parameters" || role == "param" || role == "buffer")
+    return Slot::kParameter;
+  if (role == "output" || role == "outputs" || role == "grad" || role == "grad_input") return Slot::kOutput;
+  return Slot::kOther;
+}
+
+int direction_rank(const std::string& direction) { return direction == "backward" ? 1 : 0; }
+
+std::vector<size_t> rows_in_execution_order(const CompareResult& result) {
+  std::vector<size_t> idx(result.rows.size());
+  std::iota(idx.begin(), idx.end(), size_t{0});
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+    const Record& ra = result.rows[a].golden;
+    const Record& rb = result.rows[b].golden;
+    return std::make_tuple(ra.rank, ra.step, ra.order, a) < std::make_tuple(rb.rank, rb.step, rb.order, b);
+  });
+  return idx;
+}
+
+bool has_capture_metadata(const CompareResult& result) {
+  for (const CompareRow& row : result.rows)
+    if (!row.golden.role.empty() || !row.golden.direction.empty()) return true;
+  return false;
+}
+
+bool is_elementwise_op(const std::string& op) {
+  // Ops whose every output element depends on O(1) input elements: one rounding per element. Anything
+  // else (matmul, norms, softmax, reductions, attention, whole modules) is treated as a reduction over
+  // the last dimension of its first floating input.
+  static const char* const kElementwise[] = {
+      "add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "silu", "sigmoid", "tanh", "pow",
+      "square", "to", "type", "float", "half", "bfloat16", "clone", "contiguous", "view", "reshape",
+      "transpose", "permute", "t", "expand", "cat", "stack", "split", "chunk", "embedding", "dropout",
+      "identity", "getitem", "__getitem__", "masked_fill", "where", "clamp", "exp", "log", "rsqrt",
+      "sqrt", "reciprocal", "cos", "sin", "Embedding", "Dropout", "Identity", "ReLU", "GELU", "SiLU",
+      "Tanh", "Sigmoid", "NewGELUActivation"};
+  for (const char* e : kElementwise)
+    if (op == e) return true;
+  std::string l(op);
+  std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
+  return l == "embedding" || l == "dropout" || l.rfind("__i", 0) == 0 || l.rfind("__r", 0) == 0;
+}
+
+}  // namespace parity::analysis_detail

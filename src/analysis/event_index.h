@@ -1,0 +1,28 @@
+// src/analysis/event_index.h — grouping compare rows into events (private to the analysis module).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "parity/analysis.h"
+
+namespace parity::analysis_detail {
+
+// Role class of a record inside its event.
+enum class Slot : uint8_t { kInput, kParameter, kOutput, kOther };
+Slot slot_of(const Record& r);
+
+// 0 for forward (and records without a direction), 1 for backward: forward sorts first.
+int direction_rank(const std::string& direction);
+
+// Row indices in execution order: (rank, step, order), ties by row index.
+std::vector<size_t> rows_in_execution_order(const CompareResult& result);
+
+// True when the rows carry capture metadata (some golden record has a role or a direction).
+bool has_capture_metadata(const CompareResult& result);
+
+// Is this op elementwise (no reduction: the rounding expectation uses n = 1)?
+bool is_elementwise_op(const std::string& op);
+
+}  // namespace parity::analysis_detail

@@ -1,0 +1,270 @@
+// analyse: local error of every event (sources vs carriers) and the ranked suspects.
+//
+// For an event with worst input/parameter noise ratio r_in and worst output ratio r_out, the error it
+// creates is A = r_out / max(r_in, 1) (inputs below one expected rounding count as one rounding). An
+// event whose output leaves the noise class with A ≥ source_amplification is a source; one whose output
+// is beyond noise but follows its inputs is a carrier. Error that is already present where the model
+// starts (its first inputs) or in parameters before any computation is reported as its own suspect kind.
+// docs/judgement.md "Sources and carriers".
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include "analysis/event_index.h"
+#include "fmt/format.h"
+#include "parity/analysis.h"
+
+namespace parity {
+
+using analysis_detail::direction_rank;
+using analysis_detail::has_capture_metadata;
+using analysis_detail::rows_in_execution_order;
+using analysis_detail::Slot;
+using analysis_detail::slot_of;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// NaN-ignoring max.
+void take_max(double& acc, double v) {
+  if (std::isnan(v)) return;
+  acc = std::isnan(acc) ? v : std::max(acc, v);
+}
+
+std::string ratio_text(double r) {
+  if (std::isnan(r)) return "n/a";
+  if (std::isinf(r)) return "non-finite";
+  if (r >= 100) return fmt::format("{:.0f} u", r);
+  return fmt::format("{:.3g} u", r);
+}
+
+double log2_score(double ratio) {
+  if (std::isinf(ratio)) return kInf;
+  if (std::isnan(ratio) || ratio <= 0) return 0;
+  return std::log2(ratio);
+}
+
+// Is `inner` contained in `outer` (a call inside a module call)? By execution-order span when both
+// spans are proper, else by module path (a submodule of the outer module).
+bool contains(const EventError& outer, const EventError& inner) {
+  if (&outer == &inner || outer.rank != inner.rank || outer.step != inner.step ||
+      outer.direction != inner.direction)
+    return false;
+  if (outer.first_order >= 0 && inner.first_order >= 0 && outer.first_order < outer.last_order) {
+    if (outer.first_order <= inner.first_order && inner.last_order <= outer.last_order &&
+        (outer.first_order != inner.first_order || outer.last_order != inner.last_order))
+      return true;
+  }
+  if (outer.module.empty()) return !inner.module.empty() && outer.key != inner.key && outer.first_order >= 0 &&
+                                   inner.first_order >= outer.first_order && inner.last_order <= outer.last_order;
+  return inner.module.size() > outer.module.size() && inner.module.compare(0, outer.module.size(), outer.module) == 0 &&
+         inner.module[outer.module.size()] == '.';
+}
+
+}  // namespace
+
+Analysis analyse(CompareResult& result, const AnalysisOptions& options) {
+  Analysis a;
+  const bool any_classified = std::any_of(result.rows.begin(), result.rows.end(),
+                                          [](const CompareRow& r) { return r.noise != NoiseClass::kUnknown; });
+  if (!any_classified) classify_rows(result, options);
+
+  // Row counts and statistics-only evidence.
+  int64_t measured = 0, stats_rows = 0;
+  for (const CompareRow& row : result.rows) {
+    switch (row.noise) {
+      case NoiseClass::kNoise: ++a.rows_noise; break;
+      case NoiseClass::kElevated: ++a.rows_elevated; break;
+      case NoiseClass::kStructural: ++a.rows_structural; break;
+      case NoiseClass::kUnknown: ++a.rows_unknown; break;
+    }
+    if (row.noise != NoiseClass::kUnknown) {
+      ++measured;
+      if (row.mode == CompareMode::kStatistics) ++stats_rows;
+    }
+  }
+  a.statistics_only = measured > 0 && stats_rows == measured;
+  a.worst_noise = a.rows_structural ? NoiseClass::kStructural
+                  : a.rows_elevated ? NoiseClass::kElevated
+                  : a.rows_noise    ? NoiseClass::kNoise
+                                    : NoiseClass::kUnknown;
+  a.first_divergence = first_divergence(result);
+  a.has_events = has_capture_metadata(result);
+  if (!a.has_events) return a;  // plain tensor files: no inputs/outputs to relate
+
+  // ---- group rows into events, in execution order -------------------------------------------------------
+  std::unordered_map<std::string, size_t> by_key;
+  for (size_t i : rows_in_execution_order(result)) {
+    const CompareRow& row = result.rows[i];
+    const Record& g = row.golden;
+    const std::string key = event_key(g);
+    auto [it, inserted] = by_key.emplace(key, a.events.size());
+    if (inserted) {
+      EventError e;
+      e.key = key;
+      e.name = event_name(g);
+      e.module = g.module;
+      e.op = g.op;
+      e.direction = g.direction;
+      e.step = g.step;
+      e.rank = g.rank;
+      e.first_order = e.last_order = g.order;
+      e.statistics_only = true;
+      a.events.push_back(std::move(e));
+    }
+    EventError& e = a.events[it->second];
+    e.rows.push_back(i);
+    if (g.order >= 0) {
+      e.first_order = e.first_order < 0 ? g.order : std::min(e.first_order, g.order);
+      e.last_order = std::max(e.last_order, g.order);
+    }
+    if (row.noise != NoiseClass::kUnknown && row.mode != CompareMode::kStatistics) e.statistics_only = false;
+    switch (slot_of(g)) {
+      case Slot::kInput: take_max(e.input_ratio, row.noise_ratio); break;
+      case Slot::kParameter: take_max(e.param_ratio, row.noise_ratio); break;
+      case Slot::kOutput:
+      case Slot::kOther:
+        if (!std::isnan(row.noise_ratio) &&
+            (std::isnan(e.output_ratio) || row.noise_ratio > e.output_ratio || e.worst_output_row == SIZE_MAX)) {
+          if (std::isnan(e.output_ratio) || row.noise_ratio >= e.output_ratio) e.worst_output_row = i;
+        }
+        take_max(e.output_ratio, row.noise_ratio);
+        break;
+    }
+  }
+  std::stable_sort(a.events.begin(), a.events.end(), [](const EventError& x, const EventError& y) {
+    return std::make_tuple(x.rank, x.step, direction_rank(x.direction), x.first_order) <
+           std::make_tuple(y.rank, y.step, direction_rank(y.direction), y.first_order);
+  });
+
+  // ---- local error ----------------------------------------------------------------------------------------
+  const double noise_max = options.noise.noise_max;
+  for (size_t k = 0; k < a.events.size(); ++k) {
+    EventError& e = a.events[k];
+    if (std::isnan(e.input_ratio)) {
+      // No input recorded: the previous finished event of the same stream feeds it (a chain of ops).
+      for (size_t j = k; j-- > 0;) {
+        const EventError& p = a.events[j];
+        if (p.rank != e.rank || p.step != e.step || p.direction != e.direction) break;
+        if (contains(p, e) || std::isnan(p.output_ratio)) continue;
+        e.input_ratio = p.output_ratio;
+        e.input_inferred = true;
+        break;
+      }
+    }
+    double in = 0;
+    take_max(in, e.input_ratio);
+    take_max(in, e.param_ratio);
+    const double out = e.output_ratio;
+    if (std::isnan(out)) {
+      e.amplification = kNaN;
+    } else if (std::isinf(out)) {
+      e.amplification = std::isinf(in) ? kNaN : kInf;  // NaN/Inf born here, or carried in
+    } else {
+      e.amplification = out / std::max(in, 1.0);
+    }
+    if (std::isnan(out) || out <= noise_max) {
+      e.role = EventRole::kClean;
+    } else if (std::isinf(e.amplification) ||
+               (!std::isnan(e.amplification) && e.amplification >= options.source_amplification)) {
+      e.role = EventRole::kSource;
+    } else {
+      e.role = EventRole::kCarrier;
+    }
+  }
+
+  // A module whose error is created by an event it contains is explained by that event.
+  for (EventError& outer : a.events) {
+    if (outer.role != EventRole::kSource) continue;
+    const double outer_score = log2_score(outer.amplification);
+    for (const EventError& inner : a.events) {
+      if (inner.role != EventRole::kSource || !contains(outer, inner)) continue;
+      const double inner_score = log2_score(inner.amplification);
+      if (inner_score >= options.child_explains * outer_score) {
+        outer.explained_by = inner.name;
+        break;
+      }
+    }
+  }
+
+  // ---- suspects ---------------------------------------------------------------------------------------------
+  std::vector<Suspect> suspects;
+  auto make = [&](SuspectKind kind, size_t idx, double score, std::string why) {
+    const EventError& e = a.events[idx];
+    Suspect s;
+    s.kind = kind;
+    s.event = idx;
+    s.name = e.name;
+    s.module = e.module;
+    s.op = e.op;
+    s.direction = e.direction;
+    s.step = e.step;
+    s.rank = e.rank;
+    s.score = score;
+    s.input_ratio = e.input_ratio;
+    s.param_ratio = e.param_ratio;
+    s.output_ratio = e.output_ratio;
+    s.weak_evidence = e.statistics_only;
+    s.why = std::move(why);
+    suspects.push_back(std::move(s));
+  };
+
+  // Inputs of the first forward event of each (rank, step); parameters at the first step of each rank.
+  std::map<std::pair<int, int64_t>, size_t> first_forward;
+  std::map<int, int64_t> first_step;
+  for (size_t k = 0; k < a.events.size(); ++k) {
+    const EventError& e = a.events[k];
+    if (direction_rank(e.direction) == 0) first_forward.emplace(std::make_pair(e.rank, e.step), k);
+    auto it = first_step.find(e.rank);
+    if (it == first_step.end() || e.step < it->second) first_step[e.rank] = e.step;
+  }
+  for (const auto& [rs, k] : first_forward) {
+    const EventError& e = a.events[k];
+    if (!e.input_inferred && !std::isnan(e.input_ratio) && e.input_ratio > noise_max)
+      make(SuspectKind::kInputs, k, log2_score(e.input_ratio),
+           fmt::format("the model's inputs already differ ({}) before any computation", ratio_text(e.input_ratio)));
+  }
+  for (size_t k = 0; k < a.events.size(); ++k) {
+    const EventError& e = a.events[k];
+    if (!std::isnan(e.param_ratio) && e.param_ratio > noise_max && e.step == first_step[e.rank] &&
+        direction_rank(e.direction) == 0)
+      make(SuspectKind::kParameters, k, log2_score(e.param_ratio),
+           fmt::format("parameters differ ({}) before they are used", ratio_text(e.param_ratio)));
+  }
+  for (size_t k = 0; k < a.events.size(); ++k) {
+    const EventError& e = a.events[k];
+    if (e.role != EventRole::kSource || !e.explained_by.empty()) continue;
+    std::string why = std::isinf(e.amplification)
+                          ? fmt::format("NaN/Inf born here from inputs at {}", ratio_text(std::max(0.0, std::isnan(e.input_ratio) ? 0.0 : e.input_ratio)))
+                          : fmt::format("output {} from inputs {}{} (×{:.3g})", ratio_text(e.output_ratio),
+                                        ratio_text(e.input_ratio), e.input_inferred ? " (previous event)" : "",
+                                        e.amplification);
+    make(SuspectKind::kSource, k, log2_score(e.amplification), std::move(why));
+  }
+
+  // Forward causes come before backward ones (backward errors follow from the forward pass when it
+  // already differs); inside a direction: inputs (upstream of everything), then error created, then
+  // execution order.
+  const bool forward_has_suspect = std::any_of(suspects.begin(), suspects.end(), [](const Suspect& s) {
+    return direction_rank(s.direction) == 0;
+  });
+  auto kind_rank = [](SuspectKind k) { return k == SuspectKind::kInputs ? 0 : 1; };
+  std::stable_sort(suspects.begin(), suspects.end(), [&](const Suspect& x, const Suspect& y) {
+    const int dx = forward_has_suspect ? direction_rank(x.direction) : 0;
+    const int dy = forward_has_suspect ? direction_rank(y.direction) : 0;
+    if (dx != dy) return dx < dy;
+    if (kind_rank(x.kind) != kind_rank(y.kind)) return kind_rank(x.kind) < kind_rank(y.kind);
+    if (x.score != y.score) return x.score > y.score;
+    return std::make_tuple(x.rank, x.step, a.events[x.event].first_order) <
+           std::make_tuple(y.rank, y.step, a.events[y.event].first_order);
+  });
+  if (suspects.size() > options.max_suspects) suspects.resize(options.max_suspects);
+  a.suspects = std::move(suspects);
+  return a;
+}
+
+}  // namespace parity

@@ -1,0 +1,237 @@
+// NaN/Inf origin, near-overflow warnings and gradient underflow statistics of one run
+// (docs/diagnosis.md "parity overflow"). msprobe's rule for the origin: the first node whose inputs
+// are all finite and one of whose outputs holds NaN/Inf; here per rank and step, in execution order.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <unordered_map>
+
+#include "analysis/event_index.h"
+#include "fmt/format.h"
+#include "parity/analysis.h"
+
+namespace parity {
+
+using analysis_detail::Slot;
+using analysis_detail::slot_of;
+
+namespace {
+
+bool nonfinite(const TensorStats& s) { return s.nan_count > 0 || s.inf_count > 0; }
+
+bool is_param_grad(const Record& r) {
+  return r.role == "grad" || (r.direction == "backward" && slot_of(r) == Slot::kParameter);
+}
+
+ValueRange range_of(const MeasuredRecord& m) {
+  ValueRange v;
+  v.name = m.record.name;
+  v.role = m.record.role;
+  v.dtype = m.record.dtype;
+  if (m.stats) {
+    v.min = m.stats->min;
+    v.max = m.stats->max;
+    v.absmax = m.stats->absmax;
+    v.numel = m.stats->numel;
+    v.nan_count = m.stats->nan_count;
+    v.inf_count = m.stats->inf_count;
+  }
+  return v;
+}
+
+// Why finite inputs can give NaN/Inf at this op: the largest finite input against the overflow points
+// of exp (ln max) and of squares/products (sqrt max) in each float format, highest precision first.
+std::string explain_origin(const NanOrigin& o) {
+  double absmax = 0, maxv = -INFINITY;
+  DType dt = DType::kF32;
+  for (const ValueRange& r : o.inputs) {
+    if (!std::isnan(r.absmax) && r.absmax >= absmax) {
+      absmax = r.absmax;
+      dt = r.dtype;
+    }
+    if (!std::isnan(r.max)) maxv = std::max(maxv, r.max);
+  }
+  if (o.inputs.empty()) return "no inputs recorded for this event: its outputs are the first with NaN/Inf";
+  const std::string what = o.op.empty() ? o.module : o.op;
+  const bool exp_like = is_sensitive_op(what);
+  std::string s;
+  for (DType t : {DType::kF32, DType::kBF16, DType::kF16, DType::kF8E5M2, DType::kF8E4M3}) {
+    const FloatFormat* f = float_format(t);
+    if (exp_like && maxv > std::log(f->max_finite)) {
+      s = fmt::format("input max {:.4g} > ln({:.6g}) = {:.4g}: exp overflows in {}", maxv, f->max_finite,
+                      std::log(f->max_finite), dtype_name(t));
+      break;
+    }
+    if (absmax > std::sqrt(f->max_finite)) {
+      s = fmt::format("input |x| max {:.4g} > sqrt({:.6g}) = {:.4g}: squares and products overflow in {}", absmax,
+                      f->max_finite, std::sqrt(f->max_finite), dtype_name(t));
+      break;
+    }
+  }
+  if (s.empty())
+    s = fmt::format("inputs are finite with |x| ≤ {:.4g} ({}): NaN/Inf from the op itself (0/0, log of ≤ 0, "
+                    "sqrt of < 0, inf − inf)",
+                    absmax, dtype_name(dt));
+  if (dt != DType::kF16 && s.find("f16") != std::string::npos && s.find("bf16") == std::string::npos)
+    s += fmt::format(" (stored as {}, so an f16 computation inside the op)", dtype_name(dt));
+  return s;
+}
+
+}  // namespace
+
+OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records, const OverflowOptions& options) {
+  OverflowReport rep;
+  rep.records = static_cast<int64_t>(records.size());
+
+  // Events in execution order per (rank, step).
+  struct Ev {
+    std::string name;
+    const Record* first = nullptr;
+    int64_t first_order = -1;
+    std::vector<const MeasuredRecord*> inputs, outputs;
+  };
+  std::map<std::tuple<int, int64_t>, std::vector<Ev>> streams;
+  std::map<std::tuple<int, int64_t>, std::unordered_map<std::string, size_t>> index;
+  std::vector<const MeasuredRecord*> sorted;
+  for (const MeasuredRecord& m : records) sorted.push_back(&m);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const MeasuredRecord* a, const MeasuredRecord* b) {
+    return std::make_tuple(a->record.rank, a->record.step, a->record.order) <
+           std::make_tuple(b->record.rank, b->record.step, b->record.order);
+  });
+
+  int64_t grads_total = 0;
+  for (const MeasuredRecord* m : sorted) {
+    const Record& r = m->record;
+    if (!m->stats) continue;
+    ++rep.measured;
+    const TensorStats& s = *m->stats;
+    if (nonfinite(s)) ++rep.nonfinite_records;
+
+    // Near overflow: |x| beyond a fraction of the largest finite value of a narrow float format.
+    if (const FloatFormat* f = float_format(r.dtype);
+        f != nullptr && f->max_finite < 1e6 && s.absmax > options.near_overflow_fraction * f->max_finite) {
+      rep.near_overflow.push_back({r.name, event_name(r), r.direction, r.step, r.rank, r.dtype, s.absmax,
+                                   options.near_overflow_fraction * f->max_finite});
+    }
+
+    if (is_param_grad(r)) {
+      ++grads_total;
+      if (nonfinite(s)) rep.grads_overflow = true;
+      if (s.numel > 0) {
+        GradUnderflow g{r.name, r.module, r.step, r.rank, r.dtype, s.numel,
+                        static_cast<double>(s.zero_count) / static_cast<double>(s.numel),
+                        static_cast<double>(s.subnormal_count) / static_cast<double>(s.numel)};
+        const bool narrow = r.dtype == DType::kF16 || r.dtype == DType::kBF16;
+        const bool underflowing = g.zero_fraction + g.subnormal_fraction >= options.underflow_warn_fraction;
+        if (underflowing) rep.grads_underflow = true;
+        if (narrow || underflowing) rep.grad_underflow.push_back(std::move(g));
+      }
+    }
+
+    const auto sk = std::make_tuple(r.rank, r.step);
+    auto& evs = streams[sk];
+    auto& idx = index[sk];
+    const std::string key = event_key(r);
+    auto [it, inserted] = idx.emplace(key, evs.size());
+    if (inserted) evs.push_back(Ev{event_name(r), &r, r.order, {}, {}});
+    Ev& ev = evs[it->second];
+    if (slot_of(r) == Slot::kInput || slot_of(r) == Slot::kParameter) ev.inputs.push_back(m);
+    else ev.outputs.push_back(m);
+  }
+
+  for (auto& [sk, evs] : streams) {
+    std::stable_sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) {
+      return std::make_tuple(analysis_detail::direction_rank(a.first->direction), a.first_order) <
+             std::make_tuple(analysis_detail::direction_rank(b.first->direction), b.first_order);
+    });
+    std::optional<size_t> born;
+    int64_t contaminated = 0;
+    for (size_t k = 0; k < evs.size(); ++k) {
+      const Ev& ev = evs[k];
+      const bool out_bad = std::any_of(ev.outputs.begin(), ev.outputs.end(),
+                                       [](const MeasuredRecord* m) { return nonfinite(*m->stats); });
+      if (!out_bad) continue;
+      const bool in_ok = std::none_of(ev.inputs.begin(), ev.inputs.end(),
+                                      [](const MeasuredRecord* m) { return nonfinite(*m->stats); });
+      if (!born && in_ok) born = k;
+      else if (born) ++contaminated;
+    }
+    if (!born) continue;
+    const Ev& ev = evs[*born];
+    NanOrigin o;
+    o.event = ev.name;
+    o.module = ev.first->module;
+    o.op = ev.first->op;
+    o.direction = ev.first->direction;
+    o.step = ev.first->step;
+    o.rank = ev.first->rank;
+    o.order = ev.first_order;
+    for (const MeasuredRecord* m : ev.inputs) o.inputs.push_back(range_of(*m));
+    for (const MeasuredRecord* m : ev.outputs) o.outputs.push_back(range_of(*m));
+    o.contaminated = contaminated;
+    o.role_is_grad = std::all_of(ev.outputs.begin(), ev.outputs.end(), [](const MeasuredRecord* m) {
+      return !nonfinite(*m->stats) || is_param_grad(m->record);
+    });
+    o.explanation = explain_origin(o);
+    rep.origins.push_back(std::move(o));
+  }
+
+  // Loss-scale direction (seed 004 §3.2): overflowing gradients → lower it; underflowing → raise it.
+  if (rep.grads_overflow) rep.loss_scale_advice = "lower";
+  else if (rep.grads_underflow) rep.loss_scale_advice = "raise";
+  (void)grads_total;
+  return rep;
+}
+
+OverflowReport analyse_overflow(const RecordSource& run, const OverflowOptions& options) {
+  std::vector<MeasuredRecord> measured;
+  std::vector<Status> problems;
+  measured.reserve(run.records().size());
+  for (const Record& r : run.records()) {
+    MeasuredRecord m{r, r.stats};
+    if (!m.stats && r.has_data && options.load_missing_stats) {
+      Result<TensorView> view = run.load(r);
+      if (view.ok()) m.stats = compute_stats(*view);
+      else problems.push_back(view.status().WithContext(r.name));
+    }
+    measured.push_back(std::move(m));
+  }
+  OverflowReport rep = analyse_overflow(measured, options);
+  rep.source = run.describe();
+  rep.problems = run.problems();
+  rep.problems.insert(rep.problems.end(), problems.begin(), problems.end());
+  return rep;
+}
+
+std::vector<MeasuredRecord> measured_records(const CompareResult& result, bool target_side) {
+  std::vector<MeasuredRecord> out;
+  out.reserve(result.rows.size());
+  for (const CompareRow& row : result.rows) {
+    MeasuredRecord m{target_side ? row.target : row.golden, std::nullopt};
+    if (row.metrics) {
+      const SideStats& s = target_side ? row.metrics->target : row.metrics->golden;
+      TensorStats t;
+      t.min = s.min;
+      t.max = s.max;
+      t.mean = s.mean;
+      t.l2norm = s.l2norm;
+      t.absmax = s.absmax;
+      t.nan_count = s.nan_count;
+      t.inf_count = s.pinf_count + s.ninf_count;
+      t.zero_count = s.zero_count;
+      t.subnormal_count = s.subnormal_count;
+      t.numel = row.metrics->numel;
+      m.stats = t;
+    } else if (row.stats) {
+      m.stats = target_side ? row.stats->target : row.stats->golden;
+    } else if (m.record.stats) {
+      // checksum-only rows: statistics stored with the record, if any
+    }
+    if (!m.stats && m.record.stats) m.stats = m.record.stats;
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace parity

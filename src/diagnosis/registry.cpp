@@ -1,0 +1,44 @@
+// The diagnosis rules, in evaluation order. Adding a rule = src/diagnosis/rules/<code>.cpp defining
+// `extern const Rule rule_<code>` plus its line here (docs/diagnosis.md documents each one).
+#include "parity/diagnosis.h"
+
+namespace parity {
+
+extern const Rule rule_config_diff;
+extern const Rule rule_train_infer_mismatch;
+extern const Rule rule_input_mismatch;
+extern const Rule rule_weight_mismatch;
+extern const Rule rule_overflow;
+extern const Rule rule_grad_overflow;
+extern const Rule rule_grad_underflow;
+extern const Rule rule_flush_to_zero;
+extern const Rule rule_nondeterminism;
+extern const Rule rule_quant_sensitive_layer;
+extern const Rule rule_low_precision_sensitive_op;
+extern const Rule rule_outliers;
+extern const Rule rule_drift_after_steps;
+extern const Rule rule_rank_inconsistent;
+extern const Rule rule_accumulation_noise;
+
+const std::vector<Rule>& registered_rules() {
+  static const std::vector<Rule> rules = {
+      rule_config_diff,
+      rule_train_infer_mismatch,
+      rule_input_mismatch,
+      rule_weight_mismatch,
+      rule_overflow,
+      rule_grad_overflow,
+      rule_grad_underflow,
+      rule_flush_to_zero,
+      rule_nondeterminism,
+      rule_quant_sensitive_layer,
+      rule_low_precision_sensitive_op,
+      rule_outliers,
+      rule_drift_after_steps,
+      rule_rank_inconsistent,
+      rule_accumulation_noise,
+  };
+  return rules;
+}
+
+}  // namespace parity

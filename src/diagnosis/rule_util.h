@@ -1,0 +1,44 @@
+// src/diagnosis/rule_util.h — small helpers shared by the rules (formatting, row lookups).
+#pragma once
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "fmt/format.h"
+#include "parity/diagnosis.h"
+
+namespace parity::diagnosis_detail {
+
+// "3.2 u", "412 u", "non-finite", "n/a": a noise ratio in units of expected rounding error.
+inline std::string units(double r) {
+  if (std::isnan(r)) return "n/a";
+  if (std::isinf(r)) return "non-finite";
+  if (r >= 100) return fmt::format("{:.0f} u", r);
+  return fmt::format("{:.3g} u", r);
+}
+
+inline std::string num(double v) {
+  if (std::isnan(v)) return "n/a";
+  return fmt::format("{:.4g}", v);
+}
+
+// "cosine 0.9871, rel_l2 3.1e-02, max_abs 0.52 (12.4 u)" for a tensor row; statistics rows name the
+// worst relative statistic difference.
+std::string row_summary(const CompareRow& row);
+
+// The event of an analysis suspect.
+inline const EventError& event_of(const DiagnosisContext& ctx, const Suspect& s) {
+  return ctx.analysis->events[s.event];
+}
+
+// The first forward source suspect that is not explained by a contained event, or null.
+const Suspect* top_source(const DiagnosisContext& ctx);
+
+// True when the row is a parameter gradient.
+bool is_param_grad_row(const CompareRow& row);
+
+// Append up to `limit` items, then "... and N more".
+void append_limited(std::vector<std::string>& out, const std::vector<std::string>& items, size_t limit);
+
+}  // namespace parity::diagnosis_detail

@@ -1,0 +1,53 @@
+// OVERFLOW: NaN/Inf are born at an op in the target (its inputs are finite, an output is not) and not
+// in the golden at that op. Seed 004 §5.1: "loss suddenly NaN → loss scale too large or exp/log
+// overflow → lower the loss scale, stabilise exp-type ops"; msprobe's first-NaN rule.
+#include "diagnosis/rule_util.h"
+
+namespace parity {
+namespace {
+
+using namespace diagnosis_detail;
+
+bool golden_has_origin_at(const OverflowReport& g, const NanOrigin& o) {
+  for (const NanOrigin& go : g.origins)
+    if (go.event == o.event && go.step == o.step && go.rank == o.rank) return true;
+  return false;
+}
+
+std::string range_text(const ValueRange& r) {
+  return fmt::format("{} [{}] {} min {} max {} |max| {}{}", r.name, r.role, dtype_name(r.dtype), num(r.min),
+                     num(r.max), num(r.absmax),
+                     (r.nan_count || r.inf_count) ? fmt::format(" ({} NaN, {} Inf)", r.nan_count, r.inf_count) : "");
+}
+
+std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
+  std::vector<Diagnosis> out;
+  for (const NanOrigin& o : ctx.target_overflow->origins) {
+    if (o.role_is_grad) continue;  // parameter gradients: GRAD_OVERFLOW
+    Diagnosis d;
+    d.strength = 3;
+    const bool both = golden_has_origin_at(*ctx.golden_overflow, o);
+    d.events.push_back(o.event);
+    d.evidence.push_back(fmt::format("NaN/Inf born at {} ({} {}, step {}, rank {}): inputs finite, outputs not{}",
+                                     o.event, o.op.empty() ? o.module : o.op, o.direction, o.step, o.rank,
+                                     both ? " — the golden overflows here too" : "; the golden stays finite"));
+    d.evidence.push_back(o.explanation);
+    for (const ValueRange& r : o.inputs) d.evidence.push_back("input " + range_text(r));
+    for (const ValueRange& r : o.outputs) d.evidence.push_back("output " + range_text(r));
+    d.evidence.push_back(fmt::format("{} later events of this step are contaminated", o.contaminated));
+    d.advice =
+        is_sensitive_op(o.op.empty() ? o.module : o.op)
+            ? "Stabilise the exp-type op: subtract the row maximum before exp (softmax/logsumexp), compute it in "
+              "fp32 and cast the result back (seed 004 §3.1, §5.1)."
+            : "Keep this op's inputs in range (compute it in fp32 or bf16 instead of fp16, scale its inputs), and "
+              "if it is in the backward pass lower the loss scale (seed 004 §3.2).";
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+}  // namespace
+
+extern const Rule rule_overflow{"OVERFLOW", "NaN/Inf are born at an op", run};
+
+}  // namespace parity

@@ -1,0 +1,53 @@
+// QUANT_SENSITIVE_LAYER: an event computed with a quantised dtype (int8 / fp8) in the target creates
+// structural error. Seed 004 §3.4 / §4.2: quantising the attention path (QKV projections, QK^T, softmax)
+// raises perplexity far more than FFN layers; exclude sensitive layers from quantisation.
+#include "diagnosis/rule_util.h"
+
+namespace parity {
+namespace {
+
+using namespace diagnosis_detail;
+
+bool quantised(DType t) {
+  return t == DType::kI8 || t == DType::kU8 || t == DType::kF8E4M3 || t == DType::kF8E5M2;
+}
+
+bool name_says_quant(const std::string& s) {
+  return s.find("quant") != std::string::npos || s.find("Quant") != std::string::npos ||
+         s.find("int8") != std::string::npos || s.find("fp8") != std::string::npos;
+}
+
+std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
+  std::vector<std::string> lines, events;
+  for (const EventError& e : ctx.analysis->events) {
+    if (e.role != EventRole::kSource) continue;
+    bool q = name_says_quant(e.op) || name_says_quant(e.module);
+    for (size_t i : e.rows) {
+      const CompareRow& row = ctx.result->rows[i];
+      if (quantised(row.target.dtype) && !quantised(row.golden.dtype)) q = true;
+    }
+    if (!q) continue;
+    const bool attention = e.name.find("attn") != std::string::npos || e.name.find("attention") != std::string::npos ||
+                           e.name.find("q_proj") != std::string::npos || e.name.find("k_proj") != std::string::npos ||
+                           is_sensitive_op(e.op);
+    lines.push_back(fmt::format("{}: output {} from inputs {} (×{:.3g}){}", e.name, units(e.output_ratio),
+                                units(e.input_ratio), e.amplification, attention ? " — attention path" : ""));
+    events.push_back(e.name);
+  }
+  if (events.empty()) return {};
+  Diagnosis d;
+  d.strength = 2;
+  d.events = events;
+  append_limited(d.evidence, lines, 8);
+  d.advice =
+      "Exclude these layers from quantisation (keep them in fp16/bf16), starting with the attention path "
+      "(QKV projections, QK^T, softmax); prefer per-channel weight scales and check the activation range "
+      "across inputs before choosing a per-tensor scale (seed 004 §3.4, §4.2).";
+  return {d};
+}
+
+}  // namespace
+
+extern const Rule rule_quant_sensitive_layer{"QUANT_SENSITIVE_LAYER", "A quantised layer creates the error", run};
+
+}  // namespace parity

@@ -1,0 +1,52 @@
+// WEIGHT_MISMATCH: parameters differ before any computation (different initialisation seed, a checkpoint
+// loaded differently, a missing key). Seed 004 §2.1 / §6: fix inputs and weights first.
+#include <algorithm>
+
+#include "diagnosis/rule_util.h"
+
+namespace parity {
+namespace {
+
+using namespace diagnosis_detail;
+
+std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
+  std::vector<std::string> lines, events;
+  double worst = 0;
+  int64_t params_total = 0, params_differ = 0;
+  for (const Suspect& s : ctx.analysis->suspects) {
+    if (s.kind != SuspectKind::kParameters) continue;
+    const EventError& e = event_of(ctx, s);
+    events.push_back(e.name);
+    for (size_t i : e.rows) {
+      const CompareRow& row = ctx.result->rows[i];
+      if (row.golden.role != "parameter" && row.golden.role != "parameters") continue;
+      if (row.noise == NoiseClass::kNoise) continue;
+      lines.push_back(fmt::format("{}: {}", row.golden.name, row_summary(row)));
+    }
+    worst = std::max(worst, s.param_ratio);
+  }
+  if (events.empty()) return {};
+  // How many parameter rows of the first step exist and differ (the scale of the mismatch).
+  for (const CompareRow& row : ctx.result->rows) {
+    if ((row.golden.role == "parameter" || row.golden.role == "parameters") && row.golden.direction != "backward") {
+      ++params_total;
+      if (row.noise == NoiseClass::kElevated || row.noise == NoiseClass::kStructural) ++params_differ;
+    }
+  }
+  Diagnosis d;
+  d.strength = 3;
+  d.events = events;
+  d.evidence.push_back(fmt::format("{} of {} parameter records differ beyond rounding (worst {}) before use",
+                                   params_differ, params_total, units(worst)));
+  append_limited(d.evidence, lines, 8);
+  d.advice =
+      "Load the same checkpoint on both sides (or initialise with the same seed before building the model), "
+      "and check for keys that were missing or renamed while loading.";
+  return {d};
+}
+
+}  // namespace
+
+extern const Rule rule_weight_mismatch{"WEIGHT_MISMATCH", "Parameters differ before any computation", run};
+
+}  // namespace parity
