@@ -1,0 +1,202 @@
+// src/eval/output.cpp — machine-readable outputs of the eval commands: "parity.eval.ppl/1",
+// "parity.eval.mc/1", "parity.eval.lmeval/1" and their CSV forms (docs/eval.md).
+#include <cmath>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "parity/eval.h"
+
+namespace parity::eval {
+
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json num(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  return v;
+}
+
+std::string csv_num(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{}", v);
+}
+
+json vu(const ValueUnc& v) { return {{"value", num(v.value)}, {"unc", num(v.unc)}}; }
+
+json pct(const Percentiles& p, bool quartiles) {
+  json j;
+  j["max"] = num(p.max);
+  j["p99_9"] = num(p.p99_9);
+  j["p99"] = num(p.p99);
+  j["p95"] = num(p.p95);
+  j["p90"] = num(p.p90);
+  if (quartiles) j["p75"] = num(p.p75);
+  j["median"] = num(p.median);
+  if (quartiles) j["p25"] = num(p.p25);
+  j["p10"] = num(p.p10);
+  j["p5"] = num(p.p5);
+  j["p1"] = num(p.p1);
+  j["p0_1"] = num(p.p0_1);
+  j["min"] = num(p.min);
+  return j;
+}
+
+json problems_json(const std::vector<Status>& problems) {
+  json a = json::array();
+  for (const auto& p : problems) a.push_back(p.message());
+  return a;
+}
+
+json paired_json(const PairedAccuracy& a) {
+  json j;
+  j["group"] = a.group;
+  j["questions"] = a.questions;
+  j["golden_acc"] = num(a.golden_acc);
+  j["target_acc"] = num(a.target_acc);
+  j["diff"] = num(a.diff);
+  j["golden_stderr"] = num(a.golden_stderr);
+  j["target_stderr"] = num(a.target_stderr);
+  j["agreement"] = num(a.agreement);
+  j["mcnemar"] = {{"both_correct", a.mcnemar.both_correct}, {"only_golden", a.mcnemar.only_golden},
+                  {"only_target", a.mcnemar.only_target},   {"both_wrong", a.mcnemar.both_wrong},
+                  {"p_value", num(a.mcnemar.p_value)}};
+  j["bootstrap"] = {{"low", num(a.bootstrap.low)}, {"high", num(a.bootstrap.high)}, {"level", a.bootstrap.level},
+                    {"samples", a.bootstrap.samples}, {"seed", a.bootstrap.seed}};
+  j["distinguishable"] = a.distinguishable;
+  j["verdict"] = verdict_name(a.verdict);
+  return j;
+}
+
+json thresholds_json(const AccuracyThresholds& t) {
+  return {{"pass_points", t.pass_points}, {"fail_points", t.fail_points}, {"alpha", t.alpha}};
+}
+
+}  // namespace
+
+std::string ppl_json(const PplResult& r, int indent) {
+  json j;
+  j["schema"] = "parity.eval.ppl/1";
+  j["golden"] = {{"source", r.golden_source}, {"representation", json::parse(r.golden_representation)}};
+  j["target"] = {{"source", r.target_source}, {"representation", json::parse(r.target_representation)}};
+  j["tokens"] = r.tokens;
+  j["ppl"] = {{"golden", vu(r.ppl_golden)}, {"target", vu(r.ppl_target)}};
+  j["ln_ppl_ratio"] = vu(r.ln_ppl_ratio);
+  j["ppl_ratio"] = vu(r.ppl_ratio);
+  j["ppl_diff"] = vu(r.ppl_diff);
+  j["ln_ppl_correlation"] = num(r.ln_ppl_correlation);
+  j["kld"] = {{"mean", num(r.kld.value)},
+              {"unc", num(r.kld.unc)},
+              {"error_bound_mean", num(r.kld_bound_mean)},
+              {"error_bound_max", num(r.kld_bound_max)},
+              {"percentiles", pct(r.kld_pct, false)}};
+  j["delta_p"] = {{"mean", num(r.delta_p.value)}, {"unc", num(r.delta_p.unc)}, {"rms", num(r.delta_p_rms.value)},
+                  {"rms_unc", num(r.delta_p_rms.unc)}, {"percentiles", pct(r.delta_p_pct, true)}};
+  j["same_top"] = vu(r.same_top);
+  j["thresholds"] = {{"ppl_rel", r.thresholds.ppl_rel}, {"ppl_diff", r.thresholds.ppl_diff},
+                     {"kld", r.thresholds.kld}, {"kld_dtype", r.thresholds.kld_dtype}};
+  json checks = json::array();
+  for (const Check& c : r.checks)
+    checks.push_back({{"name", c.name}, {"value", num(c.value)}, {"limit", num(c.limit)}, {"pass", c.pass}});
+  j["checks"] = checks;
+  j["verdict"] = verdict_name(r.verdict);
+  j["notes"] = r.notes;
+  j["problems"] = problems_json(r.problems);
+  return j.dump(indent);
+}
+
+std::string ppl_tokens_csv(const PplResult& r) {
+  std::ostringstream out;
+  out << "# schema: parity.eval.ppl.csv/1\n";
+  out << "token,nll_golden,nll_target,kld,kld_bound,delta_p,same_top\n";
+  for (size_t i = 0; i < r.per_token.size(); ++i) {
+    const TokenComparison& t = r.per_token[i];
+    out << fmt::format("{},{},{},{},{},{},{}\n", i, csv_num(t.nll_golden), csv_num(t.nll_target), csv_num(t.kld),
+                       csv_num(t.kld_bound), csv_num(t.delta_p), t.same_top ? 1 : 0);
+  }
+  return out.str();
+}
+
+std::string mc_json(const McResult& r, int indent) {
+  json j;
+  j["schema"] = "parity.eval.mc/1";
+  j["golden"] = {{"source", r.golden_source}};
+  j["target"] = {{"source", r.target_source}};
+  j["length_normalised"] = r.length_normalised;
+  j["thresholds"] = thresholds_json(r.thresholds);
+  j["verdict"] = verdict_name(r.verdict);
+  j["overall"] = paired_json(r.overall);
+  json subjects = json::array();
+  for (const auto& s : r.subjects) subjects.push_back(paired_json(s));
+  j["subjects"] = subjects;
+  j["unmatched"] = r.unmatched;
+  j["problems"] = problems_json(r.problems);
+  return j.dump(indent);
+}
+
+std::string mc_csv(const McResult& r) {
+  std::ostringstream out;
+  out << "# schema: parity.eval.mc.csv/1\n";
+  out << "group,questions,golden_acc,target_acc,diff,mcnemar_p,ci_low,ci_high,verdict\n";
+  auto row = [&](const PairedAccuracy& a, const std::string& name) {
+    out << fmt::format("{},{},{},{},{},{},{},{},{}\n", name, a.questions, csv_num(a.golden_acc), csv_num(a.target_acc),
+                       csv_num(a.diff), csv_num(a.mcnemar.p_value), csv_num(a.bootstrap.low),
+                       csv_num(a.bootstrap.high), verdict_name(a.verdict));
+  };
+  row(r.overall, "overall");
+  for (const auto& s : r.subjects) row(s, s.group);
+  return out.str();
+}
+
+std::string lm_eval_json(const LmEvalResult& r, int indent) {
+  json j;
+  j["schema"] = "parity.eval.lmeval/1";
+  j["a"] = {{"source", r.a_source}};
+  j["b"] = {{"source", r.b_source}};
+  j["thresholds"] = thresholds_json(r.thresholds);
+  j["verdict"] = verdict_name(r.verdict);
+  json metrics = json::array();
+  for (const auto& m : r.metrics) {
+    json o;
+    o["task"] = m.task;
+    o["metric"] = m.metric;
+    o["filter"] = m.filter;
+    o["a"] = num(m.a);
+    o["a_stderr"] = num(m.a_stderr);
+    o["b"] = num(m.b);
+    o["b_stderr"] = num(m.b_stderr);
+    o["n_a"] = m.n_a >= 0 ? json(m.n_a) : json(nullptr);
+    o["n_b"] = m.n_b >= 0 ? json(m.n_b) : json(nullptr);
+    o["diff"] = num(m.diff);
+    o["z"] = num(m.z);
+    o["p_value"] = num(m.p_value);
+    o["paired"] = m.paired ? paired_json(*m.paired) : json(nullptr);
+    o["distinguishable"] = m.distinguishable;
+    o["verdict"] = verdict_name(m.verdict);
+    metrics.push_back(o);
+  }
+  j["metrics"] = metrics;
+  j["only_a"] = r.only_a;
+  j["only_b"] = r.only_b;
+  j["problems"] = problems_json(r.problems);
+  return j.dump(indent);
+}
+
+std::string lm_eval_csv(const LmEvalResult& r) {
+  std::ostringstream out;
+  out << "# schema: parity.eval.lmeval.csv/1\n";
+  out << "task,metric,filter,a,b,diff,z,p_value,paired_p,ci_low,ci_high,verdict\n";
+  for (const auto& m : r.metrics)
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", m.task, m.metric, m.filter, csv_num(m.a), csv_num(m.b),
+                       csv_num(m.diff), csv_num(m.z), csv_num(m.p_value),
+                       m.paired ? csv_num(m.paired->mcnemar.p_value) : "",
+                       m.paired ? csv_num(m.paired->bootstrap.low) : "",
+                       m.paired ? csv_num(m.paired->bootstrap.high) : "", verdict_name(m.verdict));
+  return out.str();
+}
+
+}  // namespace parity::eval

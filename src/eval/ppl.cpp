@@ -1,0 +1,257 @@
+// src/eval/ppl.cpp — perplexity, KL divergence, Δp and same-top statistics of two runs over the same
+// scored tokens, with llama.cpp's definitions (tools/perplexity/perplexity.cpp, kl_divergence();
+// docs/eval.md has every formula) and parity's representation error bound per token.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "parity/dtype.h"
+#include "parity/eval.h"
+
+namespace parity::eval {
+
+ValueUnc mean_and_uncertainty(double sum, double sum2, int64_t count) {
+  // llama.cpp: f = Σx/n; df = Σx²/n − f²; unc = sqrt(df/(n−1)) when df > 0 and n > 10, else 0.
+  if (count < 1) return {0.0, 0.0};
+  const double f = sum / count;
+  double df = sum2 / count - f * f;
+  df = (df > 0 && count > 10) ? std::sqrt(df / (count - 1)) : 0.0;
+  return {f, df};
+}
+
+double covariance_of_means(double sum_a, double sum_b, double sum_ab, int64_t count) {
+  if (count < 10) return 0.0;
+  double var = sum_ab / count - (sum_a / count) * (sum_b / count);
+  return var / (count - 1);
+}
+
+double percentile_sorted(const std::vector<double>& v, double fraction) {
+  if (v.empty()) return kNaN;
+  if (fraction <= 0) return v.front();
+  if (fraction >= 1) return v.back();
+  double p = fraction * (v.size() - 1);
+  size_t ip = static_cast<size_t>(p);
+  p -= ip;
+  return (1 - p) * v[ip] + p * v[std::min(ip + 1, v.size() - 1)];
+}
+
+namespace {
+
+double median_sorted(const std::vector<double>& v) {
+  if (v.empty()) return kNaN;
+  const size_t n = v.size();
+  return n % 2 == 0 ? 0.5 * (v[n / 2] + v[n / 2 - 1]) : v[n / 2];
+}
+
+Percentiles percentiles_of(std::vector<double> v) {
+  Percentiles p;
+  // NaN values (tokens whose logits were non-finite) would break the ordering; they are counted in
+  // the means (which become NaN) and left out here.
+  v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  p.max = v.back();
+  p.p99_9 = percentile_sorted(v, 0.999);
+  p.p99 = percentile_sorted(v, 0.99);
+  p.p95 = percentile_sorted(v, 0.95);
+  p.p90 = percentile_sorted(v, 0.90);
+  p.p75 = percentile_sorted(v, 0.75);
+  p.median = median_sorted(v);
+  p.p25 = percentile_sorted(v, 0.25);
+  p.p10 = percentile_sorted(v, 0.10);
+  p.p5 = percentile_sorted(v, 0.05);
+  p.p1 = percentile_sorted(v, 0.01);
+  p.p0_1 = percentile_sorted(v, 0.001);
+  p.min = v.front();
+  return p;
+}
+
+// log Σ exp(a_i), with the max subtracted.
+double log_sum_exp(const std::vector<double>& a) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (double x : a) m = std::max(m, x);
+  if (!std::isfinite(m)) return m;
+  double s = 0;
+  for (double x : a) s += std::exp(x - m);
+  return m + std::log(s);
+}
+
+}  // namespace
+
+PplThresholds default_ppl_thresholds(const std::string& dtype) {
+  PplThresholds t;
+  auto d = dtype_from_name(dtype);
+  DType dt = d.value_or(DType::kBF16);
+  switch (dt) {
+    case DType::kF16: t.kld = 1e-4; t.kld_dtype = "f16"; break;
+    case DType::kF32:
+    case DType::kF64: t.kld = 1e-6; t.kld_dtype = dtype_name(dt); break;
+    default: t.kld = 0.005; t.kld_dtype = d ? dtype_name(dt) : "bf16"; break;
+  }
+  return t;
+}
+
+TokenComparison compare_token(const TokenDist& golden, const TokenDist& target) {
+  TokenComparison tc;
+  tc.nll_golden = -golden.label_logprob;
+  tc.nll_target = -target.label_logprob;
+  tc.delta_p = std::exp(target.label_logprob) - std::exp(golden.label_logprob);
+  tc.same_top = golden.argmax >= 0 && golden.argmax == target.argmax;
+  const size_t V = golden.logprob.size();
+  // Renormalise both decoded vectors into proper distributions (docs/eval.md "Decoding and KLD").
+  const double zp = log_sum_exp(golden.logprob);
+  const double zq = log_sum_exp(target.logprob);
+  if (!std::isfinite(zp) || !std::isfinite(zq)) {
+    tc.kld = tc.kld_bound = kNaN;
+    return tc;
+  }
+  double kld = 0, bound = 0, abs_terms = 0;
+  for (size_t i = 0; i < V; ++i) {
+    const double lp = golden.logprob[i] - zp;
+    const double p = std::exp(lp);
+    if (p == 0) continue;  // 0 · log(0/q) = 0
+    const double lq = target.logprob[i] - zq;
+    if (std::isinf(lq)) {  // p > 0, q = 0
+      kld = std::numeric_limits<double>::infinity();
+      bound = std::numeric_limits<double>::infinity();
+      break;
+    }
+    const double r = lp - lq;
+    kld += p * r;
+    abs_terms += p * std::fabs(r);
+    // |δ_i| ≤ d_i = e_i + |log Z̃_P|, |γ_i| ≤ g_i likewise; |p̃ − p| ≤ p̃ (e^d − 1); |r| ≤ |r̃| + d + g.
+    const double d = golden.error[i] + std::fabs(zp);
+    const double g = target.error[i] + std::fabs(zq);
+    bound += p * (std::expm1(d) * (std::fabs(r) + d + g) + d + g);
+  }
+  // fp64 evaluation of the sum itself: V terms, relative error ≤ V·2^-53 of Σ|terms|, plus a floor.
+  tc.kld = kld;
+  tc.kld_bound = bound + static_cast<double>(V) * 1.2e-16 * abs_terms + 1e-12;
+  return tc;
+}
+
+Result<PplResult> compare_ppl(const TokenSource& golden, const TokenSource& target, const PplOptions& options) {
+  if (golden.vocab() != target.vocab())
+    return Status::Invalid(fmt::format("vocabulary sizes differ: {} has {}, {} has {}", golden.describe(),
+                                       golden.vocab(), target.describe(), target.vocab()));
+  PplResult r;
+  r.golden_source = golden.describe();
+  r.target_source = target.describe();
+  r.golden_representation = golden.representation_json();
+  r.target_representation = target.representation_json();
+  r.thresholds = options.thresholds;
+  r.problems = golden.problems();
+  r.problems.insert(r.problems.end(), target.problems().begin(), target.problems().end());
+  const int64_t n = std::min(golden.tokens(), target.tokens());
+  if (golden.tokens() != target.tokens())
+    r.problems.push_back(Status::Invalid(fmt::format(
+        "token counts differ: golden {} , target {}; the first {} are compared", golden.tokens(), target.tokens(), n)));
+
+  std::vector<TokenComparison> per(n);
+  std::vector<uint8_t> label_mismatch(n, 0);
+  std::vector<Status> errors(n);
+#pragma omp parallel
+  {
+    TokenDist g, t;
+#pragma omp for schedule(dynamic, 16)
+    for (int64_t i = 0; i < n; ++i) {
+      Status sg = golden.decode(i, g);
+      Status st = sg.ok() ? target.decode(i, t) : sg;
+      if (!st.ok()) { errors[i] = st; continue; }
+      if (g.label != t.label) { label_mismatch[i] = 1; continue; }
+      per[i] = compare_token(g, t);
+    }
+  }
+  for (const Status& e : errors)
+    if (!e.ok()) return e;
+  int64_t mismatches = 0, first_mismatch = -1;
+  for (int64_t i = 0; i < n; ++i)
+    if (label_mismatch[i] && mismatches++ == 0) first_mismatch = i;
+  if (mismatches == n)
+    return Status::Invalid(fmt::format("the labels of {} and {} never agree: not the same evaluation data",
+                                       golden.describe(), target.describe()));
+  if (mismatches > 0)
+    r.problems.push_back(Status::Invalid(fmt::format(
+        "{} token(s) have different labels on the two sides (first at token {}); they are skipped", mismatches,
+        first_mismatch)));
+
+  // llama.cpp's running sums, in fp64, in token order (deterministic).
+  double sum_nll = 0, sum_nll2 = 0, sum_base = 0, sum_base2 = 0, sum_cross = 0;
+  double sum_kld = 0, sum_kld2 = 0, sum_dp = 0, sum_dp2 = 0, sum_dp4 = 0;
+  double bound_sum = 0, bound_max = 0;
+  int64_t same_top = 0, count = 0;
+  std::vector<double> klds, dps;
+  klds.reserve(n);
+  dps.reserve(n);
+  for (int64_t i = 0; i < n; ++i) {
+    if (label_mismatch[i]) continue;
+    const TokenComparison& t = per[i];
+    sum_nll += t.nll_target;
+    sum_nll2 += t.nll_target * t.nll_target;
+    sum_base += t.nll_golden;
+    sum_base2 += t.nll_golden * t.nll_golden;
+    sum_cross += t.nll_target * t.nll_golden;
+    sum_kld += t.kld;
+    sum_kld2 += t.kld * t.kld;
+    sum_dp += t.delta_p;
+    const double dp2 = t.delta_p * t.delta_p;
+    sum_dp2 += dp2;
+    sum_dp4 += dp2 * dp2;
+    bound_sum += t.kld_bound;
+    bound_max = std::max(bound_max, t.kld_bound);
+    same_top += t.same_top;
+    klds.push_back(t.kld);
+    dps.push_back(t.delta_p);
+    ++count;
+  }
+  r.tokens = count;
+  const ValueUnc log_ppl = mean_and_uncertainty(sum_nll, sum_nll2, count);
+  const ValueUnc log_base = mean_and_uncertainty(sum_base, sum_base2, count);
+  r.ppl_target = {std::exp(log_ppl.value), std::exp(log_ppl.value) * log_ppl.unc};
+  r.ppl_golden = {std::exp(log_base.value), std::exp(log_base.value) * log_base.unc};
+  const double cov = covariance_of_means(sum_nll, sum_base, sum_cross, count);
+  r.ln_ppl_correlation = cov / (log_ppl.unc * log_base.unc);
+  r.ln_ppl_ratio = {log_ppl.value - log_base.value,
+                    std::sqrt(log_ppl.unc * log_ppl.unc + log_base.unc * log_base.unc - 2.0 * cov)};
+  r.ppl_ratio = {std::exp(r.ln_ppl_ratio.value), std::exp(r.ln_ppl_ratio.value) * r.ln_ppl_ratio.unc};
+  const double ppl_cov = r.ppl_target.value * r.ppl_golden.value * cov;
+  r.ppl_diff = {r.ppl_target.value - r.ppl_golden.value,
+                std::sqrt(r.ppl_target.unc * r.ppl_target.unc + r.ppl_golden.unc * r.ppl_golden.unc - 2.0 * ppl_cov)};
+  r.kld = mean_and_uncertainty(sum_kld, sum_kld2, count);
+  r.kld_pct = percentiles_of(klds);
+  r.kld_bound_mean = count ? bound_sum / count : kNaN;
+  r.kld_bound_max = bound_max;
+  r.delta_p = mean_and_uncertainty(sum_dp, sum_dp2, count);
+  r.delta_p_pct = percentiles_of(dps);
+  const ValueUnc mse = mean_and_uncertainty(sum_dp2, sum_dp4, count);
+  const double rms = std::sqrt(mse.value);
+  r.delta_p_rms = {rms, rms > 0 ? 0.5 / rms * mse.unc : 0.0};
+  const double f = count ? static_cast<double>(same_top) / count : kNaN;
+  r.same_top = {f, count > 1 ? std::sqrt(f * (1 - f) / (count - 1)) : kNaN};
+  if (count < 100)
+    r.notes.push_back(fmt::format("only {} token(s): llama.cpp prints no final statistics below 100; the "
+                                  "uncertainties are rough", count));
+
+  // Checks against the seed criteria.
+  const PplThresholds& th = options.thresholds;
+  auto check = [&](const char* name, double value, double limit, bool strict) {
+    bool pass = strict ? value < limit : value <= limit;
+    r.checks.push_back({name, value, limit, pass && !std::isnan(value)});
+  };
+  check("ppl_rel", std::fabs(r.ppl_ratio.value - 1.0), th.ppl_rel, false);
+  check("ppl_diff", std::fabs(r.ppl_diff.value), th.ppl_diff, false);
+  check("kld", r.kld.value, th.kld, true);
+  r.verdict = Verdict::kPass;
+  for (const Check& c : r.checks)
+    if (!c.pass) r.verdict = Verdict::kFail;
+  if (r.verdict == Verdict::kPass && !r.problems.empty()) r.verdict = Verdict::kWarn;
+  if (options.keep_per_token) {
+    for (int64_t i = 0; i < n; ++i)
+      if (!label_mismatch[i]) r.per_token.push_back(per[i]);
+  }
+  return r;
+}
+
+}  // namespace parity::eval
