@@ -20,8 +20,9 @@ inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 struct MetricOptions {
   bool kl = false;          // compute softmax KL along the last dimension (logits-like tensors)
   int threads = 0;          // 0 = OpenMP default
-  // msprobe's epsilon for relative error where the golden is zero (see docs/metrics.md).
-  double rel_epsilon = 1e-10;
+  // msprobe's epsilon for relative error where the golden is zero: msprobe compares float64 copies and
+  // adds np.finfo(float64).eps (2^-52) to both sides where the golden is 0 (see docs/metrics.md).
+  double rel_epsilon = std::numeric_limits<double>::epsilon();
   // Elements whose |golden| is below this and nonzero, but whose target is exactly 0, count as
   // flushed to zero even when they are normal in the target's dtype ("subnormal-or-tiny").
   double ftz_tiny = 0.0;    // 0 = use the target dtype's smallest normal
@@ -40,7 +41,9 @@ struct PairMetrics {
   int64_t compared = 0;     // elements entering the error metrics (non-finite agreeing positions excluded)
 
   // Direction and size of the difference d = t - g (over compared elements).
-  double cosine = kNaN;     // t·g / (‖t‖‖g‖); both norms 0 → 1; one zero → NaN; numel 1 → NaN (unsupported)
+  // t·g / (‖t‖‖g‖); as msprobe: both norms ≤ 2^-52 → 1, one of them → NaN, a single element → NaN
+  // ("unsupported").
+  double cosine = kNaN;
   double euclidean = kNaN;  // ‖t − g‖₂
   double rel_l2 = kNaN;     // ‖t − g‖₂ / ‖g‖₂ (NaN when ‖g‖ = 0 and ‖t − g‖ > 0; 0 when both 0)
   double rmse = kNaN;       // sqrt(mean((t − g)²))
@@ -75,6 +78,8 @@ struct PairMetrics {
   // Mean over rows of KL(softmax(g_row) ‖ softmax(t_row)), natural log, computed with max subtraction.
   double kl = kNaN;
   bool kl_computed = false;
+  int64_t kl_rows = 0;          // rows entering the KL mean
+  int64_t kl_rows_skipped = 0;  // rows holding NaN or +Inf on either side, or all −Inf in golden
 };
 
 // Compare a golden/target pair of equal element count. Any two float (or int) dtypes. Returns an error

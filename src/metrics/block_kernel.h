@@ -1,0 +1,45 @@
+// The inner kernel of compare_tensors: every metric of one block of (at most kBlock) decoded fp64
+// golden/target values, in a few passes over data that stays in L1.
+//
+// The body is written once (block_kernel_impl.h) with GCC vector extensions of a fixed width of four
+// doubles and compiled twice: for AVX2 and for the x86-64 baseline (SSE2). A fixed width keeps the
+// order of every sum the same on both, so results are bit-identical whichever runs; no FMA is
+// allowed (it would change rounding relative to the numpy fp64 reference, see docs/metrics.md).
+#pragma once
+
+#include <cstdint>
+
+#include "metrics/partial.h"
+
+namespace parity::metrics_detail {
+
+// How the ULP of the golden value in the target's dtype is applied (ulp_at in src/numeric):
+// kPow2:   float target whose 1/ulp is always a normal double (every format but fp64): multiply |d|
+//          by 2^(m − e), built from the exponent bits of |g| (exact, so equal to the division).
+// kDivide: fp64 target, whose 1/ulp can overflow (2^1074): divide by the ulp.
+// kOne:    integer target: adjacent values are 1 apart.
+enum class UlpMode : int { kPow2, kDivide, kOne };
+
+struct KernelParams {
+  double rel_epsilon = 0;     // msprobe's epsilon where the golden is 0
+  double min_normal_t = 0;    // smallest normal of the target dtype (0: integer target, no subnormals)
+  double ftz_tiny = 0;        // FTZ signature bound on |g| (0: no FTZ counting)
+  UlpMode ulp_mode = UlpMode::kOne;
+  int64_t ulp_pow2_base = 0;  // kPow2: (2046 + mantissa_bits) << 52, see block_kernel_impl.h
+  double ulp_sub = 0;         // kPow2: 1/min_subnormal; kDivide: min_subnormal (ulp below min_normal)
+  double ulp_mant_scale = 0;  // kDivide: 2^-mantissa_bits
+};
+
+// g and t hold `n` values (n ≤ kBlock) and are readable up to the next multiple of 4, the padding
+// being NaN on both sides. `base` is the flat index of g[0]. Overwrites `out`.
+using BlockFn = void (*)(const double* g, const double* t, int64_t n, int64_t base,
+                         const KernelParams& params, Partial& out);
+
+BlockFn block_kernel_generic();
+BlockFn block_kernel_avx2();   // nullptr when the compiler cannot build it
+// The fastest variant this CPU runs (checked once with __builtin_cpu_supports).
+BlockFn select_block_kernel();
+// "avx2" or "baseline": which variant select_block_kernel() picks (for benchmarks and tests).
+const char* block_kernel_name();
+
+}  // namespace parity::metrics_detail

@@ -1,0 +1,22 @@
+// The block kernel compiled for AVX2 (selected at run time when the CPU has it). Only "avx2" is
+// enabled, not "fma": contracting a*b+c would change rounding and make results depend on the CPU.
+#include "metrics/block_kernel.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#define PARITY_BLOCK_NS avx2
+#include "metrics/block_kernel_impl.h"
+#pragma GCC pop_options
+
+namespace parity::metrics_detail {
+BlockFn block_kernel_avx2() { return &avx2::block_entry; }
+}  // namespace parity::metrics_detail
+#else
+namespace parity::metrics_detail {
+BlockFn block_kernel_avx2() { return nullptr; }
+}  // namespace parity::metrics_detail
+#endif

@@ -1,0 +1,243 @@
+// Body of the block kernel (see block_kernel.h). Included by exactly two translation units, each of
+// which defines PARITY_BLOCK_NS (the namespace that keeps the two compilations apart) and sets its
+// own target options before including this file.
+//
+// Formulas (docs/metrics.md): over the compared elements (both sides finite), d = t − g;
+//   Σd², Σ|d|, Σtg, Σg², Σt²                         → euclidean, rmse, rel_l2, sqnr, cosine
+//   max |d| and its first index                       → max_abs
+//   rel = |d|/|g|, or |(t+ε) − (g+ε)|/(g+ε) at g = 0   → msprobe max relative error and ratios
+//   ulp = |d| / ulp_at(target dtype, g)              → max, mean, fraction > 1
+// and per side over that side's finite elements: count, mean, Σ(x−mean)², Σx², min, max, zeros,
+// subnormals in the target's dtype, ±Inf.
+#ifndef PARITY_BLOCK_NS
+#error "define PARITY_BLOCK_NS before including block_kernel_impl.h"
+#endif
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "metrics/block_kernel.h"
+
+// The vector types never cross a non-inline function boundary, so GCC's note that returning them
+// without AVX changes the ABI does not apply.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace parity::metrics_detail::PARITY_BLOCK_NS {
+
+typedef double v4d __attribute__((vector_size(32)));
+typedef int64_t v4i __attribute__((vector_size(32)));
+
+static inline v4d splat(double a) { return v4d{a, a, a, a}; }
+static inline v4i splati(int64_t a) { return v4i{a, a, a, a}; }
+static inline v4d load(const double* p) {
+  v4d v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+static inline v4d vabs(v4d x) { return (v4d)((v4i)x & splati(0x7fffffffffffffffLL)); }
+static inline v4d keep(v4d x, v4i mask) { return (v4d)((v4i)x & mask); }  // x where mask, else +0
+static inline double hsum(v4d v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+static inline int64_t hsumi(v4i v) { return (v[0] + v[1]) + (v[2] + v[3]); }
+static inline double hmax(v4d v) {
+  double m = v[0];
+  for (int l = 1; l < 4; ++l) m = v[l] > m ? v[l] : m;
+  return m;
+}
+static inline double hmin(v4d v) {
+  double m = v[0];
+  for (int l = 1; l < 4; ++l) m = v[l] < m ? v[l] : m;
+  return m;
+}
+// Largest lane value and, among the lanes holding it, the smallest index (first occurrence).
+static inline void hargmax(v4d m, v4i idx, double& best, int64_t& best_index) {
+  best = -1;
+  best_index = -1;
+  for (int l = 0; l < 4; ++l) {
+    if (m[l] > best || (m[l] == best && idx[l] < best_index)) {
+      best = m[l];
+      best_index = idx[l];
+    }
+  }
+}
+
+// Class of a value for the non-finite position rule: 0 finite, 1 NaN, 2 +Inf, 3 −Inf.
+static inline int nonfinite_class(double x) {
+  if (std::isnan(x)) return 1;
+  if (std::isinf(x)) return x > 0 ? 2 : 3;
+  return 0;
+}
+
+template <UlpMode kMode>
+static inline v4d ulp_error(v4d ad, v4d ag, const KernelParams& p) {
+  if constexpr (kMode == UlpMode::kOne) {
+    (void)ag;
+    return ad;
+  } else if constexpr (kMode == UlpMode::kPow2) {
+    // For |g| ≥ min_normal_t (a normal double with biased exponent E), ulp_at = 2^(E−1023−m), so
+    // 1/ulp = 2^(1023−E+m): the double whose exponent field is 2046 + m − E. Exact, hence equal to
+    // |d| / ulp_at.
+    const v4i expo = (v4i)ag & splati(0x7ff0000000000000LL);
+    const v4d inv = (v4d)(splati(p.ulp_pow2_base) - expo);
+    const v4i sub = (v4i)(ag < splat(p.min_normal_t));
+    return ad * (sub ? splat(p.ulp_sub) : inv);
+  } else {
+    // fp64 target: ulp = 2^(E−1023) · 2^-52 (exact), or min_subnormal below min_normal.
+    const v4d pow2 = (v4d)((v4i)ag & splati(0x7ff0000000000000LL));
+    const v4i sub = (v4i)(ag < splat(p.min_normal_t));
+    const v4d ulp = sub ? splat(p.ulp_sub) : pow2 * splat(p.ulp_mant_scale);
+    return ad / ulp;
+  }
+}
+
+// Error metrics over the compared elements. Lanes where either side is non-finite become (0, 0) and
+// are masked out of the counts and maxima.
+template <UlpMode kMode>
+static void error_pass(const double* g, const double* t, int64_t n4, int64_t base,
+                       const KernelParams& p, Partial& out) {
+  const v4d zero = splat(0.0), inf = splat(INFINITY), eps = splat(p.rel_epsilon);
+  const v4d one = splat(1.0), t6 = splat(1e-6), t4 = splat(1e-4), t2 = splat(1e-2);
+  const v4d r3 = splat(1e-3), r53 = splat(5e-3), tiny = splat(p.ftz_tiny);
+  v4d s_d2 = zero, s_ad = zero, s_tg = zero, s_gg = zero, s_tt = zero, s_ulp = zero;
+  v4d m_ulp = zero, m_ad = splat(-1.0), m_rel = splat(-1.0);
+  v4i i_ad = splati(-1), i_rel = splati(-1);
+  v4i c_both = splati(0), c_ulp1 = splati(0), c_r3 = splati(0), c_r53 = splati(0);
+  v4i c_a6 = splati(0), c_a4 = splati(0), c_a2 = splati(0), c_ftz = splati(0);
+  v4i idx = v4i{base, base + 1, base + 2, base + 3};
+  const v4i step = splati(4);
+  for (int64_t i = 0; i < n4; i += 4, idx += step) {
+    const v4d gv = load(g + i), tv = load(t + i);
+    const v4i both = (v4i)(vabs(gv) < inf) & (v4i)(vabs(tv) < inf);
+    const v4d gm = keep(gv, both), tm = keep(tv, both);  // non-compared lanes become (0, 0)
+    const v4d d = tm - gm;
+    const v4d ad = vabs(d), ag = vabs(gm);
+    s_d2 += d * d;
+    s_ad += ad;
+    s_tg += gm * tm;
+    s_gg += gm * gm;
+    s_tt += tm * tm;
+    c_both -= both;
+    const v4i new_max = (v4i)(ad > m_ad) & both;
+    m_ad = new_max ? ad : m_ad;
+    i_ad = new_max ? idx : i_ad;
+    c_a6 -= (v4i)(ad > t6);
+    c_a4 -= (v4i)(ad > t4);
+    c_a2 -= (v4i)(ad > t2);
+    // msprobe relative error. Lanes that are not compared hold (0, 0) and yield 0; they are masked
+    // out of the counts and the maximum.
+    const v4i gz = (v4i)(gm == zero);
+    const v4d num = gz ? vabs((tm + eps) - eps) : ad;
+    const v4d den = gz ? eps : ag;
+    const v4d rel = num / den;
+    c_r3 -= (v4i)(rel < r3) & both;
+    c_r53 -= (v4i)(rel < r53) & both;
+    const v4i new_rel = (v4i)(rel > m_rel) & both;
+    m_rel = new_rel ? rel : m_rel;
+    i_rel = new_rel ? idx : i_rel;
+    const v4d ue = ulp_error<kMode>(ad, ag, p);
+    s_ulp += ue;
+    m_ulp = ue > m_ulp ? ue : m_ulp;
+    c_ulp1 -= (v4i)(ue > one);
+    // Flush-to-zero signature: golden nonzero and below the tiny bound, target exactly zero.
+    c_ftz -= (v4i)(gm != zero) & (v4i)(ag < tiny) & (v4i)(tm == zero);
+  }
+  out.sum_d2 = hsum(s_d2);
+  out.sum_ad = hsum(s_ad);
+  out.sum_tg = hsum(s_tg);
+  out.sum_gg = hsum(s_gg);
+  out.sum_tt = hsum(s_tt);
+  out.sum_ulp = hsum(s_ulp);
+  out.max_ulp = hmax(m_ulp);
+  out.both = hsumi(c_both);
+  out.ulp_gt1 = hsumi(c_ulp1);
+  out.rel_lt_1e3 = hsumi(c_r3);
+  out.rel_lt_5e3 = hsumi(c_r53);
+  out.abs_gt_1e6 = hsumi(c_a6);
+  out.abs_gt_1e4 = hsumi(c_a4);
+  out.abs_gt_1e2 = hsumi(c_a2);
+  out.ftz = hsumi(c_ftz);
+  hargmax(m_ad, i_ad, out.max_ad, out.max_ad_index);
+  hargmax(m_rel, i_rel, out.max_rel, out.max_rel_index);
+}
+
+// One side's statistics over its finite elements, with the corrected two-pass algorithm (Chan, Golub
+// & LeVeque 1983): mean first, then Σ(x−m) and Σ(x−m)², whose first sum corrects the mean's rounding.
+static void side_pass(const double* x, int64_t n4, const KernelParams& p, SidePartial& out) {
+  const v4d zero = splat(0.0), inf = splat(INFINITY), ninf = splat(-INFINITY);
+  const v4d mn_t = splat(p.min_normal_t);
+  v4d s = zero, ss = zero, vmin = inf, vmax = ninf;
+  v4i c_fin = splati(0), c_zero = splati(0), c_sub = splati(0), c_pinf = splati(0), c_ninf = splati(0);
+  for (int64_t i = 0; i < n4; i += 4) {
+    const v4d v = load(x + i);
+    const v4d av = vabs(v);
+    const v4i fin = (v4i)(av < inf);
+    const v4d vm = keep(v, fin);
+    s += vm;
+    ss += vm * vm;
+    c_fin -= fin;
+    const v4d lo = fin ? v : inf, hi = fin ? v : ninf;
+    vmin = lo < vmin ? lo : vmin;
+    vmax = hi > vmax ? hi : vmax;
+    c_zero -= (v4i)(v == zero);
+    c_sub -= (v4i)(v != zero) & (v4i)(av < mn_t);
+    c_pinf -= (v4i)(v == inf);
+    c_ninf -= (v4i)(v == ninf);
+  }
+  out.finite = hsumi(c_fin);
+  out.sumsq = hsum(ss);
+  out.min = hmin(vmin);
+  out.max = hmax(vmax);
+  out.zero = hsumi(c_zero);
+  out.subnormal = hsumi(c_sub);
+  out.pinf = hsumi(c_pinf);
+  out.ninf = hsumi(c_ninf);
+  out.mean = 0;
+  out.m2 = 0;
+  if (out.finite == 0) return;
+  const double nf = static_cast<double>(out.finite);
+  const double m0 = hsum(s) / nf;
+  const v4d mv = splat(m0);
+  v4d r1 = zero, r2 = zero;
+  for (int64_t i = 0; i < n4; i += 4) {
+    const v4d v = load(x + i);
+    const v4i fin = (v4i)(vabs(v) < inf);
+    const v4d r = keep(v - mv, fin);
+    r1 += r;
+    r2 += r * r;
+  }
+  const double c1 = hsum(r1), c2 = hsum(r2);
+  out.mean = m0 + c1 / nf;
+  const double m2 = c2 - c1 * c1 / nf;
+  out.m2 = m2 > 0 ? m2 : 0;
+}
+
+template <UlpMode kMode>
+static void block_impl(const double* g, const double* t, int64_t n, int64_t base,
+                       const KernelParams& p, Partial& out) {
+  out = Partial{};
+  out.elements = n;
+  const int64_t n4 = (n + 3) & ~int64_t{3};
+  error_pass<kMode>(g, t, n4, base, p, out);
+  side_pass(g, n4, p, out.g);
+  side_pass(t, n4, p, out.t);
+  // The padding lanes are NaN on both sides; they never count as finite, zero, subnormal or ±Inf.
+  if (out.both < n) {
+    // Some position holds a non-finite value: check that the other side holds the same class there
+    // (msprobe's rule). Rare, so scalar.
+    for (int64_t i = 0; i < n; ++i) {
+      const int cg = nonfinite_class(g[i]), ct = nonfinite_class(t[i]);
+      if ((cg | ct) != 0 && cg != ct) ++out.mismatch;
+    }
+  }
+}
+
+static void block_entry(const double* g, const double* t, int64_t n, int64_t base,
+                        const KernelParams& p, Partial& out) {
+  switch (p.ulp_mode) {
+    case UlpMode::kPow2: block_impl<UlpMode::kPow2>(g, t, n, base, p, out); return;
+    case UlpMode::kDivide: block_impl<UlpMode::kDivide>(g, t, n, base, p, out); return;
+    case UlpMode::kOne: block_impl<UlpMode::kOne>(g, t, n, base, p, out); return;
+  }
+}
+
+}  // namespace parity::metrics_detail::PARITY_BLOCK_NS

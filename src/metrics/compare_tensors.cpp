@@ -1,0 +1,190 @@
+// compare_tensors (include/parity/metrics.h): one pass over both tensors.
+//
+// The flat element range is cut into chunks of kChunk elements (the unit of parallel work, one
+// OpenMP task each) and each chunk into blocks of kBlock elements. A block is decoded into two fp64
+// buffers (decode_to_double handles every dtype, byte order and layout) and measured by the block
+// kernel; block partials are combined pairwise into a chunk partial, chunk partials pairwise into the
+// tensor's. The tree has the same shape whatever the thread count, so results are reproducible bit
+// for bit, and every sum is a tree of short sums, so they do not drift with the tensor size.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "metrics/block_kernel.h"
+#include "metrics/partial.h"
+#include "metrics/softmax_kl.h"
+#include "parity/metrics.h"
+
+namespace parity {
+namespace {
+
+using metrics_detail::kBlock;
+using metrics_detail::kBlocksPerChunk;
+using metrics_detail::kChunk;
+using metrics_detail::KernelParams;
+using metrics_detail::Partial;
+using metrics_detail::UlpMode;
+
+// Pairwise (tree) reduction of parts[0..n) into parts[0]; parts[i] covers elements before parts[i+1].
+void reduce_pairwise(Partial* parts, int64_t n) {
+  for (int64_t width = 1; width < n; width *= 2) {
+    for (int64_t i = 0; i + width < n; i += 2 * width) metrics_detail::combine(parts[i], parts[i + width]);
+  }
+}
+
+KernelParams make_params(DType target, const MetricOptions& options) {
+  KernelParams p;
+  p.rel_epsilon = options.rel_epsilon;
+  const FloatFormat* f = float_format(target);
+  if (f == nullptr) {
+    p.ulp_mode = UlpMode::kOne;
+    p.min_normal_t = 0.0;  // integers have no subnormals
+  } else {
+    p.min_normal_t = f->min_normal;
+    if (target == DType::kF64) {
+      p.ulp_mode = UlpMode::kDivide;
+      p.ulp_sub = f->min_subnormal;
+      p.ulp_mant_scale = std::ldexp(1.0, -f->mantissa_bits);
+    } else {
+      p.ulp_mode = UlpMode::kPow2;
+      p.ulp_pow2_base = static_cast<int64_t>(2046 + f->mantissa_bits) << 52;
+      p.ulp_sub = 1.0 / f->min_subnormal;
+    }
+  }
+  p.ftz_tiny = options.ftz_tiny > 0 ? options.ftz_tiny : p.min_normal_t;
+  return p;
+}
+
+void finish_side(const metrics_detail::SidePartial& s, int64_t numel, SideStats& out) {
+  out.pinf_count = s.pinf;
+  out.ninf_count = s.ninf;
+  out.nan_count = numel - s.finite - s.pinf - s.ninf;
+  out.zero_count = s.zero;
+  out.subnormal_count = s.subnormal;
+  if (s.finite == 0) return;  // statistics stay NaN: nothing finite to describe
+  out.min = s.min;
+  out.max = s.max;
+  out.mean = s.mean;
+  out.l2norm = std::sqrt(s.sumsq);
+  out.std = std::sqrt(s.m2 / static_cast<double>(s.finite));
+  out.absmax = std::max(std::fabs(s.min), std::fabs(s.max));
+}
+
+void finish(const Partial& p, int64_t numel, PairMetrics& m) {
+  m.numel = numel;
+  m.compared = p.both;
+  m.nonfinite_mismatch = p.mismatch;
+  m.nonfinite_agree = p.mismatch == 0;
+  m.ftz_count = p.ftz;
+  finish_side(p.g, numel, m.golden);
+  finish_side(p.t, numel, m.target);
+  if (p.both == 0) return;  // no compared element: the error metrics stay NaN
+
+  const double n = static_cast<double>(p.both);
+  m.euclidean = std::sqrt(p.sum_d2);
+  m.rmse = std::sqrt(p.sum_d2 / n);
+  const double norm_g = std::sqrt(p.sum_gg), norm_t = std::sqrt(p.sum_tt);
+  if (p.sum_gg > 0) {
+    m.rel_l2 = m.euclidean / norm_g;
+  } else {
+    m.rel_l2 = p.sum_d2 == 0 ? 0.0 : kNaN;
+  }
+  // torch.ao.ns: SQNR = 20·log10(‖g‖/‖t − g‖) = 10·log10(Σg²/Σd²); identical tensors → +inf.
+  m.sqnr_db = p.sum_d2 == 0 ? std::numeric_limits<double>::infinity() : 10.0 * std::log10(p.sum_gg / p.sum_d2);
+
+  // msprobe's cosine: a single element is "unsupported"; norms at or below 2^-52 count as zero.
+  constexpr double kNormZero = std::numeric_limits<double>::epsilon();
+  if (numel <= 1) {
+    m.cosine = kNaN;
+  } else if (norm_t <= kNormZero && norm_g <= kNormZero) {
+    m.cosine = 1.0;
+  } else if (norm_t <= kNormZero || norm_g <= kNormZero) {
+    m.cosine = kNaN;
+  } else {
+    m.cosine = p.sum_tg / (norm_t * norm_g);
+  }
+
+  m.max_abs = p.max_ad;
+  m.max_abs_index = p.max_ad_index;
+  m.mean_abs = p.sum_ad / n;
+  m.max_rel = p.max_rel;
+  m.max_rel_index = p.max_rel_index;
+  m.thousandth_ratio = static_cast<double>(p.rel_lt_1e3) / n;
+  m.five_thousandth_ratio = static_cast<double>(p.rel_lt_5e3) / n;
+  m.frac_abs_gt_1e6 = static_cast<double>(p.abs_gt_1e6) / n;
+  m.frac_abs_gt_1e4 = static_cast<double>(p.abs_gt_1e4) / n;
+  m.frac_abs_gt_1e2 = static_cast<double>(p.abs_gt_1e2) / n;
+  m.ulp_max = p.max_ulp;
+  m.ulp_mean = p.sum_ulp / n;
+  m.frac_ulp_gt1 = static_cast<double>(p.ulp_gt1) / n;
+}
+
+Status check_view(const TensorView& v, const char* side) {
+  if (v.numel < 0) return Status::Invalid(std::string(side) + " tensor has a negative element count");
+  if (v.numel > 0 && v.data == nullptr) {
+    return Status::Invalid(std::string(side) + " tensor has " + std::to_string(v.numel) + " elements but no data");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& target,
+                                    const MetricOptions& options) {
+  PARITY_RETURN_NOT_OK(check_view(golden, "golden"));
+  PARITY_RETURN_NOT_OK(check_view(target, "target"));
+  if (golden.numel != target.numel) {
+    return Status::Invalid("element counts differ: golden " + shape_to_string(golden.shape) + " has " +
+                           std::to_string(golden.numel) + " elements, target " +
+                           shape_to_string(target.shape) + " has " + std::to_string(target.numel));
+  }
+  if (!(options.rel_epsilon > 0) || !std::isfinite(options.rel_epsilon)) {
+    return Status::Invalid("rel_epsilon must be a positive finite number");
+  }
+  if (!(options.ftz_tiny >= 0) || !std::isfinite(options.ftz_tiny)) {
+    return Status::Invalid("ftz_tiny must be a non-negative finite number");
+  }
+
+  const int64_t numel = golden.numel;
+  const KernelParams params = make_params(target.dtype, options);
+  const metrics_detail::BlockFn kernel = metrics_detail::select_block_kernel();
+  const int64_t nchunks = (numel + kChunk - 1) / kChunk;
+  std::vector<Partial> chunks(static_cast<size_t>(std::max<int64_t>(nchunks, 1)));
+
+  auto run_chunk = [&](int64_t c) {
+    alignas(64) double gb[kBlock + 4];
+    alignas(64) double tb[kBlock + 4];
+    Partial blocks[kBlocksPerChunk];
+    const int64_t begin = c * kChunk, end = std::min(numel, begin + kChunk);
+    int64_t nb = 0;
+    for (int64_t b = begin; b < end; b += kBlock) {
+      const int64_t n = std::min(kBlock, end - b);
+      decode_to_double(golden, b, n, gb);
+      decode_to_double(target, b, n, tb);
+      for (int64_t i = n; i < ((n + 3) & ~int64_t{3}); ++i) gb[i] = tb[i] = kNaN;  // neutral padding
+      kernel(gb, tb, n, b, params, blocks[nb++]);
+    }
+    reduce_pairwise(blocks, nb);
+    chunks[static_cast<size_t>(c)] = blocks[0];
+  };
+
+  const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+  if (nchunks <= 1 || threads <= 1) {
+    for (int64_t c = 0; c < nchunks; ++c) run_chunk(c);
+  } else {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (int64_t c = 0; c < nchunks; ++c) run_chunk(c);
+  }
+  reduce_pairwise(chunks.data(), nchunks);
+
+  PairMetrics m;
+  finish(chunks[0], numel, m);  // an empty tensor leaves the default Partial: counts 0, metrics NaN
+  if (options.kl) PARITY_RETURN_NOT_OK(metrics_detail::softmax_kl(golden, target, threads, m));
+  return m;
+}
+
+}  // namespace parity

@@ -1,0 +1,383 @@
+// compare_tensors: hand-computed cases, edge cases (empty, 0-d, single element, all-zero, NaN/Inf,
+// integer dtypes, count mismatch), the ULP fast path against ulp_at, and reproducibility (threads,
+// kernel variants, layouts).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "metrics/block_kernel.h"
+#include "parity/metrics.h"
+
+namespace parity {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+const double kNan = std::nan("");
+
+template <typename T>
+TensorView make(DType dt, const std::vector<T>& v, Shape shape = {}) {
+  std::vector<std::byte> bytes(v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(bytes.data(), v.data(), bytes.size());
+  if (shape.empty() && v.size() != 1) shape = {static_cast<int64_t>(v.size())};
+  return make_owned_tensor(dt, shape, std::move(bytes));
+}
+TensorView f32(const std::vector<float>& v, Shape shape = {}) { return make(DType::kF32, v, shape); }
+TensorView f64(const std::vector<double>& v) { return make(DType::kF64, v); }
+
+uint16_t to_bits(DType dt, double x) { return static_cast<uint16_t>(encode_rne(dt, x)); }
+TensorView half_like(DType dt, const std::vector<double>& v) {
+  std::vector<uint16_t> bits;
+  for (double x : v) bits.push_back(to_bits(dt, x));
+  return make(dt, bits);
+}
+
+PairMetrics run(const TensorView& g, const TensorView& t, MetricOptions o = {}) {
+  auto r = compare_tensors(g, t, o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : PairMetrics{};
+}
+
+TEST(Metrics, HandComputedSmallVector) {
+  const PairMetrics m = run(f32({1, 2, 3, 4}), f32({1, 2, 3, 5}));
+  EXPECT_EQ(m.numel, 4);
+  EXPECT_EQ(m.compared, 4);
+  EXPECT_DOUBLE_EQ(m.euclidean, 1.0);
+  EXPECT_DOUBLE_EQ(m.rmse, 0.5);
+  EXPECT_DOUBLE_EQ(m.rel_l2, 1.0 / std::sqrt(30.0));
+  EXPECT_DOUBLE_EQ(m.sqnr_db, 10.0 * std::log10(30.0));
+  EXPECT_DOUBLE_EQ(m.cosine, 34.0 / (std::sqrt(39.0) * std::sqrt(30.0)));
+  EXPECT_EQ(m.max_abs, 1.0);
+  EXPECT_EQ(m.max_abs_index, 3);
+  EXPECT_EQ(m.mean_abs, 0.25);
+  EXPECT_EQ(m.max_rel, 0.25);
+  EXPECT_EQ(m.max_rel_index, 3);
+  EXPECT_EQ(m.thousandth_ratio, 0.75);
+  EXPECT_EQ(m.five_thousandth_ratio, 0.75);
+  EXPECT_EQ(m.frac_abs_gt_1e6, 0.25);
+  EXPECT_EQ(m.frac_abs_gt_1e2, 0.25);
+  // ulp_f32(4) = 2^(2-23): an error of 1 is 2^21 ULP.
+  EXPECT_EQ(m.ulp_max, 2097152.0);
+  EXPECT_EQ(m.ulp_mean, 2097152.0 / 4);
+  EXPECT_EQ(m.frac_ulp_gt1, 0.25);
+  EXPECT_EQ(m.golden.min, 1.0);
+  EXPECT_EQ(m.golden.max, 4.0);
+  EXPECT_EQ(m.golden.mean, 2.5);
+  EXPECT_DOUBLE_EQ(m.golden.l2norm, std::sqrt(30.0));
+  EXPECT_DOUBLE_EQ(m.golden.std, std::sqrt(1.25));
+  EXPECT_EQ(m.golden.absmax, 4.0);
+  EXPECT_EQ(m.target.max, 5.0);
+  EXPECT_TRUE(m.nonfinite_agree);
+  EXPECT_FALSE(m.kl_computed);
+}
+
+TEST(Metrics, MsprobeEpsilonWhereGoldenIsZero) {
+  const double eps = std::numeric_limits<double>::epsilon();
+  const PairMetrics m = run(f64({0.0, 0.0, 1.0}), f64({0.0, 1e-3, 1.0}));
+  // Both zero: (0+ε − (0+ε))/ε = 0. Golden zero, target 1e-3: |(1e-3+ε) − ε| / ε.
+  EXPECT_EQ(m.max_rel, std::fabs((1e-3 + eps) - eps) / eps);
+  EXPECT_EQ(m.max_rel_index, 1);
+  EXPECT_DOUBLE_EQ(m.thousandth_ratio, 2.0 / 3.0);
+  EXPECT_EQ(m.golden.zero_count, 2);
+  EXPECT_EQ(m.target.zero_count, 1);
+}
+
+TEST(Metrics, AgreeingNonFiniteAreExcluded) {
+  const PairMetrics m = run(f32({1, NAN, INFINITY, -INFINITY, 2}), f32({1.5, NAN, INFINITY, -INFINITY, 2}));
+  EXPECT_TRUE(m.nonfinite_agree);
+  EXPECT_EQ(m.nonfinite_mismatch, 0);
+  EXPECT_EQ(m.compared, 2);
+  EXPECT_EQ(m.max_abs, 0.5);
+  EXPECT_EQ(m.max_abs_index, 0);
+  EXPECT_EQ(m.mean_abs, 0.25);
+  for (const SideStats* s : {&m.golden, &m.target}) {
+    EXPECT_EQ(s->nan_count, 1);
+    EXPECT_EQ(s->pinf_count, 1);
+    EXPECT_EQ(s->ninf_count, 1);
+  }
+  EXPECT_EQ(m.golden.max, 2.0);  // statistics over finite elements only
+  EXPECT_EQ(m.golden.mean, 1.5);
+}
+
+TEST(Metrics, MismatchedNonFiniteIsFlaggedAndCounted) {
+  const PairMetrics m = run(f32({1, NAN, 3, INFINITY}), f32({1, 2, INFINITY, -INFINITY}));
+  EXPECT_FALSE(m.nonfinite_agree);
+  EXPECT_EQ(m.nonfinite_mismatch, 3);
+  EXPECT_EQ(m.compared, 1);  // only position 0 has both sides finite
+  EXPECT_EQ(m.max_abs, 0.0);
+  EXPECT_EQ(m.golden.nan_count, 1);
+  EXPECT_EQ(m.target.pinf_count, 1);
+  EXPECT_EQ(m.target.ninf_count, 1);
+  EXPECT_EQ(m.target.max, 2.0);  // side statistics include finite values facing a non-finite one
+}
+
+TEST(Metrics, EmptyTensors) {
+  const PairMetrics m = run(f32({}), f32({}));
+  EXPECT_EQ(m.numel, 0);
+  EXPECT_EQ(m.compared, 0);
+  EXPECT_TRUE(std::isnan(m.cosine));
+  EXPECT_TRUE(std::isnan(m.max_abs));
+  EXPECT_EQ(m.max_abs_index, -1);
+  EXPECT_TRUE(std::isnan(m.golden.mean));
+  EXPECT_EQ(m.golden.nan_count, 0);
+  EXPECT_TRUE(m.nonfinite_agree);
+}
+
+TEST(Metrics, ZeroDimAndSingleElementHaveNoCosine) {
+  const PairMetrics zero_d = run(f32({2.0f}, {}), f32({2.5f}, {}));
+  EXPECT_TRUE(std::isnan(zero_d.cosine));
+  EXPECT_EQ(zero_d.max_abs, 0.5);
+  EXPECT_EQ(zero_d.max_rel, 0.25);
+  const PairMetrics one = run(f32({2.0f}, {1}), f32({2.0f}, {1}));
+  EXPECT_TRUE(std::isnan(one.cosine));
+  EXPECT_EQ(one.max_abs, 0.0);
+  EXPECT_EQ(one.sqnr_db, kInf);
+}
+
+TEST(Metrics, AllZero) {
+  const PairMetrics both = run(f32({0, 0, 0}), f32({0, 0, 0}));
+  EXPECT_EQ(both.cosine, 1.0);
+  EXPECT_EQ(both.rel_l2, 0.0);
+  EXPECT_EQ(both.sqnr_db, kInf);
+  EXPECT_EQ(both.max_rel, 0.0);
+  EXPECT_EQ(both.thousandth_ratio, 1.0);
+  const PairMetrics golden_zero = run(f32({0, 0, 0}), f32({0, 1, 0}));
+  EXPECT_TRUE(std::isnan(golden_zero.cosine));
+  EXPECT_TRUE(std::isnan(golden_zero.rel_l2));
+  EXPECT_EQ(golden_zero.sqnr_db, -kInf);
+  const PairMetrics target_zero = run(f32({1, 2}), f32({0, 0}));
+  EXPECT_TRUE(std::isnan(target_zero.cosine));
+  EXPECT_EQ(target_zero.rel_l2, 1.0);
+}
+
+TEST(Metrics, ElementCountMismatchIsAnError) {
+  auto r = compare_tensors(f32({1, 2, 3}), f32({1, 2}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalid);
+  EXPECT_NE(r.status().message().find("golden [3] has 3 elements"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("target [2] has 2"), std::string::npos) << r.status().message();
+}
+
+TEST(Metrics, SameCountDifferentShapeIsComparedFlat) {
+  const PairMetrics m = run(f32({1, 2, 3, 4}, {2, 2}), f32({1, 2, 3, 5}, {4}));
+  EXPECT_EQ(m.max_abs_index, 3);
+}
+
+TEST(Metrics, IntegerDtypes) {
+  // Integer golden, float target: ULP measured in fp32 at the golden value.
+  const PairMetrics a = run(make<int32_t>(DType::kI32, {1, 2, 3}), f32({1, 2, 3.5f}));
+  EXPECT_EQ(a.max_abs, 0.5);
+  EXPECT_EQ(a.ulp_max, 0.5 / ulp_at(DType::kF32, 3.0));
+  // Integer target: adjacent values are 1 apart, so the ULP error is the absolute error.
+  const PairMetrics b = run(f32({1.5f, 2}), make<int32_t>(DType::kI32, {1, 2}));
+  EXPECT_EQ(b.ulp_max, 0.5);
+  EXPECT_EQ(b.target.subnormal_count, 0);
+  EXPECT_EQ(b.ftz_count, 0);
+}
+
+TEST(Metrics, SubnormalAndFlushToZeroInTargetDtype) {
+  // fp16's smallest normal is 2^-14 ≈ 6.1e-5: 1e-6 is subnormal there though normal in fp32.
+  const PairMetrics m = run(f32({1e-6f, 1e-6f, 1.0f, 0.0f}), half_like(DType::kF16, {0.0, 1e-6, 1.0, 0.0}));
+  EXPECT_EQ(m.golden.subnormal_count, 2);
+  EXPECT_EQ(m.target.subnormal_count, 1);
+  EXPECT_EQ(m.ftz_count, 1);
+  EXPECT_EQ(m.golden.zero_count, 1);
+  EXPECT_EQ(m.target.zero_count, 2);
+  // A user bound overrides the dtype's smallest normal.
+  MetricOptions o;
+  o.ftz_tiny = 1e-7;
+  EXPECT_EQ(run(f32({1e-6f}), half_like(DType::kF16, {0.0}), o).ftz_count, 0);
+}
+
+// A tensor of dtype `dt` holding the values of `v` rounded to nearest-even.
+TensorView typed(DType dt, const std::vector<double>& v) {
+  switch (dtype_size(dt)) {
+    case 8: return f64(v);
+    case 4: {
+      std::vector<float> f(v.begin(), v.end());
+      return f32(f);
+    }
+    case 2: return half_like(dt, v);
+    default: {
+      std::vector<uint8_t> bits;
+      for (double x : v) bits.push_back(static_cast<uint8_t>(encode_rne(dt, x)));
+      return make(dt, bits);
+    }
+  }
+}
+
+TEST(Metrics, UlpFastPathMatchesUlpAt) {
+  // The kernel builds 1/ulp from exponent bits; it must equal |t − g| / ulp_at(target dtype, g) over
+  // every binade, the subnormal range and golden zeros, for every float target dtype.
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> mant(1.0, 2.0), rel(-0.3, 0.3);
+  int checked = 0;
+  for (DType dt : {DType::kF64, DType::kF32, DType::kF16, DType::kBF16, DType::kF8E4M3, DType::kF8E5M2}) {
+    for (int e = -1080; e <= 1020; e += (dt == DType::kF64 ? 7 : 1)) {
+      const double g = std::ldexp(mant(rng), e) * ((e & 1) ? -1.0 : 1.0);
+      const double t = round_to(dt, g * (1 + rel(rng)));
+      if (!std::isfinite(t) || g == t) continue;
+      const PairMetrics m = run(f64({g}), typed(dt, {t}));
+      EXPECT_EQ(m.ulp_max, std::fabs(t - g) / ulp_at(dt, g)) << dtype_name(dt) << " g=" << g << " t=" << t;
+      ++checked;
+    }
+    const double tiny = float_format(dt)->min_subnormal;
+    const PairMetrics z = run(f64({0.0}), typed(dt, {3 * tiny}));
+    EXPECT_EQ(z.ulp_max, 3.0) << dtype_name(dt);
+  }
+  EXPECT_GT(checked, 1000);
+}
+
+TEST(Metrics, FirstIndexOfMaximaAcrossBlocksAndChunks) {
+  std::vector<float> g(200000, 1.0f), t(200000, 1.0f);
+  t[70001] = 3.0f;   // chunk 1
+  t[150000] = 3.0f;  // chunk 2, same error: the first one wins
+  t[5] = -1.0f;      // same |error| 2 as above, earlier still
+  MetricOptions o;
+  o.threads = 2;
+  const PairMetrics m = run(f32(g), f32(t), o);
+  EXPECT_EQ(m.max_abs, 2.0);
+  EXPECT_EQ(m.max_abs_index, 5);
+  EXPECT_EQ(m.max_rel_index, 5);
+}
+
+std::vector<float> random_floats(size_t n, uint64_t seed, float scale) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+void expect_identical(const PairMetrics& a, const PairMetrics& b) {
+  for (auto [x, y] : {std::pair{a.cosine, b.cosine}, {a.euclidean, b.euclidean}, {a.rel_l2, b.rel_l2},
+                      {a.sqnr_db, b.sqnr_db}, {a.max_abs, b.max_abs}, {a.mean_abs, b.mean_abs},
+                      {a.max_rel, b.max_rel}, {a.ulp_mean, b.ulp_mean}, {a.ulp_max, b.ulp_max},
+                      {a.golden.mean, b.golden.mean}, {a.golden.std, b.golden.std},
+                      {a.target.l2norm, b.target.l2norm}, {a.frac_ulp_gt1, b.frac_ulp_gt1}}) {
+    EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
+  }
+  EXPECT_EQ(a.max_abs_index, b.max_abs_index);
+  EXPECT_EQ(a.max_rel_index, b.max_rel_index);
+}
+
+TEST(Metrics, ResultsDoNotDependOnThreadCount) {
+  const auto g = random_floats(300001, 1, 1.0f), t = random_floats(300001, 2, 1.0f);
+  MetricOptions one, two, four;
+  one.threads = 1;
+  two.threads = 2;
+  four.threads = 4;
+  const PairMetrics a = run(f32(g), f32(t), one);
+  expect_identical(a, run(f32(g), f32(t), two));
+  expect_identical(a, run(f32(g), f32(t), four));
+}
+
+TEST(Metrics, KernelVariantsAgreeBitForBit) {
+  using namespace metrics_detail;
+  BlockFn avx2 = block_kernel_avx2();
+  if (avx2 == nullptr || std::string(block_kernel_name()) != "avx2") GTEST_SKIP() << "no AVX2 here";
+  auto g = random_floats(kBlock + 4, 3, 1e-3f), t = random_floats(kBlock + 4, 4, 1e-3f);
+  std::vector<double> gd(g.begin(), g.end()), td(t.begin(), t.end());
+  gd[10] = 0;
+  td[11] = NAN;
+  gd[12] = INFINITY;
+  td[12] = INFINITY;
+  KernelParams p;
+  p.rel_epsilon = 0x1p-52;
+  p.min_normal_t = 0x1p-14;
+  p.ftz_tiny = 0x1p-14;
+  p.ulp_mode = UlpMode::kPow2;
+  p.ulp_pow2_base = int64_t{2046 + 10} << 52;
+  p.ulp_sub = 0x1p24;
+  Partial a, b;
+  for (int64_t n : {int64_t{1}, int64_t{7}, kBlock}) {
+    for (int64_t i = n; i < ((n + 3) & ~3); ++i) gd[i] = td[i] = NAN;
+    block_kernel_generic()(gd.data(), td.data(), n, 0, p, a);
+    avx2(gd.data(), td.data(), n, 0, p, b);
+    EXPECT_EQ(std::memcmp(&a.sum_d2, &b.sum_d2, sizeof(double) * 7), 0);
+    EXPECT_TRUE(same_bits(a.g.mean, b.g.mean));
+    EXPECT_TRUE(same_bits(a.t.m2, b.t.m2));
+    EXPECT_EQ(a.both, b.both);
+    EXPECT_EQ(a.mismatch, b.mismatch);
+    EXPECT_EQ(a.rel_lt_1e3, b.rel_lt_1e3);
+    EXPECT_EQ(a.max_rel_index, b.max_rel_index);
+  }
+}
+
+TEST(Metrics, LayoutAndByteOrderDoNotChangeResults) {
+  // A 3x4 matrix stored in Fortran order, and byte-swapped, gives the same metrics as C order.
+  const std::vector<float> c = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  std::vector<float> fortran(12);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) fortran[j * 3 + i] = c[i * 4 + j];
+  TensorView fv = f32(fortran, {3, 4});
+  fv.strides = {1, 3};
+  std::vector<float> swapped = c;
+  for (auto& x : swapped) {
+    uint32_t u;
+    std::memcpy(&u, &x, 4);
+    u = __builtin_bswap32(u);
+    std::memcpy(&x, &u, 4);
+  }
+  TensorView sv = f32(swapped, {3, 4});
+  sv.byteswapped = true;
+  const std::vector<float> t = {1, 2, 3, 4, 5, 6, 7, 9, 9, 10, 11, 12};
+  const PairMetrics ref = run(f32(c, {3, 4}), f32(t, {3, 4}));
+  EXPECT_EQ(ref.max_abs_index, 7);
+  expect_identical(ref, run(fv, f32(t, {3, 4})));
+  expect_identical(ref, run(sv, f32(t, {3, 4})));
+}
+
+TEST(Metrics, SumsDoNotDriftWithSize) {
+  // 2^23 + 3 copies of 0.1f against 0.1f·(1 + 2^-20): a running fp64 sum would be off by ~1e-9
+  // relative here; the pairwise tree must stay within a few ulps.
+  const size_t n = (size_t{1} << 23) + 3;
+  const float gv = 0.1f, tv = static_cast<float>(0.1 * (1 + 0x1p-20));
+  std::vector<float> g(n, gv), t(n, tv);
+  const PairMetrics m = run(f32(g), f32(t));
+  const double dn = static_cast<double>(n), d = static_cast<double>(tv) - static_cast<double>(gv);
+  EXPECT_NEAR(m.golden.mean / gv - 1, 0.0, 1e-14);
+  EXPECT_NEAR(m.golden.l2norm / (std::sqrt(dn) * gv) - 1, 0.0, 1e-14);
+  EXPECT_NEAR(m.euclidean / (std::sqrt(dn) * d) - 1, 0.0, 1e-14);
+  EXPECT_NEAR(m.mean_abs / d - 1, 0.0, 1e-14);
+  EXPECT_NEAR(m.cosine - 1, 0.0, 1e-14);
+  EXPECT_EQ(m.golden.std, 0.0);
+}
+
+TEST(Metrics, SoftmaxKlHandComputed) {
+  // Row 0: p = (1/2, 1/2), q = (3/4, 1/4): KL = ½·ln(2/3) + ½·ln 2 = ½·ln(4/3).
+  // Row 1: NaN in the target → skipped and counted.
+  // Row 2: golden −Inf masks a token (p = 0): contributes nothing; identical otherwise → 0.
+  MetricOptions o;
+  o.kl = true;
+  const PairMetrics m = run(make<double>(DType::kF64, {0, 0, 1, 2, -INFINITY, 5}, {3, 2}),
+                           make<double>(DType::kF64, {std::log(3.0), 0, 1, kNan, -INFINITY, 5}, {3, 2}), o);
+  ASSERT_TRUE(m.kl_computed);
+  EXPECT_EQ(m.kl_rows, 2);
+  EXPECT_EQ(m.kl_rows_skipped, 1);
+  EXPECT_NEAR(m.kl, 0.5 * std::log(4.0 / 3.0) / 2.0, 1e-15);
+}
+
+TEST(Metrics, SoftmaxKlTargetMaskingAGoldenTokenIsInfinite) {
+  MetricOptions o;
+  o.kl = true;
+  const PairMetrics m = run(f64({0, 0}), f64({0, -INFINITY}), o);
+  EXPECT_EQ(m.kl, kInf);
+}
+
+TEST(Metrics, BadOptionsAreErrors) {
+  MetricOptions o;
+  o.rel_epsilon = 0;
+  EXPECT_FALSE(compare_tensors(f32({1}), f32({1}), o).ok());
+  o = {};
+  o.ftz_tiny = -1;
+  EXPECT_FALSE(compare_tensors(f32({1}), f32({1}), o).ok());
+}
+
+}  // namespace
+}  // namespace parity
