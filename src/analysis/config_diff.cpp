@@ -59,16 +59,16 @@ std::vector<ConfigDifference> config_diff(const std::optional<std::string>& gold
   std::vector<ConfigDifference> diffs;
   if (!golden_json || !target_json) return diffs;  // nothing to compare against
   std::map<std::string, std::string> g, t;
-  for (auto [text, out, side] : {std::tuple{&*golden_json, &g, "golden"}, std::tuple{&*target_json, &t, "target"}}) {
-    json j = json::parse(*text, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) {
-      diffs.push_back({"<fingerprint>", "", "", "other", false});
-      diffs.back().golden = std::string(side) == "golden" ? "unparsable JSON" : "";
-      diffs.back().target = std::string(side) == "target" ? "unparsable JSON" : "";
-      continue;
-    }
-    flatten(j, "", *out);
+  const json gj = json::parse(*golden_json, nullptr, /*allow_exceptions=*/false);
+  const json tj = json::parse(*target_json, nullptr, /*allow_exceptions=*/false);
+  if (gj.is_discarded() || tj.is_discarded()) {
+    // One unreadable fingerprint: say so instead of listing every key of the other as a difference.
+    diffs.push_back({"<fingerprint>", gj.is_discarded() ? "unparsable JSON" : "readable",
+                     tj.is_discarded() ? "unparsable JSON" : "readable", "other", false});
+    return diffs;
   }
+  flatten(gj, "", g);
+  flatten(tj, "", t);
   std::map<std::string, std::pair<std::string, std::string>> all;
   for (const auto& [k, v] : g) all[k].first = v;
   for (const auto& [k, v] : t) all[k].second = v;

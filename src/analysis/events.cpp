@@ -18,20 +18,23 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// Position where the ".<role>[.<index>...]" suffix of a record name starts, or npos. Role words as parity
-// captures and msprobe dumps spell them ("input", "output", "parameter"/"parameters", "grad").
+// Position where the "<sep><role>[<sep><index>...]" suffix of a record name starts, or npos. Role words
+// as parity captures ("layers.0.attn/forward/output/0", "<module>/backward/grad/weight") and msprobe dumps
+// ("Functional.softmax.0.forward.input.0", "...parameters.weight") spell them; the separator is '/' or '.'.
 size_t role_suffix_start(const std::string& name, const std::string& role) {
-  std::array<std::string, 6> words = {role, role + "s", "input", "output", "parameters", "grad"};
+  std::array<std::string, 7> words = {role, role + "s", "input", "output", "parameter", "parameters", "grad"};
   size_t best = std::string::npos;
   for (const std::string& w : words) {
     if (w.empty() || w == "s") continue;
-    const std::string dotted = "." + w;
-    for (size_t pos = name.rfind(dotted); pos != std::string::npos;
-         pos = pos == 0 ? std::string::npos : name.rfind(dotted, pos - 1)) {
-      const size_t end = pos + dotted.size();
-      if (end == name.size() || name[end] == '.') {
-        best = (best == std::string::npos) ? pos : std::max(best, pos);
-        break;
+    for (char sep : {'/', '.'}) {
+      const std::string marked = std::string(1, sep) + w;
+      for (size_t pos = name.rfind(marked); pos != std::string::npos;
+           pos = pos == 0 ? std::string::npos : name.rfind(marked, pos - 1)) {
+        const size_t end = pos + marked.size();
+        if (end == name.size() || name[end] == sep) {
+          best = (best == std::string::npos) ? pos : std::max(best, pos);
+          break;
+        }
       }
     }
   }

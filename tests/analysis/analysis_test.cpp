@@ -1,0 +1,204 @@
+// Analysis on synthetic compare results shaped like parity capture dumps: noise classes with ambient
+// precision, first divergence, sources vs carriers (the injected op ranks first even when the first
+// failing row is downstream), differing inputs and parameters, NaN born at an op.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "analysis/synth.h"
+#include "parity/analysis.h"
+
+namespace parity {
+namespace {
+
+using test::Synth;
+
+// fp32 vs fp32: layers.0.attn_norm creates 2e-3 relative error (far beyond fp32 rounding, still passing
+// the fixed thresholds); it is carried downstream and the first *failing* row is the head output.
+Synth fp32_source_upstream_of_first_failure() {
+  Synth s;
+  s.row("<root>", "Llama", "forward", "input", 0, 0, DType::kI64, DType::kI64);
+  s.module("embed", "Embedding", 0, 0, DType::kF32, /*param=*/0);
+  s.row("layers.0", "LlamaBlock", "forward", "input", 0, 0);
+  s.module("layers.0.attn_norm", "RMSNorm", 0, 2e-3, DType::kF32, 0);
+  s.module("layers.0.attn", "Attention", 2e-3, 3e-3);
+  s.row("layers.0", "LlamaBlock", "forward", "output", 0, 3e-3);
+  s.module("layers.1", "LlamaBlock", 3e-3, 4e-3);
+  s.module("head", "Linear", 4e-3, 2e-2, DType::kF32, 0);
+  s.row("<root>", "Llama", "forward", "output", 0, 2e-2);
+  return s;
+}
+
+TEST(Analysis, SourceRanksFirstEvenWhenTheFirstFailureIsDownstream) {
+  Synth s = fp32_source_upstream_of_first_failure();
+  Analysis a = analyse(s.result);
+  ASSERT_TRUE(a.first_divergence.has_value());
+  EXPECT_EQ(a.first_divergence->module, "head");
+  ASSERT_FALSE(a.suspects.empty());
+  EXPECT_EQ(a.suspects[0].name, "layers.0.attn_norm/forward");
+  EXPECT_EQ(a.suspects[0].kind, SuspectKind::kSource);
+  EXPECT_GT(a.suspects[0].score, 10);  // 2e-3 / (2^-24 · sqrt(7)) ≈ 1.3e4 ≈ 2^13.7
+  // The enclosing block and the root create the same error: explained by the norm, not listed.
+  for (const Suspect& sp : a.suspects) {
+    EXPECT_NE(sp.name, "layers.0/forward");
+    EXPECT_NE(sp.name, "<root>/forward");
+  }
+  // Downstream events only carry it.
+  for (const EventError& e : a.events) {
+    if (e.name == "layers.0.attn/forward" || e.name == "layers.1/forward" || e.name == "head/forward")
+      EXPECT_EQ(e.role, EventRole::kCarrier) << e.name;
+    if (e.name == "layers.0/forward") EXPECT_EQ(e.explained_by, "layers.0.attn_norm/forward");
+  }
+}
+
+TEST(Analysis, AmbientBf16NoiseDoesNotHideTheInjectedNorm) {
+  // Target in bf16 everywhere (rounding noise of a few 1e-3 on every tensor); one norm without upcast.
+  const DType b = DType::kBF16;
+  Synth s;
+  s.row("<root>", "Llama", "forward", "input", 0, 0, DType::kI64, DType::kI64);
+  s.module("embed", "Embedding", 0, 1.5e-3, b, 1.5e-3);
+  for (int layer = 0; layer < 4; ++layer) {
+    const std::string p = "layers." + std::to_string(layer);
+    const double in = layer <= 2 ? 3e-3 : 0.4;
+    s.row(p, "LlamaBlock", "forward", "input", 0, in, DType::kF32, b);
+    s.module(p + ".attn_norm", "RMSNorm", in, layer == 2 ? 0.45 : in * 1.3, b, 1e-3);
+    s.module(p + ".attn", "Attention", layer == 2 ? 0.45 : in, layer < 2 ? 6e-3 : 0.45, b);
+    s.module(p + ".mlp", "SwiGLU", layer < 2 ? 6e-3 : 0.45, layer < 2 ? 8e-3 : 0.5, b);
+    s.row(p, "LlamaBlock", "forward", "output", 0, layer < 2 ? 4e-3 : 0.4, DType::kF32, b);
+  }
+  Analysis a = analyse(s.result);
+  ASSERT_FALSE(a.suspects.empty());
+  EXPECT_EQ(a.suspects[0].module, "layers.2.attn_norm");
+  // Rows before the fault are noise-level in bf16 units.
+  for (const CompareRow& row : s.result.rows) {
+    if (row.golden.module.rfind("layers.0", 0) == 0) EXPECT_NE(row.noise, NoiseClass::kStructural) << row.golden.name;
+    if (row.golden.name == "layers.2.attn_norm/forward/output/0") EXPECT_EQ(row.noise, NoiseClass::kStructural);
+  }
+  EXPECT_EQ(a.suspects.size(), 1u) << a.suspects.back().name;
+}
+
+TEST(Analysis, AmbientPrecisionCarriesIntoFp32Islands) {
+  // A bf16 run whose norm computes and stores fp32: its output carries bf16 noise, not fp32 noise.
+  Synth s;
+  s.module("embed", "Embedding", 0, 1e-3, DType::kBF16);
+  s.module("norm", "RMSNorm", 1e-3, 1.2e-3, DType::kF32);
+  classify_rows(s.result);
+  EXPECT_EQ(s.result.rows.back().noise, NoiseClass::kNoise);
+  Synth plain;  // without the bf16 history the same error is structural in fp32 units
+  plain.module("norm", "RMSNorm", 0, 1.2e-3, DType::kF32);
+  classify_rows(plain.result);
+  EXPECT_EQ(plain.result.rows.back().noise, NoiseClass::kStructural);
+}
+
+TEST(Analysis, FirstDivergenceIsForwardBeforeBackward) {
+  Synth s;
+  s.row("layers.0", "Block", "backward", "output", 0, 0.5);  // fails, listed first
+  s.result.rows.back().golden.order = 50;
+  s.row("layers.0", "Block", "forward", "input", 0, 0);
+  s.row("layers.0", "Block", "forward", "output", 0, 0.5);
+  auto f = first_divergence(s.result);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->direction, "forward");
+  EXPECT_EQ(f->name, "layers.0/forward/output/0");
+  Synth clean;
+  clean.module("a", "Linear", 0, 1e-7);
+  EXPECT_FALSE(first_divergence(clean.result).has_value());
+}
+
+TEST(Analysis, DifferingInputsAreTheirOwnSuspect) {
+  Synth s;
+  s.row("<root>", "Llama", "forward", "input", 0, 0.9, DType::kI64, DType::kI64);
+  s.module("embed", "Embedding", 0.9, 1.2, DType::kF32, 0);
+  s.row("<root>", "Llama", "forward", "output", 0, 1.1);
+  Analysis a = analyse(s.result);
+  ASSERT_FALSE(a.suspects.empty());
+  EXPECT_EQ(a.suspects[0].kind, SuspectKind::kInputs);
+  EXPECT_EQ(a.suspects[0].module, "<root>");
+  EXPECT_TRUE(std::isinf(a.suspects[0].input_ratio));  // integer ids: exact, any difference is infinite
+}
+
+TEST(Analysis, DifferingParametersAreTheirOwnSuspect) {
+  Synth s;
+  s.row("<root>", "Llama", "forward", "input", 0, 0, DType::kI64, DType::kI64);
+  s.module("embed", "Embedding", 0, 1.4, DType::kF32, /*param=*/1.4);
+  s.module("head", "Linear", 1.4, 1.5, DType::kF32, /*param=*/1.4);
+  Analysis a = analyse(s.result);
+  ASSERT_GE(a.suspects.size(), 2u);
+  EXPECT_EQ(a.suspects[0].kind, SuspectKind::kParameters);
+  EXPECT_EQ(a.suspects[0].module, "embed");
+  for (const EventError& e : a.events) EXPECT_NE(e.role, EventRole::kSource) << e.name;
+}
+
+TEST(Analysis, NanBornAtAnOpIsTheTopSuspect) {
+  Synth s;
+  s.row("layers.0.attn", "Attention", "forward", "input", 0, 0);
+  s.row("layers.0.attn", "matmul", "forward", "input", 0, 0);
+  s.row("layers.0.attn", "matmul", "forward", "output", 0, 0);
+  s.row("layers.0.attn", "softmax", "forward", "input", 0, 0);
+  s.row("layers.0.attn", "softmax", "forward", "output", 0, 0, DType::kF32, DType::kF32, 0, 0, /*nan_t=*/12);
+  s.row("layers.0.attn", "Attention", "forward", "output", 0, 0, DType::kF32, DType::kF32, 0, 0, 40);
+  s.module("layers.0.mlp", "MLP", 0, 0);
+  s.result.rows[s.result.rows.size() - 2].metrics->target.nan_count = 40;
+  s.result.rows[s.result.rows.size() - 2].metrics->nonfinite_mismatch = 40;
+  s.result.rows[s.result.rows.size() - 2].metrics->nonfinite_agree = false;
+  s.result.rows[s.result.rows.size() - 1].metrics->target.nan_count = 40;
+  s.result.rows[s.result.rows.size() - 1].metrics->nonfinite_mismatch = 40;
+  s.result.rows[s.result.rows.size() - 1].metrics->nonfinite_agree = false;
+  Analysis a = analyse(s.result);
+  ASSERT_FALSE(a.suspects.empty());
+  EXPECT_EQ(a.suspects[0].name, "layers.0.attn/softmax#0/forward");
+  EXPECT_TRUE(std::isinf(a.suspects[0].score));
+  EXPECT_EQ(a.suspects.size(), 1u);  // attention explained by its softmax; the MLP carries NaN
+}
+
+TEST(Analysis, PlainTensorFilesGetClassesButNoEvents) {
+  CompareResult r;
+  CompareRow row;
+  row.golden.name = row.target.name = "a.npy";
+  row.golden.dtype = DType::kF32;
+  row.target.dtype = DType::kBF16;
+  row.mode = CompareMode::kTensor;
+  PairMetrics m;
+  m.rel_l2 = 1e-3;
+  m.compared = 8;
+  row.metrics = m;
+  row.verdict = Verdict::kPass;
+  r.rows.push_back(row);
+  Analysis a = analyse(r);
+  EXPECT_FALSE(a.has_events);
+  EXPECT_EQ(r.rows[0].noise, NoiseClass::kNoise);
+  EXPECT_TRUE(a.suspects.empty());
+}
+
+TEST(Analysis, EventNamesStripRoleAndIndex) {
+  Record r;
+  r.name = "layers.0.attn/softmax#0/forward/output/0";
+  r.role = "output";
+  EXPECT_EQ(event_name(r), "layers.0.attn/softmax#0/forward");
+  r.name = "layers.0.attn.wq/forward/parameter/weight";
+  r.role = "parameter";
+  EXPECT_EQ(event_name(r), "layers.0.attn.wq/forward");
+  r.name = "Functional.softmax.0.forward.input.0";
+  r.role = "input";
+  EXPECT_EQ(event_name(r), "Functional.softmax.0.forward");
+  r.name = "layers.0.input_layernorm/forward/input/0";
+  EXPECT_EQ(event_name(r), "layers.0.input_layernorm/forward");
+}
+
+TEST(Analysis, OpKinds) {
+  EXPECT_TRUE(is_sensitive_op("LlamaRMSNorm"));
+  EXPECT_TRUE(is_sensitive_op("LayerNorm"));
+  EXPECT_TRUE(is_sensitive_op("softmax"));
+  EXPECT_TRUE(is_sensitive_op("log_softmax"));
+  EXPECT_TRUE(is_sensitive_op("exp"));
+  EXPECT_FALSE(is_sensitive_op("expand"));
+  EXPECT_FALSE(is_sensitive_op("Linear"));
+  EXPECT_FALSE(is_sensitive_op("logits"));
+  EXPECT_TRUE(is_random_op("dropout"));
+  EXPECT_TRUE(is_random_op("Dropout"));
+  EXPECT_FALSE(is_random_op("RMSNorm"));
+  EXPECT_FALSE(is_random_op("operand"));
+}
+
+}  // namespace
+}  // namespace parity

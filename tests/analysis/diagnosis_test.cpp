@@ -1,0 +1,182 @@
+// Diagnosis rules on synthetic compare results: each rule fires on its symptom with evidence naming the
+// events, and stays quiet on the others.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "analysis/synth.h"
+#include "parity/diagnosis.h"
+
+namespace parity {
+namespace {
+
+using test::Synth;
+
+std::vector<std::string> codes(const Findings& f) {
+  std::vector<std::string> c;
+  for (const Diagnosis& d : f.diagnoses) c.push_back(d.code);
+  return c;
+}
+
+bool has(const Findings& f, const std::string& code) {
+  auto c = codes(f);
+  return std::find(c.begin(), c.end(), code) != c.end();
+}
+
+const Diagnosis* find(const Findings& f, const std::string& code) {
+  for (const Diagnosis& d : f.diagnoses)
+    if (d.code == code) return &d;
+  return nullptr;
+}
+
+TEST(Diagnosis, EveryRuleIsRegisteredOnce) {
+  std::vector<std::string> c;
+  for (const Rule& r : registered_rules()) c.push_back(r.code);
+  for (const char* code : {"INPUT_MISMATCH", "WEIGHT_MISMATCH", "OVERFLOW", "GRAD_OVERFLOW", "GRAD_UNDERFLOW",
+                           "LOW_PRECISION_SENSITIVE_OP", "FLUSH_TO_ZERO", "OUTLIERS", "ACCUMULATION_NOISE",
+                           "NONDETERMINISM", "DRIFT_AFTER_STEPS", "RANK_INCONSISTENT", "CONFIG_DIFF",
+                           "QUANT_SENSITIVE_LAYER", "TRAIN_INFER_MISMATCH"})
+    EXPECT_EQ(std::count(c.begin(), c.end(), code), 1) << code;
+  EXPECT_EQ(c.size(), 15u);
+}
+
+TEST(Diagnosis, LowPrecisionNormIsNamedWithTheFp32UpcastAdvice) {
+  Synth s;
+  s.module("embed", "Embedding", 0, 1e-3, DType::kBF16);
+  s.module("layers.0.attn_norm", "RMSNorm", 1e-3, 0.4, DType::kBF16);
+  s.module("layers.0.attn", "Attention", 0.4, 0.45, DType::kBF16);
+  Findings f = analyse_and_diagnose(s.result, nullptr, nullptr);
+  ASSERT_FALSE(f.diagnoses.empty());
+  EXPECT_EQ(f.diagnoses[0].code, "LOW_PRECISION_SENSITIVE_OP");
+  EXPECT_EQ(f.diagnoses[0].events[0], "layers.0.attn_norm/forward");
+  EXPECT_NE(f.diagnoses[0].advice.find("x.float()"), std::string::npos);
+  EXPECT_FALSE(has(f, "ACCUMULATION_NOISE"));
+}
+
+TEST(Diagnosis, OverflowNamesTheOpAndItsInputRange) {
+  Synth s;
+  s.row("l0.attn", "softmax", "forward", "input", 0, 0).metrics->target.max = 11.3;
+  s.row("l0.attn", "softmax", "forward", "output", 0, 0, DType::kF32, DType::kF32, 0, 0, 8);
+  s.row("l0.mlp", "MLP", "forward", "output", 0, 0, DType::kF32, DType::kF32, 0, 0, 30);
+  Findings f = analyse_and_diagnose(s.result, nullptr, nullptr);
+  ASSERT_FALSE(f.diagnoses.empty());
+  EXPECT_EQ(f.diagnoses[0].code, "OVERFLOW");
+  EXPECT_EQ(f.diagnoses[0].events[0], "l0.attn/softmax#0/forward");
+  std::string all;
+  for (const auto& e : f.diagnoses[0].evidence) all += e + "\n";
+  EXPECT_NE(all.find("exp overflows in f16"), std::string::npos) << all;
+  EXPECT_NE(all.find("1 later events"), std::string::npos) << all;
+  EXPECT_FALSE(has(f, "LOW_PRECISION_SENSITIVE_OP"));  // NaN born: OVERFLOW tells it
+}
+
+TEST(Diagnosis, GradientOverflowAndUnderflow) {
+  Synth over;
+  over.module("l0", "Linear", 0, 0);
+  over.row("l0", "Linear", "backward", "grad", 0, 0, DType::kF32, DType::kF32, 0, 0, 0);
+  over.result.rows.back().metrics->target.pinf_count = 4;
+  over.result.rows.back().metrics->nonfinite_agree = false;
+  over.result.rows.back().metrics->nonfinite_mismatch = 4;
+  Findings fo = analyse_and_diagnose(over.result, nullptr, nullptr);
+  EXPECT_TRUE(has(fo, "GRAD_OVERFLOW"));
+  EXPECT_FALSE(has(fo, "GRAD_UNDERFLOW"));
+  EXPECT_FALSE(has(fo, "OVERFLOW"));  // a gradient, not an op
+  EXPECT_EQ(fo.target_overflow.loss_scale_advice, "lower");
+
+  Synth under;
+  under.module("l0", "Linear", 0, 0);
+  under.row("l0", "Linear", "backward", "grad", 0, 0.9);
+  under.result.rows.back().metrics->target.zero_count = 200;  // of 256
+  under.result.rows.back().metrics->golden.zero_count = 2;
+  Findings fu = analyse_and_diagnose(under.result, nullptr, nullptr);
+  EXPECT_TRUE(has(fu, "GRAD_UNDERFLOW"));
+  EXPECT_FALSE(has(fu, "GRAD_OVERFLOW"));
+  EXPECT_NE(find(fu, "GRAD_UNDERFLOW")->evidence[1].find("78.1 %"), std::string::npos);
+}
+
+TEST(Diagnosis, InputsAndWeights) {
+  Synth in;
+  in.row("<root>", "Llama", "forward", "input", 0, 1.0, DType::kI64, DType::kI64);
+  in.module("embed", "Embedding", 1.0, 1.3, DType::kF32, 0);
+  Findings fi = analyse_and_diagnose(in.result, nullptr, nullptr);
+  ASSERT_FALSE(fi.diagnoses.empty());
+  EXPECT_EQ(fi.diagnoses[0].code, "INPUT_MISMATCH");
+  EXPECT_FALSE(has(fi, "WEIGHT_MISMATCH"));
+
+  Synth w;
+  w.row("<root>", "Llama", "forward", "input", 0, 0, DType::kI64, DType::kI64);
+  w.module("embed", "Embedding", 0, 1.4, DType::kF32, 1.4);
+  Findings fw = analyse_and_diagnose(w.result, nullptr, nullptr);
+  ASSERT_FALSE(fw.diagnoses.empty());
+  EXPECT_EQ(fw.diagnoses[0].code, "WEIGHT_MISMATCH");
+  EXPECT_EQ(fw.diagnoses[0].events[0], "embed/forward");
+  EXPECT_FALSE(has(fw, "INPUT_MISMATCH"));
+}
+
+TEST(Diagnosis, RandomOpSourceIsNondeterminism) {
+  Synth s;
+  s.module("l0.mlp", "MLP", 0, 0);
+  s.module("l0.drop", "Dropout", 0, 1.0);
+  s.module("l1", "Linear", 1.0, 1.1);
+  Findings f = analyse_and_diagnose(s.result, nullptr, nullptr);
+  ASSERT_FALSE(f.diagnoses.empty());
+  EXPECT_EQ(f.diagnoses[0].code, "NONDETERMINISM");
+  EXPECT_EQ(f.diagnoses[0].events[0], "l0.drop/forward");
+}
+
+TEST(Diagnosis, BenignDifferencesAreAccumulationNoise) {
+  Synth s;
+  s.module("l0", "Linear", 0, 1e-7);
+  s.module("l1", "Linear", 1e-7, 2e-7);
+  Findings f = analyse_and_diagnose(s.result, nullptr, nullptr);
+  ASSERT_EQ(f.diagnoses.size(), 1u) << f.diagnoses[0].code;
+  EXPECT_EQ(f.diagnoses[0].code, "ACCUMULATION_NOISE");
+  EXPECT_EQ(f.analysis.rows_structural, 0);
+
+  Synth same;  // bit-identical: nothing to say
+  same.module("l0", "Linear", 0, 0);
+  EXPECT_TRUE(analyse_and_diagnose(same.result, nullptr, nullptr).diagnoses.empty());
+}
+
+TEST(Diagnosis, DriftRanksOutliersQuantisationConfig) {
+  Synth d;
+  d.module("l0", "Linear", 0, 1e-7, DType::kF32, 0, /*step=*/0);
+  d.module("l0", "Linear", 0, 0.3, DType::kF32, 0, /*step=*/1);
+  EXPECT_TRUE(has(analyse_and_diagnose(d.result, nullptr, nullptr), "DRIFT_AFTER_STEPS"));
+
+  Synth r;
+  r.module("l0", "Linear", 0, 1e-7, DType::kF32, -1, 0, /*rank=*/0);
+  r.module("l0", "Linear", 0, 0.3, DType::kF32, -1, 0, /*rank=*/1);
+  EXPECT_TRUE(has(analyse_and_diagnose(r.result, nullptr, nullptr), "RANK_INCONSISTENT"));
+
+  Synth o;
+  CompareRow& row = o.row("l0", "Linear", "forward", "output", 0, 1e-3);
+  row.metrics->cosine = 0.99995;
+  row.metrics->max_abs = 5.0;
+  row.metrics->mean_abs = 1e-3;
+  row.metrics->max_abs_index = 70;  // shape [4, 64] → [1, 6]
+  row.verdict = Verdict::kFail;
+  o.result.thresholds = Thresholds{};
+  Findings fo = analyse_and_diagnose(o.result, nullptr, nullptr);
+  ASSERT_TRUE(has(fo, "OUTLIERS"));
+  EXPECT_NE(find(fo, "OUTLIERS")->evidence[0].find("[1, 6]"), std::string::npos);
+
+  Synth q;
+  q.module("l0.attn.q_proj", "QuantLinear", 0, 0, DType::kF32);
+  q.module("l0.attn.k_proj", "QuantLinear", 0, 0.2, DType::kI8);
+  Findings fq = analyse_and_diagnose(q.result, nullptr, nullptr);
+  ASSERT_TRUE(has(fq, "QUANT_SENSITIVE_LAYER"));
+  EXPECT_NE(find(fq, "QUANT_SENSITIVE_LAYER")->evidence[0].find("attention path"), std::string::npos);
+
+  Synth c;
+  c.module("l0", "Linear", 0, 0);
+  c.result.golden_fingerprint = R"({"precision": {"allow_tf32": false}, "model": {"rope_theta": 10000}})";
+  c.result.target_fingerprint = R"({"precision": {"allow_tf32": true}, "model": {"rope_theta": 500000}})";
+  Findings fc = analyse_and_diagnose(c.result, nullptr, nullptr);
+  EXPECT_TRUE(has(fc, "CONFIG_DIFF"));
+  EXPECT_TRUE(has(fc, "TRAIN_INFER_MISMATCH"));
+  EXPECT_EQ(find(fc, "CONFIG_DIFF")->events[0], "precision.allow_tf32");
+  EXPECT_EQ(find(fc, "TRAIN_INFER_MISMATCH")->events[0], "model.rope_theta");
+}
+
+}  // namespace
+}  // namespace parity

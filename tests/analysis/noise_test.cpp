@@ -1,0 +1,85 @@
+// The rounding-noise model: unit roundoffs, expected error growth, classification boundaries, and the
+// observed error taken from each kind of row.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "parity/noise.h"
+
+namespace parity {
+namespace {
+
+TEST(NoiseModel, UnitRoundoffPerDtype) {
+  EXPECT_DOUBLE_EQ(unit_roundoff(DType::kF32), std::ldexp(1.0, -24));
+  EXPECT_DOUBLE_EQ(unit_roundoff(DType::kF16), std::ldexp(1.0, -11));
+  EXPECT_DOUBLE_EQ(unit_roundoff(DType::kBF16), std::ldexp(1.0, -8));
+  EXPECT_DOUBLE_EQ(unit_roundoff(DType::kF8E4M3), std::ldexp(1.0, -4));
+  EXPECT_DOUBLE_EQ(unit_roundoff(DType::kF8E5M2), std::ldexp(1.0, -3));
+  EXPECT_DOUBLE_EQ(unit_roundoff(DType::kF64), std::ldexp(1.0, -53));
+  EXPECT_EQ(unit_roundoff(DType::kI64), 0.0);
+  // The lower-precision side decides.
+  EXPECT_DOUBLE_EQ(pair_unit_roundoff(DType::kF32, DType::kBF16), std::ldexp(1.0, -8));
+  EXPECT_DOUBLE_EQ(pair_unit_roundoff(DType::kF16, DType::kBF16), std::ldexp(1.0, -8));
+}
+
+TEST(NoiseModel, ExpectedErrorGrowsWithSqrtLogOfReductionLength) {
+  const double u = std::ldexp(1.0, -8);
+  EXPECT_DOUBLE_EQ(expected_rounding_error(u, 1), u);
+  EXPECT_DOUBLE_EQ(expected_rounding_error(u, 0), u);  // unknown = elementwise
+  EXPECT_DOUBLE_EQ(expected_rounding_error(u, 1024), u * std::sqrt(11.0));
+  EXPECT_LT(expected_rounding_error(u, 64), expected_rounding_error(u, 4096));
+}
+
+TEST(NoiseModel, ClassBoundaries) {
+  const double u = std::ldexp(1.0, -8);
+  NoiseParams p;
+  EXPECT_EQ(classify_noise(0.0, u, 64).cls, NoiseClass::kNoise);
+  EXPECT_EQ(classify_noise(0.0, u, 64).ratio, 0.0);
+  const double e = expected_rounding_error(u, 64);
+  EXPECT_EQ(classify_noise(p.noise_max * e, u, 64).cls, NoiseClass::kNoise);
+  EXPECT_EQ(classify_noise(p.noise_max * e * 1.01, u, 64).cls, NoiseClass::kElevated);
+  EXPECT_EQ(classify_noise(p.structural_min * e, u, 64).cls, NoiseClass::kElevated);
+  EXPECT_EQ(classify_noise(p.structural_min * e * 1.01, u, 64).cls, NoiseClass::kStructural);
+  EXPECT_NEAR(classify_noise(3 * e, u, 64).ratio, 3.0, 1e-12);
+  EXPECT_EQ(classify_noise(kNaN, u, 64).cls, NoiseClass::kUnknown);
+  // Exact dtypes: any difference is structural.
+  EXPECT_EQ(classify_noise(1e-9, 0.0, 1).cls, NoiseClass::kStructural);
+  EXPECT_TRUE(std::isinf(classify_noise(1e-9, 0.0, 1).ratio));
+  // Custom thresholds.
+  NoiseParams tight{1.0, 2.0};
+  EXPECT_EQ(classify_noise(1.5 * u, u, 1, tight).cls, NoiseClass::kElevated);
+}
+
+TEST(NoiseModel, ObservedErrorOfEachRowKind) {
+  CompareRow t;
+  t.mode = CompareMode::kTensor;
+  PairMetrics m;
+  m.rel_l2 = 0.01;
+  m.compared = 10;
+  t.metrics = m;
+  EXPECT_DOUBLE_EQ(row_observed_error(t), 0.01);
+  t.metrics->nonfinite_agree = false;
+  t.metrics->nonfinite_mismatch = 3;
+  EXPECT_TRUE(std::isinf(row_observed_error(t)));
+
+  CompareRow s;
+  s.mode = CompareMode::kStatistics;
+  StatsComparison sc;
+  sc.norm_rel = 0.002;
+  sc.max_rel = 0.004;
+  sc.min_rel = kNaN;
+  sc.mean_rel = 50;  // cancels: ignored
+  s.stats = sc;
+  EXPECT_DOUBLE_EQ(row_observed_error(s), 0.004);
+
+  CompareRow c;
+  c.mode = CompareMode::kChecksum;
+  c.checksum_equal = true;
+  EXPECT_EQ(row_observed_error(c), 0.0);
+  c.checksum_equal = false;
+  EXPECT_TRUE(std::isnan(row_observed_error(c)));
+}
+
+}  // namespace
+}  // namespace parity

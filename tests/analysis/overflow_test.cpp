@@ -1,0 +1,118 @@
+// NaN/Inf origin per rank and step, near-overflow warnings and gradient underflow statistics.
+#include <gtest/gtest.h>
+
+#include "analysis/synth.h"
+#include "parity/analysis.h"
+
+namespace parity {
+namespace {
+
+MeasuredRecord rec(const std::string& name, const std::string& module, const std::string& op,
+                   const std::string& direction, const std::string& role, int64_t order, DType dt,
+                   double absmax, int64_t nan = 0, int64_t inf = 0, int64_t zeros = 0, int64_t numel = 100,
+                   int64_t step = 0, int rank = 0) {
+  MeasuredRecord m;
+  m.record.name = name;
+  m.record.module = module;
+  m.record.op = op;
+  m.record.direction = direction;
+  m.record.role = role;
+  m.record.order = order;
+  m.record.dtype = dt;
+  m.record.step = step;
+  m.record.rank = rank;
+  TensorStats s;
+  s.min = -absmax;
+  s.max = absmax;
+  s.absmax = absmax;
+  s.nan_count = nan;
+  s.inf_count = inf;
+  s.zero_count = zeros;
+  s.numel = numel;
+  m.stats = s;
+  return m;
+}
+
+TEST(Overflow, OriginIsTheFirstEventWithFiniteInputsAndNonFiniteOutputs) {
+  std::vector<MeasuredRecord> v;
+  v.push_back(rec("l0.attn/matmul#0/forward/input/0", "l0.attn", "matmul", "forward", "input", 0, DType::kF16, 3));
+  v.push_back(rec("l0.attn/matmul#0/forward/output/0", "l0.attn", "matmul", "forward", "output", 1, DType::kF16, 11.3));
+  v.push_back(rec("l0.attn/exp#0/forward/input/0", "l0.attn", "exp", "forward", "input", 2, DType::kF16, 11.3));
+  v.push_back(rec("l0.attn/exp#0/forward/output/0", "l0.attn", "exp", "forward", "output", 3, DType::kF16, 6e4, 0, 7));
+  v.push_back(rec("l0.attn/div#0/forward/input/0", "l0.attn", "div", "forward", "input", 4, DType::kF16, 6e4, 0, 7));
+  v.push_back(rec("l0.attn/div#0/forward/output/0", "l0.attn", "div", "forward", "output", 5, DType::kF16, 1, 9, 0));
+  v.push_back(rec("l0.mlp/forward/output/0", "l0.mlp", "MLP", "forward", "output", 6, DType::kF16, 1, 20));
+  // Another step: clean.
+  v.push_back(rec("l0.mlp/forward/output/0", "l0.mlp", "MLP", "forward", "output", 0, DType::kF16, 1, 0, 0, 0, 100, 1));
+  OverflowReport r = analyse_overflow(v);
+  ASSERT_EQ(r.origins.size(), 1u);
+  const NanOrigin& o = r.origins[0];
+  EXPECT_EQ(o.event, "l0.attn/exp#0/forward");
+  EXPECT_EQ(o.op, "exp");
+  EXPECT_EQ(o.step, 0);
+  EXPECT_EQ(o.contaminated, 2);
+  ASSERT_EQ(o.inputs.size(), 1u);
+  EXPECT_DOUBLE_EQ(o.inputs[0].max, 11.3);
+  EXPECT_NE(o.explanation.find("exp overflows in f16"), std::string::npos) << o.explanation;
+  EXPECT_NE(o.explanation.find("11.09"), std::string::npos) << o.explanation;
+  // 6e4 > 0.5 × 65504 in f16: near overflow (twice: the exp output and the div input).
+  EXPECT_EQ(r.near_overflow.size(), 2u);
+  EXPECT_EQ(r.nonfinite_records, 4);
+  EXPECT_FALSE(r.grads_overflow);
+  EXPECT_EQ(r.loss_scale_advice, "");
+}
+
+TEST(Overflow, GradientsDriveTheLossScaleAdvice) {
+  std::vector<MeasuredRecord> under;
+  under.push_back(rec("l0/backward/grad/weight", "l0", "Linear", "backward", "grad", 0, DType::kF16, 1e-5, 0, 0, 80));
+  under.push_back(rec("l1/backward/grad/weight", "l1", "Linear", "backward", "grad", 1, DType::kF16, 1e-3, 0, 0, 5));
+  OverflowReport u = analyse_overflow(under);
+  EXPECT_TRUE(u.grads_underflow);
+  EXPECT_FALSE(u.grads_overflow);
+  EXPECT_EQ(u.loss_scale_advice, "raise");
+  ASSERT_EQ(u.grad_underflow.size(), 2u);  // both fp16 gradients get their statistics
+  EXPECT_DOUBLE_EQ(u.grad_underflow[0].zero_fraction, 0.8);
+
+  std::vector<MeasuredRecord> over = under;
+  over.push_back(rec("l2/backward/grad/weight", "l2", "Linear", "backward", "grad", 2, DType::kF32, 1, 0, 3));
+  OverflowReport o = analyse_overflow(over);
+  EXPECT_TRUE(o.grads_overflow);
+  EXPECT_EQ(o.loss_scale_advice, "lower");  // overflow wins: lower first, then re-check underflow
+  ASSERT_EQ(o.origins.size(), 1u);
+  EXPECT_TRUE(o.origins[0].role_is_grad);
+}
+
+TEST(Overflow, MeasuredFromCompareRows) {
+  test::Synth s;
+  s.row("a", "Linear", "forward", "output", 0, 0, DType::kF32, DType::kF32, 0, 0, /*nan_t=*/5);
+  auto t = measured_records(s.result, true);
+  auto g = measured_records(s.result, false);
+  ASSERT_EQ(t.size(), 1u);
+  EXPECT_EQ(t[0].stats->nan_count, 5);
+  EXPECT_EQ(g[0].stats->nan_count, 0);
+  EXPECT_EQ(analyse_overflow(t).origins.size(), 1u);
+  EXPECT_EQ(analyse_overflow(g).origins.size(), 0u);
+}
+
+TEST(ConfigDiff, CategoriesAndIgnoredIdentities) {
+  auto d = config_diff(std::string(R"({"torch": {"version": "2.1"}, "precision": {"dtype": "float32"},
+                                       "hostname": "a", "tokenizer": {"bos": 1}, "note": "x"})"),
+                       std::string(R"({"torch": {"version": "2.2"}, "precision": {"dtype": "bfloat16"},
+                                       "hostname": "b", "tokenizer": {"bos": 2}, "note": "y"})"));
+  ASSERT_EQ(d.size(), 4u);
+  std::map<std::string, std::string> cat;
+  for (const auto& x : d) cat[x.key] = x.category;
+  EXPECT_EQ(cat["torch.version"], "version");
+  EXPECT_EQ(cat["precision.dtype"], "precision");
+  EXPECT_EQ(cat["tokenizer.bos"], "model");
+  EXPECT_EQ(cat["note"], "other");
+  EXPECT_EQ(cat.count("hostname"), 0u);
+  EXPECT_FALSE(d.back().numeric);  // non-numeric differences sort last
+  EXPECT_TRUE(config_diff(std::nullopt, std::string("{}")).empty());
+  auto bad = config_diff(std::string("{"), std::string("{}"));
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].golden, "unparsable JSON");
+}
+
+}  // namespace
+}  // namespace parity
