@@ -1,0 +1,163 @@
+// Pairing what exact names leave unmatched: mapped names, then an order-based sequence alignment.
+//
+// Alignment (docs/alignment.md): per (rank, step), the unmatched golden and target records in execution
+// order are aligned by edit distance (Needleman–Wunsch with linear gaps). Two records may pair only when
+// they have the same direction, role and element count; the substitution cost grows when the op/module
+// type, the shape or the argument index differ. A gap (a fused-away op, an extra cast) costs 1, more than
+// any allowed substitution, so one extra event on either side does not shift everything after it —
+// the failure of plain position matching (TroubleShooter aligns by shape-sequence edit distance for the
+// same reason; anchors.md).
+#include <algorithm>
+#include <deque>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include "matching/mapping.h"
+
+namespace parity::matching {
+namespace {
+
+int64_t numel_of(const Record& r) {
+  Result<int64_t> n = shape_numel(r.shape);
+  return n.ok() ? *n : -1;
+}
+
+constexpr double kGap = 1.0;
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
+double substitution_cost(const Record& g, const Record& t) {
+  if (g.direction != t.direction || g.role != t.role) return kNever;
+  const int64_t ng = numel_of(g), nt = numel_of(t);
+  if (ng < 0 || ng != nt) return kNever;  // compare needs equal element counts
+  double c = 0;
+  if (g.op != t.op) c += 0.5;       // renamed / re-implemented module: allowed, but prefer same type
+  if (g.shape != t.shape) c += 0.25;  // same count, different shape (a fused layout)
+  if (g.index != t.index) c += 0.1;
+  return c;
+}
+
+// Global alignment of two sequences; returns pairs (golden position, target position).
+std::vector<std::pair<size_t, size_t>> align_sequences(const std::vector<const Record*>& g,
+                                                       const std::vector<const Record*>& t) {
+  const size_t n = g.size(), m = t.size();
+  std::vector<double> cost((n + 1) * (m + 1));
+  std::vector<uint8_t> move((n + 1) * (m + 1));  // 0 = diagonal, 1 = gap in target (skip g), 2 = skip t
+  auto at = [m](size_t i, size_t j) { return i * (m + 1) + j; };
+  for (size_t i = 0; i <= n; ++i) cost[at(i, 0)] = kGap * static_cast<double>(i), move[at(i, 0)] = 1;
+  for (size_t j = 0; j <= m; ++j) cost[at(0, j)] = kGap * static_cast<double>(j), move[at(0, j)] = 2;
+  for (size_t i = 1; i <= n; ++i) {
+    for (size_t j = 1; j <= m; ++j) {
+      double best = cost[at(i - 1, j)] + kGap;
+      uint8_t mv = 1;
+      if (cost[at(i, j - 1)] + kGap < best) best = cost[at(i, j - 1)] + kGap, mv = 2;
+      const double sub = substitution_cost(*g[i - 1], *t[j - 1]);
+      if (sub != kNever && cost[at(i - 1, j - 1)] + sub <= best) best = cost[at(i - 1, j - 1)] + sub, mv = 0;
+      cost[at(i, j)] = best;
+      move[at(i, j)] = mv;
+    }
+  }
+  std::vector<std::pair<size_t, size_t>> pairs;
+  size_t i = n, j = m;
+  while (i > 0 || j > 0) {
+    const uint8_t mv = (i == 0) ? 2 : (j == 0) ? 1 : move[at(i, j)];
+    if (mv == 0) {
+      pairs.emplace_back(i - 1, j - 1);
+      --i, --j;
+    } else if (mv == 1) {
+      --i;
+    } else {
+      --j;
+    }
+  }
+  std::reverse(pairs.begin(), pairs.end());
+  return pairs;
+}
+
+}  // namespace
+
+std::vector<MatchKind> extend_pairing(const std::vector<Record>& golden, const std::vector<Record>& target,
+                                      ExactPairing& pairing, const NameMap* map, bool align,
+                                      const AlignOptions& options, std::vector<std::string>& notes) {
+  std::vector<std::tuple<size_t, size_t, MatchKind>> all;
+  all.reserve(pairing.pairs.size());
+  for (const auto& [g, t] : pairing.pairs) all.emplace_back(g, t, MatchKind::kExact);
+  std::vector<bool> g_free(golden.size(), false), t_free(target.size(), false);
+  for (size_t g : pairing.unmatched_golden) g_free[g] = true;
+  for (size_t t : pairing.unmatched_target) t_free[t] = true;
+
+  // 1. Mapping rules.
+  if (map != nullptr && !map->rules.empty()) {
+    std::map<std::tuple<int, int64_t, std::string>, std::deque<size_t>> by_name;
+    for (size_t g : pairing.unmatched_golden) by_name[{golden[g].rank, golden[g].step, golden[g].name}].push_back(g);
+    int64_t mapped = 0, unresolved = 0;
+    for (size_t t : pairing.unmatched_target) {
+      const std::string want = map->apply(target[t].name);
+      if (want.empty()) continue;
+      auto it = by_name.find({target[t].rank, target[t].step, want});
+      if (it == by_name.end() || it->second.empty()) {
+        ++unresolved;
+        continue;
+      }
+      const size_t g = it->second.front();
+      it->second.pop_front();
+      all.emplace_back(g, t, MatchKind::kMapped);
+      g_free[g] = t_free[t] = false;
+      ++mapped;
+    }
+    if (unresolved > 0)
+      notes.push_back(std::to_string(unresolved) + " target names mapped by " + map->file +
+                      " found no unmatched golden record of that name");
+    (void)mapped;
+  }
+
+  // 2. Order-based alignment per (rank, step).
+  if (align) {
+    std::map<std::pair<int, int64_t>, std::pair<std::vector<size_t>, std::vector<size_t>>> groups;
+    for (size_t g = 0; g < golden.size(); ++g)
+      if (g_free[g]) groups[{golden[g].rank, golden[g].step}].first.push_back(g);
+    for (size_t t = 0; t < target.size(); ++t)
+      if (t_free[t]) groups[{target[t].rank, target[t].step}].second.push_back(t);
+    for (auto& [key, gt] : groups) {
+      auto& [gs, ts] = gt;
+      if (gs.empty() || ts.empty()) continue;
+      if (static_cast<int64_t>(gs.size()) * static_cast<int64_t>(ts.size()) > options.max_cells) {
+        notes.push_back("alignment skipped for rank " + std::to_string(key.first) + " step " +
+                        std::to_string(key.second) + ": " + std::to_string(gs.size()) + " × " +
+                        std::to_string(ts.size()) + " unmatched records exceed the alignment budget");
+        continue;
+      }
+      auto by_order = [](const std::vector<Record>& recs) {
+        return [&recs](size_t a, size_t b) { return std::make_pair(recs[a].order, a) < std::make_pair(recs[b].order, b); };
+      };
+      std::stable_sort(gs.begin(), gs.end(), by_order(golden));
+      std::stable_sort(ts.begin(), ts.end(), by_order(target));
+      std::vector<const Record*> gp, tp;
+      for (size_t g : gs) gp.push_back(&golden[g]);
+      for (size_t t : ts) tp.push_back(&target[t]);
+      for (const auto& [i, j] : align_sequences(gp, tp)) {
+        all.emplace_back(gs[i], ts[j], MatchKind::kAligned);
+        g_free[gs[i]] = t_free[ts[j]] = false;
+      }
+    }
+  }
+
+  // Golden listing order, as run_compare's rows are.
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
+  pairing.pairs.clear();
+  std::vector<MatchKind> kinds;
+  for (const auto& [g, t, k] : all) {
+    pairing.pairs.emplace_back(g, t);
+    kinds.push_back(k);
+  }
+  std::vector<size_t> ug, ut;
+  for (size_t g : pairing.unmatched_golden)
+    if (g_free[g]) ug.push_back(g);
+  for (size_t t : pairing.unmatched_target)
+    if (t_free[t]) ut.push_back(t);
+  pairing.unmatched_golden = std::move(ug);
+  pairing.unmatched_target = std::move(ut);
+  return kinds;
+}
+
+}  // namespace parity::matching

@@ -1,0 +1,138 @@
+// Mapping files and order-based alignment of records left unmatched by exact names.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "matching/mapping.h"
+
+namespace parity::matching {
+namespace {
+
+Record rec(const std::string& name, const std::string& op, const std::string& role, Shape shape, int64_t order,
+           const std::string& direction = "forward") {
+  Record r;
+  r.name = name;
+  r.op = op;
+  r.role = role;
+  r.shape = std::move(shape);
+  r.order = order;
+  r.direction = direction;
+  r.step = 0;
+  r.rank = 0;
+  return r;
+}
+
+TEST(NameMap, ExactPrefixAndRegexRules) {
+  auto m = parse_name_map(
+      "# comment\n"
+      "model.decoder => model   # module prefix\n"
+      "re:^blk\\.(\\d+)\\.(.*)$ => layers.$1.$2\n"
+      "lm_head/forward/output/0 => head/forward/output/0\n",
+      "map.txt");
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->rules.size(), 3u);
+  EXPECT_EQ(m->apply("model.decoder.layers.0/forward/output/0"), "model.layers.0/forward/output/0");
+  EXPECT_EQ(m->apply("model.decoder/forward/input/0"), "model/forward/input/0");
+  EXPECT_EQ(m->apply("model.decoderx/forward/input/0"), "");  // not a path prefix
+  EXPECT_EQ(m->apply("blk.3.attn/softmax#0/forward/output/0"), "layers.3.attn/softmax#0/forward/output/0");
+  EXPECT_EQ(m->apply("lm_head/forward/output/0"), "head/forward/output/0");
+  EXPECT_EQ(m->apply("other"), "");
+}
+
+TEST(NameMap, ErrorsNameFileAndLine) {
+  auto bad = parse_name_map("a => b\nno arrow here\n", "m.txt");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("m.txt:2"), std::string::npos) << bad.status().message();
+  auto re = parse_name_map("re:([a => b\n", "m.txt");
+  ASSERT_FALSE(re.ok());
+  EXPECT_NE(re.status().message().find("not a valid regular expression"), std::string::npos);
+  auto missing = load_name_map("/nonexistent/map.txt");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent/map.txt"), std::string::npos);
+}
+
+TEST(Align, ExtraCastAndRenamedModuleDoNotShiftTheRest) {
+  // Golden: l0 (Linear) → act (GELU) → l1 (Linear) → head (Linear); target renamed everything, has an
+  // extra cast after l0 and fused act into l0's successor name.
+  std::vector<Record> g = {
+      rec("l0/forward/output/0", "Linear", "output", {2, 8}, 0),
+      rec("act/forward/output/0", "GELU", "output", {2, 8}, 1),
+      rec("l1/forward/output/0", "Linear", "output", {2, 4}, 2),
+      rec("head/forward/output/0", "Linear", "output", {2, 16}, 3),
+  };
+  std::vector<Record> t = {
+      rec("fc0/forward/output/0", "Linear", "output", {2, 8}, 0),
+      rec("fc0/to#0/forward/output/0", "to", "output", {2, 8}, 1),  // extra cast
+      rec("gelu/forward/output/0", "GELU", "output", {2, 8}, 2),
+      rec("fc1/forward/output/0", "Linear", "output", {2, 4}, 3),
+      rec("lm_head/forward/output/0", "Linear", "output", {16, 2}, 4),  // same count, other layout
+  };
+  ExactPairing p = pair_exact(g, t, RecordFilter{});
+  ASSERT_EQ(p.pairs.size(), 0u);
+  std::vector<std::string> notes;
+  auto kinds = extend_pairing(g, t, p, nullptr, /*align=*/true, AlignOptions{}, notes);
+  ASSERT_EQ(p.pairs.size(), 4u);
+  EXPECT_EQ(p.pairs[0], std::make_pair(size_t{0}, size_t{0}));
+  EXPECT_EQ(p.pairs[1], std::make_pair(size_t{1}, size_t{2}));  // GELU to GELU, the cast skipped
+  EXPECT_EQ(p.pairs[2], std::make_pair(size_t{2}, size_t{3}));
+  EXPECT_EQ(p.pairs[3], std::make_pair(size_t{3}, size_t{4}));
+  for (MatchKind k : kinds) EXPECT_EQ(k, MatchKind::kAligned);
+  ASSERT_EQ(p.unmatched_target.size(), 1u);
+  EXPECT_EQ(t[p.unmatched_target[0]].name, "fc0/to#0/forward/output/0");
+  EXPECT_TRUE(p.unmatched_golden.empty());
+}
+
+TEST(Align, NeverPairsDifferentRolesOrElementCounts) {
+  std::vector<Record> g = {rec("a/forward/input/0", "Linear", "input", {4}, 0),
+                           rec("a/forward/output/0", "Linear", "output", {4}, 1)};
+  std::vector<Record> t = {rec("b/forward/output/0", "Linear", "output", {5}, 0),
+                           rec("b/forward/input/0", "Linear", "input", {4}, 1)};
+  ExactPairing p = pair_exact(g, t, RecordFilter{});
+  std::vector<std::string> notes;
+  extend_pairing(g, t, p, nullptr, true, AlignOptions{}, notes);
+  ASSERT_EQ(p.pairs.size(), 1u);
+  EXPECT_EQ(p.pairs[0], std::make_pair(size_t{0}, size_t{1}));  // input with input; 4 ≠ 5 stays apart
+  EXPECT_EQ(p.unmatched_golden.size(), 1u);
+  EXPECT_EQ(p.unmatched_target.size(), 1u);
+}
+
+TEST(Align, MappedBeforeAlignedAndExactKept) {
+  std::vector<Record> g = {rec("same/forward/output/0", "Linear", "output", {4}, 0),
+                           rec("layers.0/forward/output/0", "Block", "output", {4}, 1),
+                           rec("x/forward/output/0", "Linear", "output", {4}, 2)};
+  std::vector<Record> t = {rec("same/forward/output/0", "Linear", "output", {4}, 0),
+                           rec("h.0/forward/output/0", "Block", "output", {4}, 1),
+                           rec("y/forward/output/0", "Linear", "output", {4}, 2)};
+  auto m = parse_name_map("re:^h\\.(\\d+)(.*)$ => layers.$1$2\n", "m.txt");
+  ASSERT_TRUE(m.ok());
+  ExactPairing p = pair_exact(g, t, RecordFilter{});
+  std::vector<std::string> notes;
+  auto kinds = extend_pairing(g, t, p, &*m, true, AlignOptions{}, notes);
+  ASSERT_EQ(kinds.size(), 3u);
+  EXPECT_EQ(kinds[0], MatchKind::kExact);
+  EXPECT_EQ(kinds[1], MatchKind::kMapped);
+  EXPECT_EQ(kinds[2], MatchKind::kAligned);
+  EXPECT_EQ(p.pairs[2], std::make_pair(size_t{2}, size_t{2}));
+  // Without alignment the last pair stays unmatched.
+  ExactPairing q = pair_exact(g, t, RecordFilter{});
+  extend_pairing(g, t, q, &*m, false, AlignOptions{}, notes);
+  EXPECT_EQ(q.pairs.size(), 2u);
+  EXPECT_EQ(q.unmatched_golden.size(), 1u);
+}
+
+TEST(Align, BudgetExceededIsANoteNotAFailure) {
+  std::vector<Record> g = {rec("a", "Linear", "output", {4}, 0), rec("b", "Linear", "output", {4}, 1)};
+  std::vector<Record> t = {rec("c", "Linear", "output", {4}, 0), rec("d", "Linear", "output", {4}, 1)};
+  ExactPairing p = pair_exact(g, t, RecordFilter{});
+  std::vector<std::string> notes;
+  AlignOptions tiny;
+  tiny.max_cells = 3;
+  extend_pairing(g, t, p, nullptr, true, tiny, notes);
+  EXPECT_TRUE(p.pairs.empty());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("alignment skipped"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace parity::matching
