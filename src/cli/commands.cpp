@@ -4,9 +4,11 @@
 
 namespace parity::cli {
 
+CommandAction setup_report(CLI::App&, const GlobalOptions&);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> all = {
+      {"report", "Write one self-contained HTML report from saved JSON results", setup_report},
   };
   return all;
 }

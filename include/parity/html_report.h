@@ -1,0 +1,57 @@
+// parity/html_report.h — one self-contained HTML file from the JSON results of parity's commands.
+//
+// The report is built from the same JSON documents the commands write with --json ("parity.compare/1",
+// "parity.overflow/1", "parity.curve/1", "parity.ranks/1", "parity.eval/1", ...), so a report can be
+// regenerated from saved results. Everything is inlined: the charting library, the report's script and
+// style, and the data. Nothing is fetched when the file is opened. Each section is drawn only when its
+// data is present. Layout, sections and the data envelope: docs/report.md.
+//
+// Escaping: the data travels as JSON inside <script type="application/json">, with '<', '>', '&',
+// U+2028 and U+2029 written as \u escapes, so no string from a dump can close the script element; the
+// page's script renders every string with textContent, never as HTML.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "parity/status.h"
+
+namespace parity {
+
+// One input of a report: a result document and where it came from (shown in the report; "" if built
+// in memory).
+struct ReportInput {
+  std::string origin;          // file path of the saved result, or "" for results computed in-process
+  const nlohmann::json* result = nullptr;  // must outlive the call; an object with a "schema" string
+};
+
+struct HtmlReportOptions {
+  std::string title;           // page title; "" = derived from the inputs ("parity report: <verdict>")
+  std::string generated_by;    // "parity 0.1.0 report a.json b.json"; shown in the footer
+};
+
+// Read a result file written by a parity command; errors name the file and the problem.
+Result<nlohmann::json> load_result_json(const std::string& path);
+
+// Check that `result` is something a report can show: an object with a "schema" string "parity.<x>/<n>".
+Status validate_result(const nlohmann::json& result);
+
+// The report as one HTML text.
+Result<std::string> render_html_report(const std::vector<ReportInput>& inputs,
+                                       const HtmlReportOptions& options = {});
+
+// The one call the commands use for --html FILE: render and write (atomically: a temporary file next to
+// `path`, renamed into place).
+Status write_html_report(const std::string& path, const std::vector<nlohmann::json>& results,
+                         const HtmlReportOptions& options = {});
+Status write_html_report(const std::string& path, const std::vector<ReportInput>& inputs,
+                         const HtmlReportOptions& options = {});
+
+// JSON text made safe to sit inside <script type="application/json">: '<' '>' '&' U+2028 U+2029 become
+// \u003c \u003e \u0026 \u2028 \u2029. The input must be JSON text (the escapes are only valid inside
+// JSON strings, which is the only place these characters can occur in JSON).
+std::string escape_json_for_script(std::string_view json_text);
+
+}  // namespace parity

@@ -1,0 +1,130 @@
+// data.js — reads the data envelope (schema "parity.report-data/1", docs/report.md) and turns each
+// result into what the sections draw. Readers ignore keys they do not know, and every key may be
+// missing: a section is drawn only when its data is present.
+
+// JSON floats may be numbers or the strings "NaN", "Infinity", "-Infinity" (docs/compare-json.md).
+P.num = function num(v) {
+  if (typeof v === 'number') return v;
+  if (typeof v === 'string' && v !== '') { const x = Number(v); return x; }
+  return NaN;
+};
+P.str = (v) => (v === undefined || v === null ? '' : String(v));
+P.int = (v, dflt) => (typeof v === 'number' && Number.isFinite(v) ? v : (dflt === undefined ? -1 : dflt));
+
+// Unit roundoff u = 2^-p of each dtype (p = significand bits incl. the implicit one), the scale of one
+// rounding error; used only when the analysis pass has not supplied a noise ratio.
+P.unitRoundoff = { f64: 2 ** -53, f32: 2 ** -24, f16: 2 ** -11, bf16: 2 ** -8, f8_e4m3: 2 ** -4, f8_e5m2: 2 ** -3 };
+
+P.schemaKind = function schemaKind(result) {
+  const s = P.str(result && result.schema);
+  const m = /^parity\.([a-z0-9_.-]+)\/(\d+)$/.exec(s);
+  return m ? { kind: m[1], version: +m[2] } : { kind: '', version: 0 };
+};
+
+// "blocks.2.mlp.out.npy" -> "blocks.2.mlp.out"; "a.npz:x" -> "a:x" (a name without its file extension).
+P.stem = (name) => name.replace(/\.(npy|npz|safetensors|pt|pth|bin|h5)(?=$|:)/, '');
+
+// Module path of an event: the capture metadata, or for plain tensor files the name minus its last
+// component ("blocks.2.mlp.out.npy" -> "blocks.2.mlp").
+P.moduleOf = function moduleOf(module, name) {
+  if (module) return module;
+  const s = P.stem(name).replace(/[/:]/g, '.');
+  const i = s.lastIndexOf('.');
+  return i > 0 ? s.slice(0, i) : s;
+};
+
+// The layer an event belongs to, for layers x steps: the first "<word>.<number>" of its module path
+// (layers.3, h.11, blocks.2), else its top-level module.
+P.layerOf = function layerOf(module) {
+  const m = /(?:^|[.\/])((?:[A-Za-z_]*?)[._](\d+))(?=$|[.\/])/.exec(module);
+  if (m) return module.slice(0, m.index + m[0].length).replace(/^[.\/]/, '');
+  return module.split(/[.\/]/)[0] || module;
+};
+
+// One compare row -> the flat event the profile, heatmap and table use.
+P.toEvent = function toEvent(row, idx) {
+  const m = row.metrics && typeof row.metrics === 'object' ? row.metrics : null;
+  const st = row.stats && typeof row.stats === 'object' ? row.stats : null;
+  const name = P.str(row.name);
+  const g = row.golden || {}, t = row.target || {};
+  const tdt = P.str(row.threshold_dtype || t.dtype);
+  const ev = {
+    idx,
+    name,
+    target_name: P.str(row.target_name || name),
+    module: P.moduleOf(P.str(row.module), name),
+    op: P.str(row.op),
+    direction: P.str(row.direction),
+    role: P.str(row.role),
+    step: P.int(row.step),
+    rank: P.int(row.rank),
+    order: P.int(row.order, idx),
+    gdtype: P.str(g.dtype), tdtype: P.str(t.dtype), threshold_dtype: tdt,
+    shape: Array.isArray(g.shape) ? g.shape : [],
+    verdict: P.str(row.verdict) || 'error',
+    reason: P.str(row.reason),
+    mode: P.str(row.mode),
+    match: P.str(row.match),
+    noise: P.str(row.noise),
+    noise_ratio: P.num(row.noise_ratio),
+    cosine: m ? P.num(m.cosine) : NaN,
+    rel_l2: m ? P.num(m.rel_l2) : (st ? P.num(st.worst_rel) : NaN),
+    max_abs: m ? P.num(m.max_abs) : NaN,
+    max_rel: m ? P.num(m.max_rel) : (st ? P.num(st.worst_rel) : NaN),
+    kl: m ? P.num(m.kl) : NaN,
+    sqnr_db: m ? P.num(m.sqnr_db) : NaN,
+    ulp_max: m ? P.num(m.ulp_max) : NaN,
+    raw: row,
+  };
+  // Relative error in units of the dtype's rounding noise: the analysis pass's ratio when present,
+  // else rel_l2 / u(dtype) (docs/report.md explains the difference).
+  const u = P.unitRoundoff[tdt];
+  ev.noise_units = P.isNum(ev.noise_ratio) ? ev.noise_ratio : (u && P.isNum(ev.rel_l2) ? ev.rel_l2 / u : NaN);
+  return ev;
+};
+
+// The envelope: {schema, generated_by, charting_library, inputs: [{origin, result}]}.
+P.loadData = function loadData() {
+  const node = document.getElementById('parity-data');
+  const env = JSON.parse(node.textContent);
+  const inputs = Array.isArray(env.inputs) ? env.inputs : [];
+  const byKind = {};
+  for (const inp of inputs) {
+    const r = inp && inp.result;
+    if (!r || typeof r !== 'object') continue;
+    const { kind } = P.schemaKind(r);
+    (byKind[kind] = byKind[kind] || []).push({ origin: P.str(inp.origin), result: r });
+  }
+  return { env, inputs, byKind };
+};
+
+// A compare result prepared for drawing: events in execution order plus lookups.
+P.prepareCompare = function prepareCompare(result) {
+  const rows = Array.isArray(result.rows) ? result.rows : [];
+  const events = rows.map((r, i) => P.toEvent(r && typeof r === 'object' ? r : {}, i));
+  const byName = new Map();
+  for (const e of events) if (!byName.has(e.name)) byName.set(e.name, e);
+  const steps = [...new Set(events.map((e) => e.step))].sort((a, b) => a - b);
+  const ranks = [...new Set(events.map((e) => e.rank))].sort((a, b) => a - b);
+  const hasNoiseRatio = events.some((e) => P.isNum(e.noise_ratio));
+  return { result, events, byName, steps, ranks, hasNoiseRatio };
+};
+
+// Resolve a reference from the analysis keys (first_divergence, a suspect, a diagnosis' evidence) to an
+// event: an object with a row index ("row", "row_index") or a "name"; a bare number or string.
+P.resolveEvent = function resolveEvent(cmp, ref) {
+  if (!cmp || ref === undefined || ref === null) return null;
+  if (typeof ref === 'number') return cmp.events[ref] || null;
+  if (typeof ref === 'string') return cmp.byName.get(ref) || null;
+  if (typeof ref === 'object') {
+    for (const k of ['row', 'row_index', 'row_idx']) {
+      if (typeof ref[k] === 'number' && cmp.events[ref[k]]) {
+        const e = cmp.events[ref[k]];
+        if (!ref.name || ref.name === e.name) return e;
+      }
+    }
+    if (typeof ref.name === 'string') return cmp.byName.get(ref.name) || null;
+    if (ref.row && typeof ref.row === 'object') return resolveEvent(cmp, ref.row);
+  }
+  return null;
+};

@@ -1,0 +1,75 @@
+// main.js — reads the data and draws each section whose data is present. A section that fails to draw
+// shows its error in place (and on the console) and the others still draw.
+
+P.section = function section(id, fn) {
+  try {
+    fn();
+  } catch (err) {
+    console.error(`parity report: section ${id} failed:`, err);
+    const sec = document.getElementById(id);
+    if (sec) {
+      sec.hidden = false;
+      sec.appendChild(P.el('div', { class: 'section-error', text: `This section could not be drawn: ${err && err.message ? err.message : err}` }));
+    }
+  }
+};
+
+P.main = function main() {
+  const t0 = performance.now();
+  let data;
+  try {
+    data = P.loadData();
+  } catch (err) {
+    console.error('parity report: data unreadable:', err);
+    document.getElementById('report').appendChild(P.el('div', { class: 'section-error', text: 'The report data could not be read: ' + err.message }));
+    return;
+  }
+  P.data = data;
+  const compares = data.byKind.compare || [];
+  // One comparison is drawn in full; further ones (rare: a report of several saved results) are listed.
+  const cmp = compares.length ? P.prepareCompare(compares[0].result) : null;
+  P.cmp = cmp;
+  P.focusEvent = () => {};
+
+  P.section('sec-header', () => P.renderHeader(data, cmp));
+  if (cmp) {
+    P.section('sec-diagnosis', () => P.renderDiagnosis(cmp));
+    P.section('sec-table', () => P.renderTable(cmp));  // before the charts: they link into it
+    P.section('sec-profile', () => P.renderProfile(cmp));
+    P.section('sec-heatmap', () => P.renderHeatmap(cmp));
+    P.section('sec-problems', () => P.renderProblems(cmp));
+  }
+  const overflowResults = (data.byKind.overflow || []).map((x) => x.result);
+  if (cmp && cmp.result.overflow && typeof cmp.result.overflow === 'object') overflowResults.unshift(cmp.result.overflow);
+  if (overflowResults.length) P.section('sec-overflow', () => P.renderOverflow(overflowResults, cmp));
+  if (data.byKind.curve) P.section('sec-curves', () => P.renderCurves(data.byKind.curve.map((x) => x.result)));
+  if (data.byKind.ranks) P.section('sec-ranks', () => P.renderRanks(data.byKind.ranks.map((x) => x.result)));
+  if (data.byKind.eval) P.section('sec-eval', () => P.renderEval(data.byKind.eval.map((x) => x.result)));
+
+  // Results this report has no dedicated section for (a newer command, a second comparison): shown as data.
+  const known = new Set(['compare', 'overflow', 'curve', 'ranks', 'eval']);
+  const others = data.inputs.filter((inp) => inp && inp.result && (!known.has(P.schemaKind(inp.result).kind) || (compares.length > 1 && inp.result === compares[1].result)));
+  if (others.length) {
+    P.section('sec-other', () => {
+      const sec = P.openSection('sec-other', 'Other results');
+      for (const inp of others) {
+        sec.appendChild(P.el('h3', { class: 'minor', text: P.str(inp.result.schema) + (inp.origin ? ' — ' + inp.origin : '') }));
+        sec.appendChild(P.el('details', null, P.el('summary', { text: 'show' }), P.renderValue(inp.result)));
+      }
+    });
+  }
+
+  const footer = document.getElementById('footer');
+  footer.appendChild(P.el('span', { text: `${P.str(data.env.generated_by)} · charts: ${P.str(data.env.charting_library)} · ` }));
+  footer.appendChild(P.el('span', { text: 'self-contained: this file makes no network request' }));
+  if (cmp && cmp.result.summary && cmp.result.summary.verdict) document.title = 'parity report: ' + cmp.result.summary.verdict;
+
+  window.addEventListener('resize', () => { for (const c of Object.values(P.charts)) c.resize(); });
+  P.readyMs = performance.now() - t0;
+  document.body.dataset.ready = '1';
+  document.body.dataset.readyMs = String(Math.round(P.readyMs));
+};
+
+window.parityReport = P;
+if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', P.main);
+else P.main();
