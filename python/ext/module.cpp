@@ -7,6 +7,7 @@ namespace py = pybind11;
 
 void bind_capture(py::module_& m);
 void bind_dump(py::module_& m);
+void bind_metrics(py::module_& m);
 
 PYBIND11_MODULE(_parity_core, m) {
   m.doc() = "parity C++ core (statistics, dump writing and reading, comparison metrics)";
@@ -15,4 +16,5 @@ PYBIND11_MODULE(_parity_core, m) {
 #endif
   bind_capture(m);
   bind_dump(m);
+  bind_metrics(m);
 }

@@ -31,15 +31,21 @@ struct KernelParams {
 };
 
 // g and t hold `n` values (n ≤ kBlock) and are readable up to the next multiple of 4, the padding
-// being NaN on both sides. `base` is the flat index of g[0]. Overwrites `out`.
-using BlockFn = void (*)(const double* g, const double* t, int64_t n, int64_t base,
-                         const KernelParams& params, Partial& out);
+// being NaN on both sides. Overwrites `out`; its maxima come without indices (-1), see
+// first_index_of_max.
+using BlockFn = void (*)(const double* g, const double* t, int64_t n, const KernelParams& params, Partial& out);
+
+// The first i in [0, n) with both sides finite whose |t − g| (kind 0) or msprobe relative error
+// (kind 1) equals `value` (same arithmetic as the kernel), or -1.
+int64_t first_index_of_max(const double* g, const double* t, int64_t n, const KernelParams& params, int kind,
+                           double value);
 
 BlockFn block_kernel_generic();
-BlockFn block_kernel_avx2();   // nullptr when the compiler cannot build it
+BlockFn block_kernel_avx2();     // nullptr when the compiler cannot build it
+BlockFn block_kernel_avx512();   // AVX2 code with AVX-512VL's 32 registers and mask registers
 // The fastest variant this CPU runs (checked once with __builtin_cpu_supports).
 BlockFn select_block_kernel();
-// "avx2" or "baseline": which variant select_block_kernel() picks (for benchmarks and tests).
+// "avx512vl", "avx2" or "baseline": which variant select_block_kernel() picks (for benchmarks and tests).
 const char* block_kernel_name();
 
 }  // namespace parity::metrics_detail

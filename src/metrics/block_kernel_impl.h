@@ -22,6 +22,9 @@
 // The vector types never cross a non-inline function boundary, so GCC's note that returning them
 // without AVX changes the ABI does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
+// Never contract a*b + c into an FMA (GCC does by default in C++ when the target has FMA): rounding
+// must be the same on every variant and match the numpy reference.
+#pragma GCC optimize("fp-contract=off")
 
 namespace parity::metrics_detail::PARITY_BLOCK_NS {
 
@@ -49,18 +52,6 @@ static inline double hmin(v4d v) {
   for (int l = 1; l < 4; ++l) m = v[l] < m ? v[l] : m;
   return m;
 }
-// Largest lane value and, among the lanes holding it, the smallest index (first occurrence).
-static inline void hargmax(v4d m, v4i idx, double& best, int64_t& best_index) {
-  best = -1;
-  best_index = -1;
-  for (int l = 0; l < 4; ++l) {
-    if (m[l] > best || (m[l] == best && idx[l] < best_index)) {
-      best = m[l];
-      best_index = idx[l];
-    }
-  }
-}
-
 // Class of a value for the non-finite position rule: 0 finite, 1 NaN, 2 +Inf, 3 −Inf.
 static inline int nonfinite_class(double x) {
   if (std::isnan(x)) return 1;
@@ -90,25 +81,23 @@ static inline v4d ulp_error(v4d ad, v4d ag, const KernelParams& p) {
   }
 }
 
-// Error metrics over the compared elements. Lanes where either side is non-finite become (0, 0) and
-// are masked out of the counts and maxima.
+// Error metrics over the compared elements. Lanes where either side is non-finite become (0, 0):
+// they add nothing to the sums, nothing to the "greater than" counts, and are masked out of the
+// "less than" counts. Maxima are values only; compare_tensors finds the first index by a scan of the
+// few blocks that raise the running maximum (a non-compared lane's 0 never beats a compared one).
 template <UlpMode kMode>
-static void error_pass(const double* g, const double* t, int64_t n4, int64_t base,
-                       const KernelParams& p, Partial& out) {
+static void error_pass(const double* g, const double* t, int64_t n4, const KernelParams& p, Partial& out) {
   const v4d zero = splat(0.0), inf = splat(INFINITY), eps = splat(p.rel_epsilon);
   const v4d one = splat(1.0), t6 = splat(1e-6), t4 = splat(1e-4), t2 = splat(1e-2);
-  const v4d r3 = splat(1e-3), r53 = splat(5e-3), tiny = splat(p.ftz_tiny);
+  const v4d r3 = splat(1e-3), r53 = splat(5e-3);
   v4d s_d2 = zero, s_ad = zero, s_tg = zero, s_gg = zero, s_tt = zero, s_ulp = zero;
-  v4d m_ulp = zero, m_ad = splat(-1.0), m_rel = splat(-1.0);
-  v4i i_ad = splati(-1), i_rel = splati(-1);
+  v4d m_ulp = zero, m_ad = zero, m_rel = zero;
   v4i c_both = splati(0), c_ulp1 = splati(0), c_r3 = splati(0), c_r53 = splati(0);
-  v4i c_a6 = splati(0), c_a4 = splati(0), c_a2 = splati(0), c_ftz = splati(0);
-  v4i idx = v4i{base, base + 1, base + 2, base + 3};
-  const v4i step = splati(4);
-  for (int64_t i = 0; i < n4; i += 4, idx += step) {
+  v4i c_a6 = splati(0), c_a4 = splati(0), c_a2 = splati(0);
+  for (int64_t i = 0; i < n4; i += 4) {
     const v4d gv = load(g + i), tv = load(t + i);
     const v4i both = (v4i)(vabs(gv) < inf) & (v4i)(vabs(tv) < inf);
-    const v4d gm = keep(gv, both), tm = keep(tv, both);  // non-compared lanes become (0, 0)
+    const v4d gm = keep(gv, both), tm = keep(tv, both);
     const v4d d = tm - gm;
     const v4d ad = vabs(d), ag = vabs(gm);
     s_d2 += d * d;
@@ -117,29 +106,22 @@ static void error_pass(const double* g, const double* t, int64_t n4, int64_t bas
     s_gg += gm * gm;
     s_tt += tm * tm;
     c_both -= both;
-    const v4i new_max = (v4i)(ad > m_ad) & both;
-    m_ad = new_max ? ad : m_ad;
-    i_ad = new_max ? idx : i_ad;
+    m_ad = ad > m_ad ? ad : m_ad;
     c_a6 -= (v4i)(ad > t6);
     c_a4 -= (v4i)(ad > t4);
     c_a2 -= (v4i)(ad > t2);
-    // msprobe relative error. Lanes that are not compared hold (0, 0) and yield 0; they are masked
-    // out of the counts and the maximum.
+    // msprobe relative error: |t − g| / |g|, or |(t + ε) − (g + ε)| / (g + ε) where g = 0.
     const v4i gz = (v4i)(gm == zero);
     const v4d num = gz ? vabs((tm + eps) - eps) : ad;
     const v4d den = gz ? eps : ag;
     const v4d rel = num / den;
     c_r3 -= (v4i)(rel < r3) & both;
     c_r53 -= (v4i)(rel < r53) & both;
-    const v4i new_rel = (v4i)(rel > m_rel) & both;
-    m_rel = new_rel ? rel : m_rel;
-    i_rel = new_rel ? idx : i_rel;
+    m_rel = rel > m_rel ? rel : m_rel;
     const v4d ue = ulp_error<kMode>(ad, ag, p);
     s_ulp += ue;
     m_ulp = ue > m_ulp ? ue : m_ulp;
     c_ulp1 -= (v4i)(ue > one);
-    // Flush-to-zero signature: golden nonzero and below the tiny bound, target exactly zero.
-    c_ftz -= (v4i)(gm != zero) & (v4i)(ag < tiny) & (v4i)(tm == zero);
   }
   out.sum_d2 = hsum(s_d2);
   out.sum_ad = hsum(s_ad);
@@ -155,24 +137,48 @@ static void error_pass(const double* g, const double* t, int64_t n4, int64_t bas
   out.abs_gt_1e6 = hsumi(c_a6);
   out.abs_gt_1e4 = hsumi(c_a4);
   out.abs_gt_1e2 = hsumi(c_a2);
-  out.ftz = hsumi(c_ftz);
-  hargmax(m_ad, i_ad, out.max_ad, out.max_ad_index);
-  hargmax(m_rel, i_rel, out.max_rel, out.max_rel_index);
+  out.max_ad = out.both > 0 ? hmax(m_ad) : -1.0;
+  out.max_rel = out.both > 0 ? hmax(m_rel) : -1.0;
+  out.max_ad_index = out.max_rel_index = -1;
 }
 
-// One side's statistics over its finite elements, with the corrected two-pass algorithm (Chan, Golub
-// & LeVeque 1983): mean first, then Σ(x−m) and Σ(x−m)², whose first sum corrects the mean's rounding.
+// Flush-to-zero signature (golden nonzero and below the tiny bound, target exactly zero); only run
+// on blocks whose target holds a zero.
+static int64_t ftz_pass(const double* g, const double* t, int64_t n4, const KernelParams& p) {
+  const v4d zero = splat(0.0), tiny = splat(p.ftz_tiny);
+  v4i c = splati(0);
+  for (int64_t i = 0; i < n4; i += 4) {
+    const v4d gv = load(g + i), tv = load(t + i);
+    c -= (v4i)(gv != zero) & (v4i)(vabs(gv) < tiny) & (v4i)(tv == zero);  // NaN fails `< tiny`
+  }
+  return hsumi(c);
+}
+
+// Knuth's TwoSum: s + e == a + b exactly.
+static inline void two_sum(double a, double b, double& s, double& e) {
+  s = a + b;
+  const double bp = s - a;
+  e = (a - (s - bp)) + (b - bp);
+}
+
+// One side's statistics over its finite elements. The sum is compensated (TwoSum per lane, then the
+// lanes and their errors added with TwoSum) so that the mean keeps full relative accuracy even when
+// the values nearly cancel; then Σ(x−m) and Σ(x−m)² in a second pass (corrected two-pass algorithm
+// of Chan, Golub & LeVeque 1983 for M2).
 static void side_pass(const double* x, int64_t n4, const KernelParams& p, SidePartial& out) {
   const v4d zero = splat(0.0), inf = splat(INFINITY), ninf = splat(-INFINITY);
   const v4d mn_t = splat(p.min_normal_t);
-  v4d s = zero, ss = zero, vmin = inf, vmax = ninf;
-  v4i c_fin = splati(0), c_zero = splati(0), c_sub = splati(0), c_pinf = splati(0), c_ninf = splati(0);
+  v4d s = zero, comp = zero, ss = zero, vmin = inf, vmax = ninf;
+  v4i c_fin = splati(0), c_zero = splati(0), c_sub = splati(0);
   for (int64_t i = 0; i < n4; i += 4) {
     const v4d v = load(x + i);
     const v4d av = vabs(v);
     const v4i fin = (v4i)(av < inf);
     const v4d vm = keep(v, fin);
-    s += vm;
+    const v4d sn = s + vm;
+    const v4d bp = sn - s;
+    comp += (s - (sn - bp)) + (vm - bp);
+    s = sn;
     ss += vm * vm;
     c_fin -= fin;
     const v4d lo = fin ? v : inf, hi = fin ? v : ninf;
@@ -180,8 +186,6 @@ static void side_pass(const double* x, int64_t n4, const KernelParams& p, SidePa
     vmax = hi > vmax ? hi : vmax;
     c_zero -= (v4i)(v == zero);
     c_sub -= (v4i)(v != zero) & (v4i)(av < mn_t);
-    c_pinf -= (v4i)(v == inf);
-    c_ninf -= (v4i)(v == ninf);
   }
   out.finite = hsumi(c_fin);
   out.sumsq = hsum(ss);
@@ -189,13 +193,18 @@ static void side_pass(const double* x, int64_t n4, const KernelParams& p, SidePa
   out.max = hmax(vmax);
   out.zero = hsumi(c_zero);
   out.subnormal = hsumi(c_sub);
-  out.pinf = hsumi(c_pinf);
-  out.ninf = hsumi(c_ninf);
+  out.pinf = out.ninf = 0;  // counted by the non-finite pass when the block has any
   out.mean = 0;
   out.m2 = 0;
   if (out.finite == 0) return;
+  double total = 0, err = 0;
+  for (int l = 0; l < 4; ++l) {
+    double e1 = 0;
+    two_sum(total, s[l], total, e1);
+    err += e1 + comp[l];
+  }
   const double nf = static_cast<double>(out.finite);
-  const double m0 = hsum(s) / nf;
+  const double m0 = (total + err) / nf;
   const v4d mv = splat(m0);
   v4d r1 = zero, r2 = zero;
   for (int64_t i = 0; i < n4; i += 4) {
@@ -206,37 +215,42 @@ static void side_pass(const double* x, int64_t n4, const KernelParams& p, SidePa
     r2 += r * r;
   }
   const double c1 = hsum(r1), c2 = hsum(r2);
-  out.mean = m0 + c1 / nf;
+  out.mean = m0;
   const double m2 = c2 - c1 * c1 / nf;
   out.m2 = m2 > 0 ? m2 : 0;
 }
 
 template <UlpMode kMode>
-static void block_impl(const double* g, const double* t, int64_t n, int64_t base,
-                       const KernelParams& p, Partial& out) {
+static void block_impl(const double* g, const double* t, int64_t n, const KernelParams& p, Partial& out) {
   out = Partial{};
   out.elements = n;
   const int64_t n4 = (n + 3) & ~int64_t{3};
-  error_pass<kMode>(g, t, n4, base, p, out);
+  error_pass<kMode>(g, t, n4, p, out);
   side_pass(g, n4, p, out.g);
   side_pass(t, n4, p, out.t);
-  // The padding lanes are NaN on both sides; they never count as finite, zero, subnormal or ±Inf.
+  if (out.t.zero > 0 && p.ftz_tiny > 0) out.ftz = ftz_pass(g, t, n4, p);
+  // The padding lanes are NaN on both sides; they never count as finite, zero or subnormal, and the
+  // scalar loop below stops at n.
   if (out.both < n) {
-    // Some position holds a non-finite value: check that the other side holds the same class there
-    // (msprobe's rule). Rare, so scalar.
+    // Some position holds a non-finite value (rare): count ±Inf per side and check msprobe's rule
+    // that the other side holds the same class there.
     for (int64_t i = 0; i < n; ++i) {
       const int cg = nonfinite_class(g[i]), ct = nonfinite_class(t[i]);
-      if ((cg | ct) != 0 && cg != ct) ++out.mismatch;
+      if ((cg | ct) == 0) continue;
+      out.g.pinf += cg == 2;
+      out.g.ninf += cg == 3;
+      out.t.pinf += ct == 2;
+      out.t.ninf += ct == 3;
+      if (cg != ct) ++out.mismatch;
     }
   }
 }
 
-static void block_entry(const double* g, const double* t, int64_t n, int64_t base,
-                        const KernelParams& p, Partial& out) {
+static void block_entry(const double* g, const double* t, int64_t n, const KernelParams& p, Partial& out) {
   switch (p.ulp_mode) {
-    case UlpMode::kPow2: block_impl<UlpMode::kPow2>(g, t, n, base, p, out); return;
-    case UlpMode::kDivide: block_impl<UlpMode::kDivide>(g, t, n, base, p, out); return;
-    case UlpMode::kOne: block_impl<UlpMode::kOne>(g, t, n, base, p, out); return;
+    case UlpMode::kPow2: block_impl<UlpMode::kPow2>(g, t, n, p, out); return;
+    case UlpMode::kDivide: block_impl<UlpMode::kDivide>(g, t, n, p, out); return;
+    case UlpMode::kOne: block_impl<UlpMode::kOne>(g, t, n, p, out); return;
   }
 }
 

@@ -1,26 +1,60 @@
-// Run-time choice of the block kernel variant.
+// Run-time choice of the block kernel variant, and the scalar index scan that goes with it.
+#include <cmath>
+
 #include "metrics/block_kernel.h"
 
 namespace parity::metrics_detail {
+namespace {
 
-static bool cpu_has_avx2() {
+enum class Variant { kBaseline, kAvx2, kAvx512 };
+
+Variant best_variant() {
 #if defined(__x86_64__) && defined(__GNUC__)
-  return __builtin_cpu_supports("avx2");
-#else
-  return false;
+  if (block_kernel_avx512() != nullptr && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq")) {
+    return Variant::kAvx512;
+  }
+  if (block_kernel_avx2() != nullptr && __builtin_cpu_supports("avx2")) return Variant::kAvx2;
 #endif
+  return Variant::kBaseline;
 }
+
+}  // namespace
 
 BlockFn select_block_kernel() {
   static const BlockFn fn = [] {
-    BlockFn avx2 = block_kernel_avx2();
-    return (avx2 != nullptr && cpu_has_avx2()) ? avx2 : block_kernel_generic();
+    switch (best_variant()) {
+      case Variant::kAvx512: return block_kernel_avx512();
+      case Variant::kAvx2: return block_kernel_avx2();
+      case Variant::kBaseline: break;
+    }
+    return block_kernel_generic();
   }();
   return fn;
 }
 
 const char* block_kernel_name() {
-  return (block_kernel_avx2() != nullptr && cpu_has_avx2()) ? "avx2" : "baseline";
+  switch (best_variant()) {
+    case Variant::kAvx512: return "avx512vl";
+    case Variant::kAvx2: return "avx2";
+    case Variant::kBaseline: break;
+  }
+  return "baseline";
+}
+
+int64_t first_index_of_max(const double* g, const double* t, int64_t n, const KernelParams& p, int kind,
+                           double value) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(g[i]) || !std::isfinite(t[i])) continue;
+    const double ad = std::fabs(t[i] - g[i]);
+    double v = ad;
+    if (kind == 1) {
+      const double eps = p.rel_epsilon;
+      v = g[i] == 0.0 ? std::fabs((t[i] + eps) - eps) / eps : ad / std::fabs(g[i]);
+    }
+    if (v == value) return i;
+  }
+  return -1;
 }
 
 }  // namespace parity::metrics_detail

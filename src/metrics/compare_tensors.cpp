@@ -161,12 +161,24 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
     Partial blocks[kBlocksPerChunk];
     const int64_t begin = c * kChunk, end = std::min(numel, begin + kChunk);
     int64_t nb = 0;
+    // Running maxima of the chunk: only a block that raises one is scanned for its first index, so
+    // the first occurrence in the chunk always carries an index and ties keep the earlier block.
+    double best_ad = -1, best_rel = -1;
     for (int64_t b = begin; b < end; b += kBlock) {
       const int64_t n = std::min(kBlock, end - b);
       decode_to_double(golden, b, n, gb);
       decode_to_double(target, b, n, tb);
       for (int64_t i = n; i < ((n + 3) & ~int64_t{3}); ++i) gb[i] = tb[i] = kNaN;  // neutral padding
-      kernel(gb, tb, n, b, params, blocks[nb++]);
+      Partial& blk = blocks[nb++];
+      kernel(gb, tb, n, params, blk);
+      if (blk.max_ad > best_ad) {
+        best_ad = blk.max_ad;
+        blk.max_ad_index = b + metrics_detail::first_index_of_max(gb, tb, n, params, 0, blk.max_ad);
+      }
+      if (blk.max_rel > best_rel) {
+        best_rel = blk.max_rel;
+        blk.max_rel_index = b + metrics_detail::first_index_of_max(gb, tb, n, params, 1, blk.max_rel);
+      }
     }
     reduce_pairwise(blocks, nb);
     chunks[static_cast<size_t>(c)] = blocks[0];

@@ -279,14 +279,14 @@ TEST(Metrics, ResultsDoNotDependOnThreadCount) {
 
 TEST(Metrics, KernelVariantsAgreeBitForBit) {
   using namespace metrics_detail;
-  BlockFn avx2 = block_kernel_avx2();
-  if (avx2 == nullptr || std::string(block_kernel_name()) != "avx2") GTEST_SKIP() << "no AVX2 here";
   auto g = random_floats(kBlock + 4, 3, 1e-3f), t = random_floats(kBlock + 4, 4, 1e-3f);
   std::vector<double> gd(g.begin(), g.end()), td(t.begin(), t.end());
   gd[10] = 0;
   td[11] = NAN;
   gd[12] = INFINITY;
   td[12] = INFINITY;
+  td[13] = 0;
+  gd[13] = 1e-6;
   KernelParams p;
   p.rel_epsilon = 0x1p-52;
   p.min_normal_t = 0x1p-14;
@@ -294,19 +294,29 @@ TEST(Metrics, KernelVariantsAgreeBitForBit) {
   p.ulp_mode = UlpMode::kPow2;
   p.ulp_pow2_base = int64_t{2046 + 10} << 52;
   p.ulp_sub = 0x1p24;
-  Partial a, b;
-  for (int64_t n : {int64_t{1}, int64_t{7}, kBlock}) {
-    for (int64_t i = n; i < ((n + 3) & ~3); ++i) gd[i] = td[i] = NAN;
-    block_kernel_generic()(gd.data(), td.data(), n, 0, p, a);
-    avx2(gd.data(), td.data(), n, 0, p, b);
-    EXPECT_EQ(std::memcmp(&a.sum_d2, &b.sum_d2, sizeof(double) * 7), 0);
-    EXPECT_TRUE(same_bits(a.g.mean, b.g.mean));
-    EXPECT_TRUE(same_bits(a.t.m2, b.t.m2));
-    EXPECT_EQ(a.both, b.both);
-    EXPECT_EQ(a.mismatch, b.mismatch);
-    EXPECT_EQ(a.rel_lt_1e3, b.rel_lt_1e3);
-    EXPECT_EQ(a.max_rel_index, b.max_rel_index);
+  int variants = 0;
+  for (BlockFn fast : {block_kernel_avx2(), block_kernel_avx512()}) {
+    if (fast == nullptr) continue;
+    if (fast == block_kernel_avx2() && !__builtin_cpu_supports("avx2")) continue;
+    if (fast == block_kernel_avx512() && !__builtin_cpu_supports("avx512vl")) continue;
+    ++variants;
+    Partial a, b;
+    for (int64_t n : {int64_t{1}, int64_t{7}, kBlock}) {
+      for (int64_t i = n; i < ((n + 3) & ~3); ++i) gd[i] = td[i] = NAN;
+      block_kernel_generic()(gd.data(), td.data(), n, p, a);
+      fast(gd.data(), td.data(), n, p, b);
+      for (auto [x, y] : {std::pair{a.sum_d2, b.sum_d2}, {a.sum_ad, b.sum_ad}, {a.sum_tg, b.sum_tg},
+                          {a.sum_gg, b.sum_gg}, {a.sum_tt, b.sum_tt}, {a.sum_ulp, b.sum_ulp}, {a.max_ulp, b.max_ulp},
+                          {a.max_rel, b.max_rel}, {a.g.mean, b.g.mean}, {a.t.m2, b.t.m2}, {a.g.sumsq, b.g.sumsq}}) {
+        EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
+      }
+      EXPECT_EQ(a.both, b.both);
+      EXPECT_EQ(a.mismatch, b.mismatch);
+      EXPECT_EQ(a.ftz, b.ftz);
+      EXPECT_EQ(a.rel_lt_1e3, b.rel_lt_1e3);
+    }
   }
+  if (variants == 0) GTEST_SKIP() << "no vector variant runs here";
 }
 
 TEST(Metrics, LayoutAndByteOrderDoNotChangeResults) {

@@ -1,0 +1,138 @@
+// _parity_core.compare_arrays: the fused metrics kernel (include/parity/metrics.h) over two numpy
+// arrays, for tests against an independent numpy reference and for notebooks.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <bit>
+#include <optional>
+#include <string>
+
+#include "parity/dtype.h"
+#include "parity/metrics.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// The parity dtype of a numpy array, or of its bits reinterpreted as `override` ("bf16" over uint16,
+// "f8_e4m3" over uint8, ...), which must have the array's item size.
+parity::DType array_dtype(const py::array& a, const std::optional<std::string>& override, const char* side) {
+  const int itemsize = static_cast<int>(a.itemsize());
+  if (override) {
+    auto dt = parity::dtype_from_name(*override);
+    if (!dt) throw py::value_error(std::string(side) + "_dtype: unknown dtype '" + *override + "'");
+    if (parity::dtype_size(*dt) != itemsize) {
+      throw py::value_error(std::string(side) + "_dtype " + *override + " has " +
+                            std::to_string(parity::dtype_size(*dt)) + "-byte elements but the array has " +
+                            std::to_string(itemsize) + "-byte elements");
+    }
+    return *dt;
+  }
+  const char kind = a.dtype().kind();
+  std::optional<parity::DType> dt;
+  if (kind == 'f') dt = itemsize == 8 ? parity::DType::kF64 : itemsize == 4 ? parity::DType::kF32
+                      : itemsize == 2 ? std::optional(parity::DType::kF16) : std::nullopt;
+  if (kind == 'i') dt = itemsize == 1 ? parity::DType::kI8 : itemsize == 2 ? parity::DType::kI16
+                      : itemsize == 4 ? parity::DType::kI32 : std::optional(parity::DType::kI64);
+  if (kind == 'u' && itemsize == 1) dt = parity::DType::kU8;
+  if (kind == 'b') dt = parity::DType::kBool;
+  if (!dt) {
+    throw py::type_error(std::string(side) + ": numpy dtype " + std::string(py::str(a.dtype())) +
+                         " is not supported (pass " + side + "_dtype to reinterpret its bits)");
+  }
+  return *dt;
+}
+
+parity::TensorView view_of(const py::array& a, parity::DType dt) {
+  parity::TensorView v;
+  v.dtype = dt;
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) v.shape.push_back(static_cast<int64_t>(a.shape(i)));
+  v.numel = static_cast<int64_t>(a.size());
+  v.data = static_cast<const std::byte*>(a.data());
+  // numpy's '>' / '<' marks a byte order other than this machine's ('=' and '|' are native).
+  const char order = a.dtype().byteorder();
+  const char native = std::endian::native == std::endian::little ? '<' : '>';
+  v.byteswapped = (order == '>' || order == '<') && order != native;
+  return v;
+}
+
+py::dict side_dict(const parity::SideStats& s) {
+  py::dict d;
+  d["min"] = s.min;
+  d["max"] = s.max;
+  d["mean"] = s.mean;
+  d["l2norm"] = s.l2norm;
+  d["std"] = s.std;
+  d["absmax"] = s.absmax;
+  d["nan_count"] = s.nan_count;
+  d["pinf_count"] = s.pinf_count;
+  d["ninf_count"] = s.ninf_count;
+  d["zero_count"] = s.zero_count;
+  d["subnormal_count"] = s.subnormal_count;
+  return d;
+}
+
+py::dict metrics_dict(const parity::PairMetrics& m) {
+  py::dict d;
+  d["numel"] = m.numel;
+  d["compared"] = m.compared;
+  d["cosine"] = m.cosine;
+  d["euclidean"] = m.euclidean;
+  d["rel_l2"] = m.rel_l2;
+  d["rmse"] = m.rmse;
+  d["sqnr_db"] = m.sqnr_db;
+  d["max_abs"] = m.max_abs;
+  d["max_abs_index"] = m.max_abs_index;
+  d["mean_abs"] = m.mean_abs;
+  d["max_rel"] = m.max_rel;
+  d["max_rel_index"] = m.max_rel_index;
+  d["thousandth_ratio"] = m.thousandth_ratio;
+  d["five_thousandth_ratio"] = m.five_thousandth_ratio;
+  d["frac_abs_gt_1e6"] = m.frac_abs_gt_1e6;
+  d["frac_abs_gt_1e4"] = m.frac_abs_gt_1e4;
+  d["frac_abs_gt_1e2"] = m.frac_abs_gt_1e2;
+  d["ulp_max"] = m.ulp_max;
+  d["ulp_mean"] = m.ulp_mean;
+  d["frac_ulp_gt1"] = m.frac_ulp_gt1;
+  d["nonfinite_agree"] = m.nonfinite_agree;
+  d["nonfinite_mismatch"] = m.nonfinite_mismatch;
+  d["ftz_count"] = m.ftz_count;
+  d["golden"] = side_dict(m.golden);
+  d["target"] = side_dict(m.target);
+  d["kl"] = m.kl;
+  d["kl_computed"] = m.kl_computed;
+  d["kl_rows"] = m.kl_rows;
+  d["kl_rows_skipped"] = m.kl_rows_skipped;
+  return d;
+}
+
+py::dict compare_arrays(py::array golden, py::array target, bool kl, std::optional<std::string> golden_dtype,
+                        std::optional<std::string> target_dtype, int threads) {
+  // Non-contiguous arrays are copied to C order (the kernel's own strided path is tested in C++).
+  golden = py::array::ensure(golden, py::array::c_style);
+  target = py::array::ensure(target, py::array::c_style);
+  if (!golden || !target) throw py::type_error("compare_arrays: arguments must be numpy arrays");
+  const parity::TensorView g = view_of(golden, array_dtype(golden, golden_dtype, "golden"));
+  const parity::TensorView t = view_of(target, array_dtype(target, target_dtype, "target"));
+  parity::MetricOptions options;
+  options.kl = kl;
+  options.threads = threads;
+  parity::Result<parity::PairMetrics> r = parity::Status::Internal("not run");
+  {
+    py::gil_scoped_release release;
+    r = parity::compare_tensors(g, t, options);
+  }
+  if (!r.ok()) throw py::value_error(r.status().message());
+  return metrics_dict(*r);
+}
+
+}  // namespace
+
+void bind_metrics(py::module_& m) {
+  m.def("compare_arrays", &compare_arrays, py::arg("golden"), py::arg("target"), py::arg("kl") = false,
+        py::arg("golden_dtype") = py::none(), py::arg("target_dtype") = py::none(), py::arg("threads") = 0,
+        "Every comparison metric of a golden/target pair (docs/metrics.md) as a dict. golden_dtype /\n"
+        "target_dtype reinterpret the array's bits as a parity dtype of the same size, e.g. 'bf16' over\n"
+        "uint16 or 'f8_e4m3' over uint8. Raises ValueError for element-count mismatches.");
+}

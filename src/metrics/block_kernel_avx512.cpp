@@ -1,0 +1,24 @@
+// The block kernel's 4-lane code compiled with AVX-512VL: the same operations on the same 256-bit
+// vectors, so results are bit-identical to the other variants, but with 32 vector registers (the
+// kernel keeps ~25 accumulators live) and compares into mask registers. FMA comes with AVX-512F;
+// block_kernel_impl.h turns contraction off.
+#include "metrics/block_kernel.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#pragma GCC push_options
+#pragma GCC target("avx2,avx512f,avx512vl,avx512dq")
+#define PARITY_BLOCK_NS avx512
+#include "metrics/block_kernel_impl.h"
+#pragma GCC pop_options
+
+namespace parity::metrics_detail {
+BlockFn block_kernel_avx512() { return &avx512::block_entry; }
+}  // namespace parity::metrics_detail
+#else
+namespace parity::metrics_detail {
+BlockFn block_kernel_avx512() { return nullptr; }
+}  // namespace parity::metrics_detail
+#endif

@@ -1,0 +1,192 @@
+"""Every metric of the C++ kernel (_parity_core.compare_arrays) against the independent fp64 numpy
+implementation in bench/baseline_numpy.py (exact=True: math.fsum for every sum), on random and
+adversarial data. Counts, indices, maxima and fractions must agree exactly; sums 1e-12 relative
+(see docs/metrics.md, "Accuracy")."""
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import _parity_core as core
+
+sys.path.insert(0, os.path.join(os.environ.get("PARITY_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")), "bench"))
+import baseline_numpy as ref  # noqa: E402
+
+# Values that are a max, a min, a count or count/n: the same operations on the same doubles, so equal.
+EXACT = {"numel", "compared", "max_abs", "max_abs_index", "max_rel", "max_rel_index", "thousandth_ratio",
+         "five_thousandth_ratio", "frac_abs_gt_1e6", "frac_abs_gt_1e4", "frac_abs_gt_1e2", "ulp_max", "frac_ulp_gt1",
+         "nonfinite_agree", "nonfinite_mismatch", "ftz_count", "kl_computed", "kl_rows", "kl_rows_skipped", "min",
+         "max", "absmax", "nan_count", "pinf_count", "ninf_count", "zero_count", "subnormal_count"}
+REL = 1e-12
+
+
+def same(a, b, exact):
+    if isinstance(a, float) and isinstance(b, float):
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        if math.isinf(a) or math.isinf(b) or exact:
+            return a == b
+        return abs(a - b) <= REL * abs(b)
+    return a == b
+
+
+def check(golden, target, kl=False, golden_dtype=None, target_dtype=None, kl_abs=0.0):
+    got = core.compare_arrays(golden, target, kl=kl, golden_dtype=golden_dtype, target_dtype=target_dtype)
+    want = ref.metrics(golden, target, kl=kl, golden_dtype=golden_dtype, target_dtype=target_dtype, exact=True)
+    bad = []
+    for key, w in want.items():
+        if isinstance(w, dict):
+            for sub, ws in w.items():
+                if not same(got[key][sub], ws, sub in EXACT):
+                    bad.append(f"{key}.{sub}: kernel {got[key][sub]!r} numpy {ws!r}")
+        elif key == "kl" and kl_abs and not math.isnan(w):
+            if abs(got[key] - w) > max(REL * abs(w), kl_abs):
+                bad.append(f"kl: kernel {got[key]!r} numpy {w!r}")
+        elif not same(got[key], w, key in EXACT):
+            bad.append(f"{key}: kernel {got[key]!r} numpy {w!r}")
+    assert set(got) == set(want)
+    assert not bad, "\n".join(bad)
+    return got
+
+
+def rng(seed):
+    return np.random.default_rng(seed)
+
+
+def to_bf16_bits(x):
+    """Round-to-nearest-even fp32 -> bf16 bit patterns (numpy has no bf16)."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
+    nan = np.isnan(np.asarray(x, np.float32))
+    out = rounded.astype(np.uint16)
+    out[nan] = 0x7FC0
+    return out
+
+
+def test_random_fp32_pair_spanning_many_chunks():
+    r = rng(1)
+    g = r.standard_normal(300_001).astype(np.float32)
+    t = (g * (1 + 1e-4 * r.standard_normal(g.size))).astype(np.float32)
+    m = check(g, t)
+    assert 0.99 < m["cosine"] <= 1.0 + 1e-15
+
+
+def test_bf16_target_from_bits():
+    r = rng(2)
+    g = (r.standard_normal((64, 513)) * 3).astype(np.float32)
+    check(g, to_bf16_bits(g), target_dtype="bf16")
+    check(to_bf16_bits(g), g, golden_dtype="bf16")
+
+
+def test_fp16_target():
+    r = rng(3)
+    g = r.standard_normal(10_000).astype(np.float32) * 100
+    g[:100] = r.uniform(-1e-5, 1e-5, 100)  # subnormal or flushed in fp16
+    t = g.astype(np.float16)
+    m = check(g, t)
+    assert m["target"]["subnormal_count"] > 0
+
+
+def test_huge_and_tiny_magnitudes():
+    r = rng(4)
+    exps = r.uniform(-44, 38, 50_000)
+    g = (np.sign(r.standard_normal(exps.size)) * 10.0 ** exps).astype(np.float32)
+    t = (g * (1 + 1e-3 * r.standard_normal(g.size))).astype(np.float32)
+    t[::7] = 0
+    m = check(g, t)
+    assert m["ftz_count"] > 0 and m["golden"]["subnormal_count"] > 0
+
+
+def test_cancellation():
+    # Large alternating values whose sum nearly cancels; the target differs in the last bits.
+    r = rng(5)
+    base = r.uniform(1e6, 2e6, 40_000)
+    g = np.empty(80_000)
+    g[0::2], g[1::2] = base, -base + r.standard_normal(base.size) * 1e-3
+    t = g + r.standard_normal(g.size) * 1e-9
+    check(g, t)
+
+
+def test_nan_inf_agreeing_and_not():
+    r = rng(6)
+    g = r.standard_normal(20_000).astype(np.float32)
+    t = g + np.float32(1e-3) * r.standard_normal(g.size).astype(np.float32)
+    pos = r.choice(g.size, 300, replace=False)
+    specials = np.array([np.nan, np.inf, -np.inf], np.float32)[r.integers(0, 3, pos.size)]
+    g[pos], t[pos] = specials, specials
+    m = check(g, t)
+    assert m["nonfinite_agree"] and m["compared"] == g.size - 300
+    t[pos[:10]] = 1.0
+    g[5000] = np.inf
+    t[5001] = np.nan
+    m = check(g, t)
+    assert not m["nonfinite_agree"] and m["nonfinite_mismatch"] == 12
+
+
+def test_zeros_in_golden_use_msprobe_epsilon():
+    r = rng(7)
+    g = r.standard_normal(30_000)
+    g[r.random(g.size) < 0.3] = 0.0
+    t = g + 1e-7 * r.standard_normal(g.size)
+    t[:50] = g[:50]
+    m = check(g, t)
+    assert m["max_rel"] > 1e6  # a zero golden facing a nonzero target
+
+
+def test_fp8_targets_from_bits():
+    r = rng(8)
+    codes = r.integers(0, 256, 4096).astype(np.uint8)
+    for name in ("f8_e4m3", "f8_e5m2"):
+        vals = ref.FP8_TABLES[name][codes]
+        g = np.where(np.isfinite(vals), vals * (1 + 0.01 * r.standard_normal(vals.size)), vals)
+        check(g, codes, target_dtype=name)
+
+
+def test_fp64_with_subnormals():
+    r = rng(9)
+    g = r.standard_normal(5000) * 10.0 ** r.uniform(-320, 300, 5000)
+    t = g * (1 + 1e-15 * r.standard_normal(g.size))
+    check(g, t)
+
+
+def test_integer_dtypes():
+    r = rng(10)
+    gi = r.integers(-1000, 1000, 5000).astype(np.int32)
+    check(gi, gi.astype(np.float32) + r.standard_normal(gi.size).astype(np.float32))
+    check(r.standard_normal(5000).astype(np.float32) * 100, gi)
+    check(gi.astype(np.int64), gi.astype(np.int8))
+    check(gi > 0, (gi > 10).astype(np.uint8))
+
+
+def test_softmax_kl_on_logits():
+    r = rng(11)
+    logits = (r.standard_normal((64, 1000)) * 4).astype(np.float32)
+    logits[3, :500] = -np.inf  # masked vocabulary
+    logits[7, 2] = np.nan      # skipped row
+    noisy = logits + (0.05 * r.standard_normal(logits.shape)).astype(np.float32)
+    m = check(logits, noisy, kl=True)
+    assert m["kl_rows"] == 63 and m["kl_rows_skipped"] == 1 and m["kl"] > 1e-4
+    # bf16-rounded logits: KL around 1e-5, a difference of nearly equal log-sum-exps, so its absolute
+    # accuracy (not relative) is what fp64 offers: a few ulps of log(rows' partition sums).
+    clean = (r.standard_normal((32, 4096)) * 4).astype(np.float32)
+    check(clean, to_bf16_bits(clean), kl=True, target_dtype="bf16", kl_abs=1e-15)
+
+
+def test_edge_shapes():
+    check(np.zeros(0, np.float32), np.zeros(0, np.float32))
+    check(np.array(2.0, np.float32), np.array(2.5, np.float32))
+    check(np.array([3.0]), np.array([3.0]))
+    check(np.zeros(9), np.zeros(9))
+    check(np.zeros(9), np.arange(9.0))
+    check(np.arange(12.0).reshape(3, 4), np.arange(12.0)[::-1].copy())
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="element counts differ"):
+        core.compare_arrays(np.zeros(3), np.zeros(4))
+    with pytest.raises(ValueError, match="2-byte elements"):
+        core.compare_arrays(np.zeros(3, np.float32), np.zeros(3, np.float32), target_dtype="bf16")
+    with pytest.raises(TypeError):
+        core.compare_arrays(np.zeros(3, np.complex64), np.zeros(3, np.complex64))
