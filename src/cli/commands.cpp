@@ -4,10 +4,12 @@
 
 namespace parity::cli {
 
+CommandAction setup_compare(CLI::App&, const GlobalOptions&);
 CommandAction setup_report(CLI::App&, const GlobalOptions&);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> all = {
+      {"compare", "Compare GOLDEN with TARGET tensor by tensor: metrics, verdicts, table/CSV/JSON", setup_compare},
       {"report", "Write one self-contained HTML report from saved JSON results", setup_report},
   };
   return all;

@@ -11,12 +11,14 @@ std::string format_metric(double v) {
   char buf[64];
   if (std::isnan(v)) return "NaN";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  // Cosines live just below 1, where %g would print 0.9999 for both 0.99985 and 0.99994.
-  if (v > 0.9 && v <= 1.0) {
-    std::snprintf(buf, sizeof buf, "%.6f", v);
-  } else {
-    std::snprintf(buf, sizeof buf, "%.4g", v);
-  }
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+std::string format_cosine(double v) {
+  if (std::isnan(v)) return "NaN";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6f", v);
   return buf;
 }
 
@@ -61,16 +63,16 @@ Judgement judge_tensor(const PairMetrics& m, const DTypeThresholds& th) {
     (m.max_abs > th.fail_min_abs ? fails : warns).push_back(what);
   }
   if (has_cos && cos < th.cosine_hard_fail) {
-    fails.push_back("cosine " + format_metric(cos) + " < " + format_metric(th.cosine_hard_fail));
+    fails.push_back("cosine " + format_cosine(cos) + " < " + format_cosine(th.cosine_hard_fail));
   } else if (has_cos && cos < th.cosine_fail && m.max_abs > th.fail_min_abs) {
-    fails.push_back("cosine " + format_metric(cos) + " < " + format_metric(th.cosine_fail) +
+    fails.push_back("cosine " + format_cosine(cos) + " < " + format_cosine(th.cosine_fail) +
                     " and max abs " + format_metric(m.max_abs) + " > " + format_metric(th.fail_min_abs));
   }
   if (m.max_abs > th.max_abs_fail) {
     fails.push_back("max abs " + format_metric(m.max_abs) + " > " + format_metric(th.max_abs_fail));
   }
   if (has_cos && cos < th.cosine_pass && fails.empty()) {
-    warns.push_back("cosine " + format_metric(cos) + " < " + format_metric(th.cosine_pass));
+    warns.push_back("cosine " + format_cosine(cos) + " < " + format_cosine(th.cosine_pass));
   }
   if (m.kl_computed && !(m.kl < th.kl_pass)) {
     warns.push_back("KL " + format_metric(m.kl) + " >= " + format_metric(th.kl_pass));
@@ -86,7 +88,7 @@ Judgement judge_tensor(const PairMetrics& m, const DTypeThresholds& th) {
 
   std::vector<std::string> good;
   if (has_cos) {
-    good.push_back("cosine " + format_metric(cos));
+    good.push_back("cosine " + format_cosine(cos));
   } else if (m.numel == 1) {
     good.push_back("single element (cosine unsupported)");
   }

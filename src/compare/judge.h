@@ -25,7 +25,9 @@ Judgement judge_stats(const StatsComparison& s, const DTypeThresholds& th);
 // Checksum mode: equal CRC32C of the raw bytes means bit-identical.
 Judgement judge_checksum(uint32_t golden, uint32_t target);
 
-// Number formatting shared by reasons: "%.6f" for values within 1e-3 of 1 (cosines), else "%.4g".
+// Number formatting shared by reasons: "%.4g" (nan/inf spelled out); cosines with "%.6f", since they
+// live just below 1 where %g would print 0.9999 for both 0.99985 and 0.99994.
 std::string format_metric(double v);
+std::string format_cosine(double v);
 
 }  // namespace parity::compare

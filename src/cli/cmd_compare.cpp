@@ -1,0 +1,265 @@
+// `parity compare GOLDEN TARGET`: open both sources, run_compare, render (table, CSV, JSON).
+// Parse, call, render — the maths lives in src/compare, the rules in src/judgement.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/ui.h"
+#include "parity/compare.h"
+#include "parity/diagnosis.h"
+#include "parity/source.h"
+#include "parity/thresholds.h"
+#include "report/compare_report.h"
+
+namespace parity::cli {
+
+namespace {
+
+struct CompareArgs {
+  std::string golden, target;
+  std::string golden_format, target_format;
+  int64_t step = -1;
+  int rank = -1;
+  int jobs = 0;
+  std::string thresholds_file;
+  std::optional<double> cosine, cosine_fail, max_abs, rel_l2, max_rel, kl_max, stats_rel;
+  bool show_thresholds = false;
+  std::vector<std::string> kl_patterns;
+  std::string json_path, csv_path;
+  std::string sort = "worst";
+  std::string sort_metric = "cosine";
+  int64_t limit = 30;
+  bool all = false;
+  std::string map_file;   // --map: target→golden name rules (docs/alignment.md)
+  bool no_align = false;  // --no-align: no order-based alignment of unmatched events
+};
+
+// The command line as typed, shell-quoted where needed (for the verdict line and the JSON).
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string out;
+  size_t start = 0;
+  bool first = true;
+  while (start < raw.size()) {
+    size_t end = raw.find('\0', start);
+    if (end == std::string::npos) end = raw.size();
+    std::string arg = raw.substr(start, end - start);
+    if (first) {
+      const size_t slash = arg.rfind('/');
+      if (slash != std::string::npos) arg = arg.substr(slash + 1);  // "parity", not the build path
+      first = false;
+    }
+    const bool plain = !arg.empty() && arg.find_first_not_of(
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == std::string::npos;
+    if (!out.empty()) out += ' ';
+    if (plain) {
+      out += arg;
+    } else {
+      out += '\'';
+      for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      out += '\'';
+    }
+    start = end + 1;
+  }
+  return out.empty() ? "parity compare" : out;
+}
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "parity compare: %s\n", message.c_str());
+  return kExitUsage;
+}
+
+// Thresholds in effect: defaults, then the file, then the flags (flags apply to every dtype).
+Result<Thresholds> build_thresholds(const CompareArgs& a) {
+  Thresholds th = default_thresholds();
+  if (!a.thresholds_file.empty()) {
+    PARITY_ASSIGN_OR_RETURN(th, load_thresholds(a.thresholds_file, std::move(th)));
+  }
+  struct Flag { const char* flag; const char* field; const std::optional<double>& value; };
+  const Flag flags[] = {{"--cosine", "cosine_pass", a.cosine},     {"--cosine-fail", "cosine_fail", a.cosine_fail},
+                        {"--max-abs", "max_abs_fail", a.max_abs},  {"--rel-l2", "rel_l2_warn", a.rel_l2},
+                        {"--max-rel", "max_rel_warn", a.max_rel},  {"--kl-max", "kl_pass", a.kl_max},
+                        {"--stats-rel", "stats_rel_warn", a.stats_rel}};
+  for (const Flag& f : flags) {
+    if (!f.value) continue;
+    // Through the thresholds-file parser, so that flags get exactly the file's validation.
+    std::ostringstream text;
+    text.precision(17);
+    text << "{\"all\": {\"" << f.field << "\": ";
+    if (std::isinf(*f.value)) {
+      text << "\"Infinity\"";
+    } else {
+      text << *f.value;
+    }
+    text << "}}";
+    PARITY_RETURN_NOT_OK(apply_thresholds_json(text.str(), f.flag, th));
+  }
+  return th;
+}
+
+Status write_text(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return Status::OK();
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Status::IOError(path + ": cannot open for writing");
+  out << text;
+  out.close();
+  if (!out) return Status::IOError(path + ": error while writing");
+  return Status::OK();
+}
+
+int run(const CompareArgs& a, const GlobalOptions& global) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<Thresholds> th = build_thresholds(a);
+  if (!th.ok()) return usage_error(th.status().message());
+  if (a.show_thresholds) {
+    std::printf("%s\n", thresholds_to_json(*th).c_str());
+    return kExitOk;
+  }
+  if (a.golden.empty() || a.target.empty()) {
+    return usage_error("GOLDEN and TARGET are required (see parity compare --help)");
+  }
+  if (a.json_path == "-" && a.csv_path == "-") return usage_error("--json - and --csv - cannot both write to stdout");
+
+  Result<std::unique_ptr<RecordSource>> golden = open_source(a.golden, a.golden_format);
+  if (!golden.ok()) return usage_error("cannot open golden: " + golden.status().message());
+  Result<std::unique_ptr<RecordSource>> target = open_source(a.target, a.target_format);
+  if (!target.ok()) return usage_error("cannot open target: " + target.status().message());
+
+  CompareOptions opts;
+  opts.thresholds = *th;
+  opts.step = a.step;
+  opts.rank = a.rank;
+  opts.jobs = a.jobs;
+  opts.kl_patterns = a.kl_patterns;
+  opts.map_file = a.map_file;
+  opts.align = !a.no_align;
+  std::unique_ptr<ProgressSink> progress = make_progress(global);
+  opts.progress = progress.get();
+
+  Result<CompareResult> result = run_compare(**golden, **target, opts);
+  if (!result.ok()) return usage_error(result.status().message());
+  CompareResult& res = *result;
+  // Noise classes, first divergence, suspects, NaN/Inf origin and diagnoses (docs/diagnosis.md).
+  const Findings findings = analyse_and_diagnose(res, golden->get(), target->get());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::string command = command_line();
+
+  // Human output goes to stdout, or to stderr when stdout carries JSON or CSV.
+  const bool machine_on_stdout = a.json_path == "-" || a.csv_path == "-";
+  std::FILE* human = machine_on_stdout ? stderr : stdout;
+  report::TableOptions topt;
+  topt.color = use_color(global, machine_on_stdout ? 2 : 1);
+  topt.width = terminal_width();
+  topt.limit = a.all ? 0 : a.limit;
+  topt.verbose = global.verbose;
+  topt.sort_metric = a.sort_metric;
+  topt.sort = a.sort == "name"     ? report::SortKey::kName
+              : a.sort == "order"  ? report::SortKey::kOrder
+              : a.sort == "metric" ? report::SortKey::kMetric
+                                   : report::SortKey::kWorst;
+
+  int code = res.summary.verdict == Verdict::kPass ? kExitOk : kExitDifferences;
+  if (!a.json_path.empty()) {
+    nlohmann::json j = report::compare_result_to_json(res);
+    for (auto& [key, value] : findings_to_json(findings, res).items()) j[key] = value;
+    j["parity_version"] = PARITY_VERSION;
+    j["command"] = command;
+    j["elapsed_seconds"] = seconds;
+    Status st = write_text(a.json_path, j.dump(2) + "\n");
+    if (!st.ok()) {
+      std::fprintf(stderr, "parity compare: %s\n", st.message().c_str());
+      code = kExitUsage;
+    }
+  }
+  if (!a.csv_path.empty()) {
+    Status st = Status::OK();
+    if (a.csv_path == "-") {
+      report::write_compare_csv(res, stdout);
+      std::fflush(stdout);
+    } else {
+      st = report::write_compare_csv(res, a.csv_path);
+    }
+    if (!st.ok()) {
+      std::fprintf(stderr, "parity compare: %s\n", st.message().c_str());
+      code = kExitUsage;
+    }
+  }
+  if (!global.quiet) {
+    print_config_diff(human, findings.config, topt.color);
+    report::print_compare_header(human, res, topt);
+    report::print_compare_table(human, res, topt);
+    report::print_compare_unmatched(human, res, topt);
+    report::print_compare_problems(human, res, topt);
+    report::print_compare_notes(human, res, topt);
+    std::fputc('\n', human);
+    print_findings(human, findings, res, topt.color);
+    std::fputc('\n', human);
+  } else {
+    // --quiet still names what could not be read: errors are never silent.
+    for (const Status& st : res.problems) std::fprintf(stderr, "parity compare: %s\n", st.message().c_str());
+  }
+  report::print_compare_verdict(human, res, seconds, command, topt.color);
+  return code;
+}
+
+}  // namespace
+
+CommandAction setup_compare(CLI::App& sub, const GlobalOptions& global) {
+  auto a = std::make_shared<CompareArgs>();
+  sub.description(
+      "Compare GOLDEN with TARGET tensor by tensor: pair records by name (and rank, step), compute every\n"
+      "metric of the fused kernel, judge each pair against per-dtype thresholds (docs/thresholds.md).\n"
+      "GOLDEN and TARGET: .npy, .npz, .safetensors files, directories of them, or capture runs.\n"
+      "Exit: 0 all pairs pass; 1 a pair warned/failed/errored, a record was unmatched or a file unreadable;\n"
+      "2 usage error or an input that cannot be opened at all; 3 internal error.");
+  sub.add_option("GOLDEN", a->golden, "Golden (reference) file, directory or run");
+  sub.add_option("TARGET", a->target, "Target file, directory or run to check against GOLDEN");
+  sub.add_option("--golden-format", a->golden_format, "Force GOLDEN's format (npy, npz, safetensors, ...; default: detect)");
+  sub.add_option("--target-format", a->target_format, "Force TARGET's format (default: detect)");
+  sub.add_option("--step", a->step, "Only records of this capture step (plain files have none; default: all)")
+      ->check(CLI::NonNegativeNumber);
+  sub.add_option("--rank", a->rank, "Only records of this rank (default: all)")->check(CLI::NonNegativeNumber);
+  sub.add_option("-j,--jobs", a->jobs, "Worker threads (default 0 = all cores)")->check(CLI::NonNegativeNumber);
+  sub.add_option("--thresholds", a->thresholds_file,
+                 "JSON file overlaying the default thresholds ({\"bf16\": {\"cosine_pass\": 0.998}, \"all\": {...}})");
+  sub.add_option("--cosine", a->cosine, "Cosine needed to pass, every dtype (default 0.999; fp8 lower)");
+  sub.add_option("--cosine-fail", a->cosine_fail, "Cosine below which a pair fails when max abs > 0.001 (default 0.99)");
+  sub.add_option("--max-abs", a->max_abs, "Max abs error above which a pair fails (default 1; off for bf16/fp8; 'inf' = off)");
+  sub.add_option("--rel-l2", a->rel_l2, "Relative L2 error above which a pair warns (default 1e-2; fp8 higher)");
+  sub.add_option("--max-rel", a->max_rel, "Max relative error above which a pair warns (default off)");
+  sub.add_option("--kl-max", a->kl_max, "KL divergence at or above which a logits pair warns (default bf16 0.005, others 1e-4)");
+  sub.add_option("--stats-rel", a->stats_rel, "Statistics mode: relative error of Max/Min/Mean/Norm above which a pair warns (default 0.5)");
+  sub.add_flag("--show-thresholds", a->show_thresholds, "Print the thresholds in effect (JSON) and exit");
+  sub.add_option("--kl", a->kl_patterns,
+                 "Regex (repeatable): names whose pairs also get softmax KL along the last dim (names containing 'logits' always do)")
+      ->allow_extra_args(false);
+  sub.add_option("--json", a->json_path, "Write the result as JSON (schema parity.compare/1, docs/compare-json.md); '-' = stdout, table to stderr");
+  sub.add_option("--csv", a->csv_path, "Write one CSV line per pair (schema parity.compare.csv/1); '-' = stdout, table to stderr");
+  sub.add_option("--sort", a->sort, "Table order: worst (verdict, then rel L2), name, order (execution order), metric")
+      ->check(CLI::IsMember({"worst", "name", "order", "metric"}))
+      ->capture_default_str();
+  sub.add_option("--sort-metric", a->sort_metric, "Metric for --sort metric, worst first")
+      ->check(CLI::IsMember(report::sortable_metrics()))
+      ->capture_default_str();
+  sub.add_option("--limit", a->limit, "Table rows shown (then '... N more')")->check(CLI::NonNegativeNumber)->capture_default_str();
+  sub.add_flag("--all", a->all, "Show every row (same as --limit 0)");
+  sub.add_option("--map", a->map_file,
+                 "Name mapping file for records left unmatched: 'TARGET => GOLDEN' or 're:REGEX => GOLDEN' per line (docs/alignment.md)");
+  sub.add_flag("--no-align", a->no_align, "Do not pair unmatched capture events by execution-order alignment");
+  return [a, &global] { return run(*a, global); };
+}
+
+}  // namespace parity::cli

@@ -1,0 +1,605 @@
+// Tests of `run_compare` (pairing, modes, verdicts, parallel execution), the judgement rules at
+// their threshold edges, the thresholds file overlay and the JSON form. Sources are in-memory
+// RecordSources holding real tensors; metrics come from the real fused kernel.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "compare/judge.h"
+#include "matching/exact.h"
+#include "parity/compare.h"
+#include "parity/thresholds.h"
+#include "report/compare_report.h"
+
+namespace parity {
+namespace {
+
+// A RecordSource over tensors held in memory. `fail_load` marks records whose data cannot be read.
+class MemorySource final : public RecordSource {
+ public:
+  std::string describe() const override { return "memory"; }
+  const std::vector<Record>& records() const override { return records_; }
+  const std::vector<Status>& problems() const override { return problems_; }
+  Result<TensorView> load(const Record& r) const override {
+    auto it = tensors_.find(r.handle);
+    if (it == tensors_.end()) return Status::IOError(r.file + ": cannot read tensor data");
+    return it->second;
+  }
+
+  Record& add(const std::string& name, const std::vector<float>& values, Shape shape = {}) {
+    if (shape.empty() && values.size() != 1) shape = {static_cast<int64_t>(values.size())};
+    std::vector<std::byte> bytes(values.size() * sizeof(float));
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    Record r;
+    r.name = name;
+    r.file = name + ".npy";
+    r.dtype = DType::kF32;
+    r.shape = shape;
+    r.has_data = true;
+    r.handle = records_.size();
+    r.order = static_cast<int64_t>(records_.size());
+    tensors_[r.handle] = make_owned_tensor(DType::kF32, shape, std::move(bytes));
+    records_.push_back(r);
+    return records_.back();
+  }
+  Record& add_meta(const std::string& name, Shape shape) {
+    Record r;
+    r.name = name;
+    r.file = name + ".bin";
+    r.shape = std::move(shape);
+    r.handle = 1'000'000 + records_.size();
+    r.order = static_cast<int64_t>(records_.size());
+    records_.push_back(r);
+    return records_.back();
+  }
+  void add_problem(Status st) { problems_.push_back(std::move(st)); }
+  void drop_data(const std::string& name) {
+    for (Record& r : records_) {
+      if (r.name == name) tensors_.erase(r.handle);
+    }
+  }
+
+ private:
+  std::vector<Record> records_;
+  std::vector<Status> problems_;
+  std::map<uint64_t, TensorView> tensors_;
+};
+
+std::vector<float> ramp(int n, float scale = 1.0f, float offset = 0.0f) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = scale * std::sin(0.37f * static_cast<float>(i) + 0.1f) + offset;
+  return v;
+}
+
+CompareOptions default_options() {
+  CompareOptions o;
+  o.thresholds = default_thresholds();
+  o.jobs = 2;
+  return o;
+}
+
+const CompareRow* find_row(const CompareResult& r, const std::string& name) {
+  for (const CompareRow& row : r.rows) {
+    if (row.golden.name == name) return &row;
+  }
+  return nullptr;
+}
+
+TEST(ComparePairing, PairsByNameAndListsUnmatched) {
+  MemorySource g, t;
+  g.add("a", ramp(16));
+  g.add("b", ramp(16));
+  g.add("c", ramp(16));
+  t.add("c", ramp(16));
+  t.add("b", ramp(16));
+  t.add("d", ramp(16));
+  Result<CompareResult> r = run_compare(g, t, default_options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->rows.size(), 2u);
+  EXPECT_EQ(r->rows[0].golden.name, "b");  // golden order, whatever the target order
+  EXPECT_EQ(r->rows[1].golden.name, "c");
+  ASSERT_EQ(r->unmatched_golden.size(), 1u);
+  EXPECT_EQ(r->unmatched_golden[0].name, "a");
+  ASSERT_EQ(r->unmatched_target.size(), 1u);
+  EXPECT_EQ(r->unmatched_target[0].name, "d");
+  EXPECT_EQ(r->summary.pass, 2);
+  // Identical pairs pass, but unmatched records make the overall verdict at least warn (exit 1).
+  EXPECT_EQ(r->summary.verdict, Verdict::kWarn);
+}
+
+TEST(ComparePairing, KeyIncludesStepAndRankAndFiltersApply) {
+  MemorySource g, t;
+  g.add("x", ramp(8)).step = 0;
+  g.add("x", ramp(8, 2.0f)).step = 1;
+  t.add("x", ramp(8, 2.0f)).step = 1;
+  t.add("x", ramp(8)).step = 0;
+  Result<CompareResult> all = run_compare(g, t, default_options());
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->rows.size(), 2u);
+  EXPECT_EQ(all->summary.pass, 2);  // step 0 with step 0, step 1 with step 1
+  EXPECT_TRUE(all->unmatched_golden.empty());
+
+  CompareOptions o = default_options();
+  o.step = 1;
+  Result<CompareResult> one = run_compare(g, t, o);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->rows.size(), 1u);
+  EXPECT_EQ(one->rows[0].golden.step, 1);
+  EXPECT_TRUE(one->unmatched_golden.empty());
+  EXPECT_TRUE(one->unmatched_target.empty());
+  EXPECT_EQ(one->summary.verdict, Verdict::kPass);
+}
+
+TEST(ComparePairing, DuplicateKeysPairInOrderAndExtrasStayUnmatched) {
+  std::vector<Record> g(3), t(2);
+  for (auto* v : {&g, &t}) {
+    for (Record& r : *v) r.name = "same";
+  }
+  matching::ExactPairing p = matching::pair_exact(g, t, {});
+  ASSERT_EQ(p.pairs.size(), 2u);
+  EXPECT_EQ(p.pairs[0], (std::pair<size_t, size_t>{0, 0}));
+  EXPECT_EQ(p.pairs[1], (std::pair<size_t, size_t>{1, 1}));
+  ASSERT_EQ(p.unmatched_golden.size(), 1u);
+  EXPECT_EQ(p.unmatched_golden[0], 2u);
+}
+
+TEST(ComparePairing, StepFilterOnPlainFilesIsNotedNotApplied) {
+  MemorySource g, t;
+  g.add("a", ramp(8));
+  t.add("a", ramp(8));
+  CompareOptions o = default_options();
+  o.step = 3;
+  Result<CompareResult> r = run_compare(g, t, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->rows.size(), 1u);
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_NE(r->notes[0].find("carry no step"), std::string::npos);
+}
+
+TEST(CompareShapes, DifferentCountIsAnErrorWithoutMetrics) {
+  MemorySource g, t;
+  g.add("w", ramp(6), {2, 3});
+  t.add("w", ramp(9), {3, 3});
+  Result<CompareResult> r = run_compare(g, t, default_options());
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->rows.size(), 1u);
+  EXPECT_EQ(r->rows[0].verdict, Verdict::kError);
+  EXPECT_FALSE(r->rows[0].metrics.has_value());
+  EXPECT_NE(r->rows[0].reason.find("shapes differ"), std::string::npos);
+  EXPECT_NE(r->rows[0].reason.find("[2, 3]"), std::string::npos);
+}
+
+TEST(CompareShapes, SameCountDifferentShapeIsComparedFlatAndFlagged) {
+  MemorySource g, t;
+  g.add("w", ramp(6), {2, 3});
+  t.add("w", ramp(6), {3, 2});
+  Result<CompareResult> r = run_compare(g, t, default_options());
+  ASSERT_TRUE(r.ok());
+  const CompareRow& row = r->rows.at(0);
+  EXPECT_TRUE(row.shape_differs);
+  ASSERT_TRUE(row.metrics.has_value());
+  EXPECT_EQ(row.metrics->max_abs, 0.0);
+  EXPECT_EQ(row.verdict, Verdict::kWarn);
+  EXPECT_NE(row.reason.find("shapes differ"), std::string::npos);
+}
+
+TEST(CompareErrors, UnreadableTensorIsARowErrorAndTheRestContinues) {
+  MemorySource g, t;
+  g.add("ok", ramp(32));
+  g.add("broken", ramp(32));
+  t.add("ok", ramp(32));
+  t.add("broken", ramp(32));
+  t.drop_data("broken");
+  t.add_problem(Status::Invalid("target/bad.npy: header claims 4096 bytes of data, file has 100"));
+  Result<CompareResult> r = run_compare(g, t, default_options());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(find_row(*r, "ok")->verdict, Verdict::kPass);
+  const CompareRow* broken = find_row(*r, "broken");
+  EXPECT_EQ(broken->verdict, Verdict::kError);
+  EXPECT_NE(broken->reason.find("broken.npy"), std::string::npos);
+  EXPECT_EQ(r->summary.problems, 1);
+  EXPECT_EQ(r->golden_problems, 0);
+  EXPECT_EQ(r->summary.verdict, Verdict::kError);
+}
+
+TEST(CompareTensor, PerturbedLayerFailsAndNoiseWarnsOrPasses) {
+  MemorySource g, t;
+  std::vector<float> base = ramp(4096, 3.0f);
+  g.add("same", base);
+  t.add("same", base);
+  g.add("noisy", base);
+  std::vector<float> noisy = base;
+  for (size_t i = 0; i < noisy.size(); ++i) noisy[i] *= 1.0f + 1e-4f * static_cast<float>(static_cast<int>(i % 7) - 3);
+  t.add("noisy", noisy);
+  g.add("broken", base);
+  std::vector<float> broken = ramp(4096, 3.0f, 0.0f);
+  for (size_t i = 0; i < broken.size(); i += 2) broken[i] = -broken[i];
+  t.add("broken", broken);
+  Result<CompareResult> r = run_compare(g, t, default_options());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(find_row(*r, "same")->verdict, Verdict::kPass);
+  EXPECT_EQ(find_row(*r, "same")->reason, "identical");
+  EXPECT_EQ(find_row(*r, "noisy")->verdict, Verdict::kPass);
+  const CompareRow* b = find_row(*r, "broken");
+  EXPECT_EQ(b->verdict, Verdict::kFail);
+  EXPECT_NE(b->reason.find("cosine"), std::string::npos);
+}
+
+TEST(CompareTensor, LogitsNamesAndKlPatternsGetKl) {
+  MemorySource g, t;
+  g.add("model.logits", ramp(64), {4, 16});
+  t.add("model.logits", ramp(64), {4, 16});
+  g.add("head.out", ramp(64), {4, 16});
+  t.add("head.out", ramp(64), {4, 16});
+  g.add("other", ramp(64), {4, 16});
+  t.add("other", ramp(64), {4, 16});
+  CompareOptions o = default_options();
+  o.kl_patterns = {"^head\\."};
+  Result<CompareResult> r = run_compare(g, t, o);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(find_row(*r, "model.logits")->metrics->kl_computed);
+  EXPECT_TRUE(find_row(*r, "head.out")->metrics->kl_computed);
+  EXPECT_FALSE(find_row(*r, "other")->metrics->kl_computed);
+
+  o.kl_patterns = {"(unclosed"};
+  Result<CompareResult> bad = run_compare(g, t, o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("(unclosed"), std::string::npos);
+}
+
+TEST(CompareTensor, ParallelSmallPairsGiveTheSameResultAsOneThread) {
+  MemorySource g, t;
+  for (int i = 0; i < 400; ++i) {
+    const std::string name = "t" + std::to_string(i);
+    std::vector<float> v = ramp(16 + i, 1.0f + static_cast<float>(i % 5));
+    g.add(name, v);
+    if (i % 37 == 0) v[3] += 0.5f;  // a few broken ones
+    t.add(name, v);
+  }
+  CompareOptions one = default_options();
+  one.jobs = 1;
+  CompareOptions two = default_options();
+  two.jobs = 2;
+  Result<CompareResult> a = run_compare(g, t, one);
+  Result<CompareResult> b = run_compare(g, t, two);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->rows.size(), 400u);
+  for (size_t i = 0; i < a->rows.size(); ++i) {
+    EXPECT_EQ(a->rows[i].golden.name, b->rows[i].golden.name);
+    EXPECT_EQ(a->rows[i].verdict, b->rows[i].verdict);
+    EXPECT_EQ(a->rows[i].metrics->max_abs, b->rows[i].metrics->max_abs);
+  }
+  EXPECT_EQ(a->summary.pass + a->summary.warn + a->summary.fail + a->summary.error, 400);
+  EXPECT_GT(a->summary.pass, 0);
+  EXPECT_GT(a->summary.fail + a->summary.warn, 0);
+}
+
+class CountingProgress final : public ProgressSink {
+ public:
+  void begin(const char*, int64_t t, const char* unit) override { total = t; unit_ = unit; }
+  void advance(int64_t n) override { done += n; }
+  void end() override { ended = true; }
+  int64_t total = 0;
+  std::atomic<int64_t> done{0};
+  std::string unit_;
+  bool ended = false;
+};
+
+TEST(CompareTensor, ProgressCountsBytesOfBothSides) {
+  MemorySource g, t;
+  g.add("a", ramp(100));
+  t.add("a", ramp(100));
+  g.add("b", ramp(1 << 19));  // 2 MiB a side: the one-at-a-time path
+  t.add("b", ramp(1 << 19));
+  CountingProgress p;
+  CompareOptions o = default_options();
+  o.progress = &p;
+  ASSERT_TRUE(run_compare(g, t, o).ok());
+  EXPECT_EQ(p.unit_, "B");
+  EXPECT_EQ(p.total, 2 * 4 * (100 + (1 << 19)));
+  EXPECT_EQ(p.done.load(), p.total);
+  EXPECT_TRUE(p.ended);
+}
+
+TensorStats stats(double mn, double mx, double mean, double norm, int64_t numel = 10) {
+  TensorStats s;
+  s.min = mn;
+  s.max = mx;
+  s.mean = mean;
+  s.l2norm = norm;
+  s.absmax = std::max(std::fabs(mn), std::fabs(mx));
+  s.numel = numel;
+  return s;
+}
+
+TEST(CompareStatistics, MsprobeRuleOnStoredStatistics) {
+  MemorySource g, t;
+  g.add_meta("close", {10}).stats = stats(-1, 1, 0.1, 3);
+  t.add_meta("close", {10}).stats = stats(-1.001, 1.002, 0.1001, 3.003);
+  g.add_meta("far", {10}).stats = stats(-1, 1, 0.1, 3);
+  t.add_meta("far", {10}).stats = stats(-1, 1, 0.1, 4.6);  // Norm rel err 0.533 > 0.5
+  g.add_meta("nan", {10}).stats = stats(-1, 1, 0.1, 3);
+  TensorStats with_nan = stats(-1, 1, 0.1, 3);
+  with_nan.nan_count = 2;
+  t.add_meta("nan", {10}).stats = with_nan;
+  Result<CompareResult> r = run_compare(g, t, default_options());
+  ASSERT_TRUE(r.ok());
+  const CompareRow* close = find_row(*r, "close");
+  EXPECT_EQ(close->mode, CompareMode::kStatistics);
+  EXPECT_EQ(close->verdict, Verdict::kPass);
+  ASSERT_TRUE(close->stats.has_value());
+  EXPECT_NEAR(close->stats->norm_diff, 0.003, 1e-12);
+  EXPECT_NEAR(close->stats->norm_rel, 0.001, 1e-12);
+  EXPECT_NEAR(close->stats->max_rel, 0.002, 1e-12);
+  EXPECT_NEAR(close->stats->worst_rel, 0.002, 1e-12);
+  const CompareRow* far = find_row(*r, "far");
+  EXPECT_EQ(far->verdict, Verdict::kWarn);
+  EXPECT_NE(far->reason.find("Norm"), std::string::npos);
+  EXPECT_EQ(find_row(*r, "nan")->verdict, Verdict::kFail);
+}
+
+TEST(CompareStatistics, GoldenZeroStatisticIsUnboundedRelativeError) {
+  StatsComparison s = compare::compare_stats(stats(0, 1, 0, 2), stats(0, 1, 0.01, 2));
+  EXPECT_EQ(s.min_rel, 0.0);  // both 0
+  EXPECT_TRUE(std::isnan(s.mean_rel));
+  EXPECT_TRUE(std::isnan(s.worst_rel));
+  EXPECT_EQ(compare::judge_stats(s, default_thresholds().for_dtype(DType::kF32)).verdict, Verdict::kWarn);
+}
+
+TEST(CompareStatistics, DataOnOneSideIsSummarisedThenCompared) {
+  MemorySource g, t;
+  std::vector<float> v = {1, -2, 3, 4};
+  g.add("mixed", v);
+  TensorStats ts = stats(-2, 4, 1.5, std::sqrt(30.0), 4);
+  t.add_meta("mixed", {4}).stats = ts;
+  Result<CompareResult> r = run_compare(g, t, default_options());
+  ASSERT_TRUE(r.ok());
+  const CompareRow& row = r->rows.at(0);
+  EXPECT_EQ(row.mode, CompareMode::kStatistics);
+  EXPECT_EQ(row.verdict, Verdict::kPass) << row.reason;
+  EXPECT_NEAR(row.stats->golden.l2norm, std::sqrt(30.0), 1e-9);
+  ASSERT_FALSE(r->notes.empty());
+  EXPECT_NE(r->notes[0].find("statistics"), std::string::npos);
+}
+
+TEST(CompareChecksum, EqualPassesDifferentFails) {
+  MemorySource g, t;
+  g.add_meta("eq", {4}).crc32c = 0xdeadbeefu;
+  t.add_meta("eq", {4}).crc32c = 0xdeadbeefu;
+  g.add_meta("ne", {4}).crc32c = 0x1u;
+  t.add_meta("ne", {4}).crc32c = 0x2u;
+  Record& gx = g.add_meta("dtypes", {4});
+  gx.crc32c = 0x1u;
+  Record& tx = t.add_meta("dtypes", {4});
+  tx.crc32c = 0x1u;
+  tx.dtype = DType::kBF16;
+  Result<CompareResult> r = run_compare(g, t, default_options());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(find_row(*r, "eq")->mode, CompareMode::kChecksum);
+  EXPECT_EQ(find_row(*r, "eq")->verdict, Verdict::kPass);
+  EXPECT_EQ(find_row(*r, "eq")->checksum_equal, true);
+  EXPECT_EQ(find_row(*r, "ne")->verdict, Verdict::kFail);
+  EXPECT_EQ(find_row(*r, "ne")->checksum_equal, false);
+  // Checksums of different dtypes say nothing; with nothing else to compare the row is "none".
+  const CompareRow* d = find_row(*r, "dtypes");
+  EXPECT_EQ(d->mode, CompareMode::kNone);
+  EXPECT_EQ(d->verdict, Verdict::kError);
+  EXPECT_NE(d->reason.find("nothing both sides share"), std::string::npos);
+}
+
+// ---- judgement at the threshold edges ------------------------------------------------------------
+
+PairMetrics metrics(double cosine, double max_abs, double rel_l2 = 1e-4) {
+  PairMetrics m;
+  m.numel = m.compared = 100;
+  m.cosine = cosine;
+  m.max_abs = max_abs;
+  m.rel_l2 = rel_l2;
+  m.max_rel = 1e-3;
+  m.golden.l2norm = m.target.l2norm = 1.0;
+  return m;
+}
+
+TEST(Judge, CosineAndMaxAbsEdgesForF32) {
+  const DTypeThresholds& th = default_thresholds().for_dtype(DType::kF32);
+  using compare::judge_tensor;
+  EXPECT_EQ(judge_tensor(metrics(0.999, 1e-3), th).verdict, Verdict::kPass);  // "≥ 0.999" passes
+  EXPECT_EQ(judge_tensor(metrics(0.99899, 1e-3), th).verdict, Verdict::kWarn);
+  EXPECT_EQ(judge_tensor(metrics(0.99, 0.5), th).verdict, Verdict::kWarn);     // not < 0.99
+  EXPECT_EQ(judge_tensor(metrics(0.985, 0.001), th).verdict, Verdict::kWarn);  // max abs not > 0.001
+  EXPECT_EQ(judge_tensor(metrics(0.985, 0.0011), th).verdict, Verdict::kFail);
+  EXPECT_EQ(judge_tensor(metrics(0.9, 1e-5), th).verdict, Verdict::kWarn);     // not < 0.9
+  EXPECT_EQ(judge_tensor(metrics(0.8999, 1e-5), th).verdict, Verdict::kFail);
+  EXPECT_EQ(judge_tensor(metrics(0.99999, 1.0), th).verdict, Verdict::kPass);  // not > 1
+  EXPECT_EQ(judge_tensor(metrics(0.99999, 1.0001), th).verdict, Verdict::kFail);
+  EXPECT_EQ(judge_tensor(metrics(0.99999, 0.1, 0.01), th).verdict, Verdict::kPass);
+  EXPECT_EQ(judge_tensor(metrics(0.99999, 0.1, 0.0101), th).verdict, Verdict::kWarn);
+}
+
+TEST(Judge, Bf16HasNoAbsoluteRuleAndLooserKl) {
+  const Thresholds all = default_thresholds();
+  const DTypeThresholds& bf16 = all.for_dtype(DType::kBF16);
+  EXPECT_EQ(compare::judge_tensor(metrics(0.9999, 4.0), bf16).verdict, Verdict::kPass);
+  PairMetrics m = metrics(0.99999, 0.01);
+  m.kl_computed = true;
+  m.kl = 0.004;
+  EXPECT_EQ(compare::judge_tensor(m, bf16).verdict, Verdict::kPass);
+  m.kl = 0.005;
+  EXPECT_EQ(compare::judge_tensor(m, bf16).verdict, Verdict::kWarn);  // KL < 0.005 to pass
+  m.kl = 2e-4;
+  EXPECT_EQ(compare::judge_tensor(m, all.for_dtype(DType::kF16)).verdict, Verdict::kWarn);
+  EXPECT_EQ(lower_precision(DType::kF32, DType::kBF16), DType::kBF16);
+  EXPECT_EQ(lower_precision(DType::kF16, DType::kBF16), DType::kBF16);
+  EXPECT_EQ(lower_precision(DType::kI32, DType::kF16), DType::kF16);
+  EXPECT_EQ(all.for_dtype(DType::kF64).cosine_pass, all.fallback.cosine_pass);
+}
+
+TEST(Judge, NonFiniteMismatchIsAnErrorAndEdgeCasesAreNamed) {
+  const DTypeThresholds& th = default_thresholds().for_dtype(DType::kF32);
+  PairMetrics m = metrics(1.0, 0.0);
+  m.nonfinite_agree = false;
+  m.nonfinite_mismatch = 3;
+  compare::Judgement j = compare::judge_tensor(m, th);
+  EXPECT_EQ(j.verdict, Verdict::kError);
+  EXPECT_NE(j.reason.find("3 elements"), std::string::npos);
+
+  PairMetrics empty;
+  EXPECT_EQ(compare::judge_tensor(empty, th).reason, "empty tensors");
+
+  PairMetrics zero = metrics(kNaN, 0.5, kNaN);
+  zero.golden.l2norm = 0.0;
+  j = compare::judge_tensor(zero, th);
+  EXPECT_EQ(j.verdict, Verdict::kFail);
+  EXPECT_NE(j.reason.find("golden is all zero"), std::string::npos);
+}
+
+// ---- thresholds ----------------------------------------------------------------------------------
+
+std::filesystem::path write_temp(const std::string& name, const std::string& text) {
+  std::filesystem::path p = std::filesystem::temp_directory_path() / ("parity_compare_test_" + name);
+  std::ofstream(p) << text;
+  return p;
+}
+
+TEST(Thresholds, DefaultsCarryTheSourcedValues) {
+  Thresholds th = default_thresholds();
+  EXPECT_EQ(th.for_dtype(DType::kF32).cosine_pass, 0.999);
+  EXPECT_EQ(th.for_dtype(DType::kBF16).kl_pass, 0.005);
+  EXPECT_EQ(th.for_dtype(DType::kF16).kl_pass, 1e-4);
+  EXPECT_EQ(th.for_dtype(DType::kF32).max_abs_fail, 1.0);
+  EXPECT_EQ(th.for_dtype(DType::kF32).cosine_hard_fail, 0.9);
+  EXPECT_TRUE(std::isinf(th.for_dtype(DType::kBF16).max_abs_fail));
+  EXPECT_LT(th.for_dtype(DType::kF8E5M2).cosine_pass, th.for_dtype(DType::kF8E4M3).cosine_pass);
+}
+
+TEST(Thresholds, FileOverlaysDefaultsAllThenPerDtype) {
+  auto p = write_temp("ok.json", R"({"all": {"rel_l2_warn": 0.02}, "bfloat16": {"cosine_pass": 0.998},
+                                     "default": {"max_abs_fail": "Infinity"}, "f64": {"kl_pass": 1e-6}})");
+  Result<Thresholds> th = load_thresholds(p.string(), default_thresholds());
+  ASSERT_TRUE(th.ok()) << th.status().ToString();
+  EXPECT_EQ(th->for_dtype(DType::kBF16).cosine_pass, 0.998);
+  EXPECT_EQ(th->for_dtype(DType::kBF16).rel_l2_warn, 0.02);
+  EXPECT_EQ(th->for_dtype(DType::kF32).rel_l2_warn, 0.02);
+  EXPECT_EQ(th->for_dtype(DType::kF32).cosine_pass, 0.999);
+  EXPECT_TRUE(std::isinf(th->fallback.max_abs_fail));
+  EXPECT_EQ(th->for_dtype(DType::kF64).kl_pass, 1e-6);
+  // Round trip through the printed form.
+  auto again = write_temp("roundtrip.json", thresholds_to_json(*th));
+  Result<Thresholds> back = load_thresholds(again.string(), default_thresholds());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(thresholds_to_json(*back), thresholds_to_json(*th));
+}
+
+TEST(Thresholds, BadFilesAreErrorsNamingTheFile) {
+  struct Case { const char* name; const char* text; const char* expect; };
+  const Case cases[] = {
+      {"syntax.json", "{\"f32\": {", "not valid JSON"},
+      {"dtype.json", R"({"f33": {"cosine_pass": 0.9}})", "unknown dtype key \"f33\""},
+      {"field.json", R"({"f32": {"cosine": 0.9}})", "unknown threshold"},
+      {"range.json", R"({"f32": {"cosine_pass": 1.5}})", "[-1, 1]"},
+      {"neg.json", R"({"f32": {"max_abs_fail": -1}})", ">= 0"},
+      {"type.json", R"({"f32": {"kl_pass": "small"}})", "expected a number"},
+      {"array.json", R"([1, 2])", "expected a JSON object"},
+  };
+  for (const Case& c : cases) {
+    auto p = write_temp(c.name, c.text);
+    Result<Thresholds> th = load_thresholds(p.string(), default_thresholds());
+    ASSERT_FALSE(th.ok()) << c.name;
+    EXPECT_NE(th.status().message().find(p.string()), std::string::npos) << th.status().message();
+    EXPECT_NE(th.status().message().find(c.expect), std::string::npos) << th.status().message();
+  }
+  Result<Thresholds> missing = load_thresholds("/nonexistent/parity-thresholds.json", default_thresholds());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent/parity-thresholds.json"), std::string::npos);
+}
+
+// ---- JSON ----------------------------------------------------------------------------------------
+
+TEST(CompareJson, SchemaShapeAndNonFiniteEncoding) {
+  MemorySource g, t;
+  g.add("a", ramp(16));
+  t.add("a", ramp(16));
+  g.add("one", {2.0f});
+  t.add("one", {2.5f});
+  g.add("gone", ramp(4));
+  t.add("new", ramp(4));
+  t.add_problem(Status::Corrupt("t/x.safetensors: header length 99999 exceeds file size 12"));
+  Result<CompareResult> r = run_compare(g, t, default_options());
+  ASSERT_TRUE(r.ok());
+  nlohmann::json j = report::compare_result_to_json(*r);
+  EXPECT_EQ(j["schema"], "parity.compare/1");
+  for (const char* key : {"golden", "target", "thresholds", "summary", "rows", "unmatched", "problems", "notes"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["golden"]["source"], "memory");
+  EXPECT_TRUE(j["golden"]["fingerprint"].is_null());
+  EXPECT_EQ(j["summary"]["rows"], 2);
+  EXPECT_EQ(j["summary"]["verdict"], "warn");
+  EXPECT_EQ(j["summary"]["exit_code"], 1);
+  EXPECT_EQ(j["unmatched"]["golden"][0]["name"], "gone");
+  EXPECT_EQ(j["unmatched"]["target"][0]["name"], "new");
+  EXPECT_EQ(j["problems"][0]["side"], "target");
+  EXPECT_EQ(j["problems"][0]["code"], "Corrupt");
+  EXPECT_EQ(j["thresholds"]["bf16"]["max_abs_fail"], "Infinity");
+  const nlohmann::json& rows = j["rows"];
+  ASSERT_EQ(rows.size(), 2u);
+  const nlohmann::json& a = rows[0];
+  for (const char* key : {"name", "target_name", "match", "mode", "golden", "target", "module", "op", "direction",
+                          "role", "index", "step", "rank", "order", "shape_differs", "threshold_dtype", "metrics",
+                          "stats", "checksum_equal", "verdict", "reason", "noise", "noise_ratio"}) {
+    EXPECT_TRUE(a.contains(key)) << key;
+  }
+  EXPECT_EQ(a["mode"], "tensor");
+  EXPECT_EQ(a["golden"]["dtype"], "f32");
+  EXPECT_EQ(a["golden"]["shape"], nlohmann::json::array({16}));
+  EXPECT_EQ(a["metrics"]["sqnr_db"], "Infinity");  // identical
+  EXPECT_NEAR(a["metrics"]["cosine"].get<double>(), 1.0, 1e-15);
+  EXPECT_TRUE(a["stats"].is_null());
+  EXPECT_TRUE(a["checksum_equal"].is_null());
+  EXPECT_EQ(a["noise"], "unknown");
+  EXPECT_EQ(a["noise_ratio"], "NaN");
+  EXPECT_EQ(rows[1]["metrics"]["cosine"], "NaN");  // single element: unsupported, as msprobe
+  // Every number in the document is finite (it must survive a strict JSON parser).
+  const std::string text = j.dump();
+  EXPECT_EQ(text.find("NaN,"), std::string::npos);
+  EXPECT_NO_THROW((void)nlohmann::json::parse(text));
+}
+
+TEST(CompareCsv, HeaderAndRowsHaveTheSameColumnCount) {
+  MemorySource g, t;
+  g.add("a,comma", ramp(16));
+  t.add("a,comma", ramp(16));
+  g.add_meta("s", {10}).stats = stats(-1, 1, 0.1, 3);
+  t.add_meta("s", {10}).stats = stats(-1, 1, 0.1, 3);
+  Result<CompareResult> r = run_compare(g, t, default_options());
+  ASSERT_TRUE(r.ok());
+  auto path = std::filesystem::temp_directory_path() / "parity_compare_test.csv";
+  ASSERT_TRUE(report::write_compare_csv(*r, path.string()).ok());
+  std::ifstream in(path);
+  std::string schema, header, row1, row2;
+  std::getline(in, schema);
+  std::getline(in, header);
+  std::getline(in, row1);
+  std::getline(in, row2);
+  EXPECT_EQ(schema, "# schema: parity.compare.csv/1");
+  auto columns = [](const std::string& line) {
+    size_t n = 1;
+    bool quoted = false;
+    for (char c : line) {
+      if (c == '"') quoted = !quoted;
+      if (c == ',' && !quoted) ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(columns(header), columns(row1));
+  EXPECT_EQ(columns(header), columns(row2));
+  EXPECT_EQ(row1.rfind("\"a,comma\"", 0), 0u);
+  EXPECT_FALSE(report::write_compare_csv(*r, "/nonexistent/dir/x.csv").ok());
+}
+
+}  // namespace
+}  // namespace parity
