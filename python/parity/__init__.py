@@ -1,0 +1,29 @@
+"""parity — is the target run numerically equivalent to the golden run?
+
+The Python package is the capture side of parity (docs/capture.md): hooks into PyTorch that record
+statistics, checksums or whole tensors of every module / op event into a crash-safe dump
+(docs/dump-format.md), and `load` to read a dump back. Everything heavy (statistics of host tensors,
+checksums, writing, reading) runs in the C++ core through the `_parity_core` extension.
+
+    import parity
+    parity.seed_all(42)
+    with parity.capture(model, "runs/golden", level="module", mode="statistics") as cap:
+        ...
+        cap.log(loss=loss); cap.next_step()
+    run = parity.load("runs/golden")
+
+Importing parity does not import torch; `capture` and `seed_all` do, when called.
+"""
+from ._core import core_version as __version__  # noqa: F401
+from .load import Run, RunRecord, load  # noqa: F401
+from .seed import seed_all  # noqa: F401
+
+
+def capture(model, run_dir, **options):
+    """Record `model`'s events into the run directory `run_dir` (see parity.capture_impl.Capture)."""
+    from .capture_impl import Capture
+
+    return Capture(model, run_dir, **options)
+
+
+__all__ = ["capture", "load", "seed_all", "Run", "RunRecord", "__version__"]

@@ -1,0 +1,120 @@
+"""The environment fingerprint written at the start of every capture (docs/capture.md, "Fingerprint").
+
+Two runs that disagree numerically often differ here first: library versions, TF32, deterministic
+algorithms, autocast, precision-mode environment variables. The fingerprint is a plain JSON object.
+"""
+import json
+import os
+import platform
+import socket
+import sys
+
+from .seed import LAST_SEEDS
+
+# Environment variables that change numerics. Sources: PyTorch reproducibility and CUDA semantics
+# notes (CUBLAS_WORKSPACE_CONFIG, NVIDIA_TF32_OVERRIDE, TORCH_ALLOW_TF32_CUBLAS_OVERRIDE), cuDNN / NCCL
+# docs, Ascend CANN and torch_npu docs (ACL_PRECISION_MODE, ASCEND_*, INF_NAN_MODE_ENABLE, HCCL_*), oneDNN.
+PRECISION_ENV_VARS = [
+    "CUBLAS_WORKSPACE_CONFIG", "NVIDIA_TF32_OVERRIDE", "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+    "CUDA_LAUNCH_BLOCKING", "CUBLASLT_WORKSPACE_SIZE", "CUDNN_DETERMINISTIC", "TORCH_CUDNN_V8_API_ENABLED",
+    "NCCL_ALGO", "NCCL_PROTO", "PYTORCH_CUDA_ALLOC_CONF", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "ONEDNN_DEFAULT_FPMATH_MODE", "DNNL_DEFAULT_FPMATH_MODE", "TORCH_FP32_PRECISION", "PYTHONHASHSEED",
+    "XLA_USE_BF16", "XLA_DOWNCAST_BF16",
+    # Ascend (CANN / torch_npu)
+    "ACL_PRECISION_MODE", "ASCEND_PRECISION_MODE", "INF_NAN_MODE_ENABLE", "INF_NAN_MODE_FORCE_DISABLE",
+    "ASCEND_LAUNCH_BLOCKING", "HCCL_DETERMINISTIC", "ASCEND_GLOBAL_LOG_LEVEL", "ACLNN_CACHE_LIMIT",
+    "ALLOW_FP32_TO_FP16", "ALLOW_HF32", "CLOSE_MATMUL_K_SHIFT", "TASK_QUEUE_ENABLE", "ASCEND_HOME_PATH",
+]
+
+
+def _model_info(model):
+    import torch
+
+    info = {"class": type(model).__name__}
+    n, dtypes = 0, {}
+    for p in model.parameters():
+        n += p.numel()
+        k = str(p.dtype).replace("torch.", "")
+        dtypes[k] = dtypes.get(k, 0) + p.numel()
+    info["parameters"] = n
+    info["parameter_dtypes"] = dtypes
+    info["training"] = bool(model.training)
+    cfg = getattr(model, "config", None)
+    if cfg is not None:
+        if hasattr(cfg, "to_dict"):
+            cfg = cfg.to_dict()
+        elif hasattr(cfg, "__dataclass_fields__"):
+            import dataclasses
+
+            cfg = dataclasses.asdict(cfg)
+        elif not isinstance(cfg, dict):
+            cfg = dict(getattr(cfg, "__dict__", {}))
+        info["config"] = json.loads(json.dumps(cfg, default=str))
+    del torch
+    return info
+
+
+def environment_fingerprint(model=None, extra=None):
+    import numpy
+    import torch
+
+    fp = {
+        "schema": "parity.fingerprint/1",
+        "python": sys.version.split()[0],
+        "torch": torch.__version__,
+        "numpy": numpy.__version__,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "hostname": socket.gethostname(),
+        "argv": list(sys.argv),
+        "pid": os.getpid(),
+        "default_dtype": str(torch.get_default_dtype()).replace("torch.", ""),
+        "num_threads": torch.get_num_threads(),
+        "deterministic_algorithms": bool(torch.are_deterministic_algorithms_enabled()),
+        "autocast": {
+            "cpu": bool(torch.is_autocast_cpu_enabled()),
+            "cpu_dtype": str(torch.get_autocast_cpu_dtype()).replace("torch.", ""),
+            "cuda": bool(torch.is_autocast_enabled()),
+        },
+        "seeds": dict(LAST_SEEDS),
+        "env": {k: os.environ[k] for k in PRECISION_ENV_VARS if k in os.environ},
+        "devices": [{"kind": "cpu", "name": platform.processor() or platform.machine()}],
+    }
+    fp["matmul_precision"] = torch.get_float32_matmul_precision() if hasattr(torch, "get_float32_matmul_precision") else None
+    fp["tf32"] = {
+        "cuda_matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+        "cudnn": bool(torch.backends.cudnn.allow_tf32),
+    }
+    fp["cudnn"] = {"deterministic": bool(torch.backends.cudnn.deterministic),
+                   "benchmark": bool(torch.backends.cudnn.benchmark)}
+    if torch.cuda.is_available():
+        fp["cuda"] = {"toolkit": torch.version.cuda, "cudnn": torch.backends.cudnn.version()}
+        for i in range(torch.cuda.device_count()):
+            p = torch.cuda.get_device_properties(i)
+            fp["devices"].append({"kind": "cuda", "index": i, "name": p.name,
+                                  "capability": "{}.{}".format(p.major, p.minor),
+                                  "memory_bytes": int(p.total_memory)})
+        try:
+            import subprocess
+
+            out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=5)
+            if out.returncode == 0:
+                fp["cuda"]["driver"] = out.stdout.strip().splitlines()[0]
+        except Exception:
+            pass
+    try:
+        import torch_npu  # noqa: F401  (Ascend)
+
+        npu = torch.npu
+        fp["ascend"] = {"torch_npu": getattr(torch_npu, "__version__", None),
+                        "cann": getattr(getattr(torch_npu, "version", None), "cann", None)}
+        for i in range(npu.device_count()):
+            fp["devices"].append({"kind": "npu", "index": i, "name": npu.get_device_name(i)})
+    except Exception:
+        pass
+    if model is not None:
+        fp["model"] = _model_info(model)
+    if extra:
+        fp["extra"] = extra
+    return fp
