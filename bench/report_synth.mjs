@@ -70,7 +70,48 @@ const result = {
   elapsed_seconds: 0,
   golden: { source: 'golden/ (synthetic)', fingerprint: null }, target: { source: 'target/ (synthetic)', fingerprint: null },
   thresholds: {}, summary, rows, unmatched: { golden: [], target: [] }, problems: [], notes: ['synthetic data for the report benchmark'],
-  first_divergence: first >= 0 ? { row: first, name: rows[first].name } : null,
 };
+// The analysis keys in the shapes src/diagnosis/findings_json.cpp writes (docs/compare-json.md).
+if (first >= 0) {
+  const r = rows[first];
+  result.first_divergence = { row: first, name: r.name, event: r.name.replace(/\.output\.\d+$/, ''), module: r.module, op: r.op,
+    direction: r.direction, role: r.role, step: r.step, rank: r.rank, verdict: r.verdict, reason: r.reason, noise: r.noise, noise_ratio: r.noise_ratio };
+  const softmax = rows.findIndex((x) => x.module === `model.layers.${badLayer}.attn.softmax` && x.direction === 'forward');
+  const src = rows[softmax >= 0 ? softmax : first];
+  result.suspects = [
+    { kind: 'source', event: src.name.replace(/\.output\.\d+$/, ''), module: src.module, op: src.op, direction: src.direction, step: src.step, rank: -1,
+      score: 6.2, input_ratio: 40, param_ratio: 'NaN', output_ratio: src.noise_ratio, weak_evidence: false, why: `output ${src.noise_ratio.toFixed(0)} u from inputs 40 u (×8)` },
+    { kind: 'source', event: r.name.replace(/\.output\.\d+$/, ''), module: r.module, op: r.op, direction: r.direction, step: r.step, rank: -1,
+      score: 4.5, input_ratio: 1.2, param_ratio: 'NaN', output_ratio: r.noise_ratio, weak_evidence: false, why: `output ${r.noise_ratio.toFixed(0)} u from inputs 1.2 u (×${(r.noise_ratio / 1.2).toFixed(0)})` },
+  ];
+  result.diagnosis = [
+    { code: 'LOW_PRECISION_SENSITIVE_OP', title: 'softmax computed in bf16 loses precision', strength: 0.8,
+      evidence: [`${src.name}: noise ratio ${src.noise_ratio.toFixed(1)}`, 'inputs within 40 u'], advice: 'compute softmax in fp32 (upcast its input)',
+      events: [src.name.replace(/\.output\.\d+$/, '')] },
+  ];
+  result.config_diff = [
+    { key: 'torch.backends.cuda.matmul.allow_tf32', golden: 'false', target: 'true', category: 'precision', numeric: true },
+    { key: 'hostname', golden: '"gpu-a"', target: '"npu-b"', category: 'other', numeric: false },
+  ];
+}
+if (args.includes('--nan') && rows.length > 10) {
+  // NaN born at 3/4 of the rows; every later row's target carries it.
+  const born = Math.floor(rows.length * 0.75);
+  for (let i = born; i < rows.length; ++i) {
+    rows[i].metrics.target_stats.nan_count = 10 + i - born;
+    rows[i].verdict = 'error';
+    rows[i].reason = 'non-finite positions differ';
+  }
+  const o = rows[born];
+  result.overflow = { target: { schema: 'parity.overflow/1', source: 'target/ (synthetic)', records: rows.length, measured: rows.length, nonfinite_records: rows.length - born,
+    origins: [{ event: o.name.replace(/\.output\.\d+$/, ''), module: o.module, op: o.op, direction: o.direction, step: o.step, rank: -1, order: o.order,
+      inputs: [{ name: 'x', role: 'input', dtype: 'bf16', min: -9, max: 11.3, absmax: 11.3, numel: 512, nan: 0, inf: 0 }],
+      outputs: [{ name: 'y', role: 'output', dtype: 'bf16', min: 0, max: 'Infinity', absmax: 'Infinity', numel: 512, nan: 10, inf: 2 }],
+      contaminated: rows.length - born - 1, gradient: false, explanation: 'exp input max 11.3 > ln(65504) = 11.09: overflows in f16' }],
+    near_overflow: [], grad_underflow: [], grads_overflow: false, grads_underflow: false, loss_scale_advice: null, problems: [] } };
+  summary.error = rows.filter((r) => r.verdict === 'error').length;
+  summary.pass = count('pass'); summary.warn = count('warn'); summary.fail = count('fail');
+  summary.verdict = 'error';
+}
 fs.writeFileSync(out, JSON.stringify(result));
 console.log(`${out}: ${rows.length} events, verdict ${summary.verdict}, first divergence at ${first}`);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "parity/dtype.h"
+#include "metrics/block_kernel.h"
 #include "parity/metrics.h"
 
 namespace py = pybind11;
@@ -135,4 +136,6 @@ void bind_metrics(py::module_& m) {
         "Every comparison metric of a golden/target pair (docs/metrics.md) as a dict. golden_dtype /\n"
         "target_dtype reinterpret the array's bits as a parity dtype of the same size, e.g. 'bf16' over\n"
         "uint16 or 'f8_e4m3' over uint8. Raises ValueError for element-count mismatches.");
+  m.def("metrics_kernel", [] { return std::string(parity::metrics_detail::block_kernel_name()); },
+        "Which compiled variant of the metrics kernel this CPU runs: 'avx512vl', 'avx2' or 'baseline'.");
 }

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Speed and memory of `parity compare` (issue 2 §6), in one run on this machine:
+#   (a) two 1 GiB fp32 tensors (.npy), (b) two 512 MiB bf16 tensors (.safetensors),
+#   (c) 20,000 pairs of 1-64 KiB fp32 tensors in two directories.
+# For each case: input bytes per second (both inputs) of parity, of the numpy baseline
+# (bench/baseline_numpy.py) and of the two-stream read-and-sum ceiling (readsum_bench), with ratios;
+# then the peak memory of `parity compare` on the 1 GiB pair (/usr/bin/time -v, and the peak of its
+# anonymous memory, i.e. beyond the memory-mapped file pages).
+# Input files are written first (untimed) under BUILD/bench-data and deleted at the end. The page
+# cache is warmed before each case so every contender reads from memory.
+#   bash bench/compare_bench.sh BUILD_DIR          (env: BENCH_SCALE=0.05 for a quick trial)
+set -eu -o pipefail
+BUILD=$(cd "${1:-build}" && pwd)
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+DATA="$BUILD/bench-data/compare"
+SCALE=${BENCH_SCALE:-1}
+PY=/usr/bin/python3
+export PYTHONPATH="$SRC/python:$BUILD/python:$SRC/bench"
+trap 'rm -rf "$DATA"' EXIT
+
+READSUM="$BUILD/bench/readsum_bench"
+PARITY="$BUILD/parity"
+[ -x "$READSUM" ] || { echo "compare_bench: $READSUM not built" >&2; exit 2; }
+if [ -x "$PARITY" ] && "$PARITY" compare --help >/dev/null 2>&1; then
+  CONTENDER="parity compare"
+else
+  CONTENDER="compare_arrays binding"
+  echo "compare_bench: no 'parity compare' in $BUILD; measuring the kernel through _parity_core.compare_arrays"
+fi
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "metrics kernel variant: $("$PY" -c 'import _parity_core as c; print(c.metrics_kernel())')"
+rm -rf "$DATA"
+mkdir -p "$DATA"
+echo "generating inputs in $DATA (scale $SCALE, untimed)..."
+"$PY" "$SRC/bench/gen_compare_data.py" "$DATA" --scale "$SCALE"
+df -h "$DATA" | tail -1
+
+seconds_of() { sed -n 's/.* input bytes, \([0-9.]*\) s.*/\1/p'; }
+bytes_of() { sed -n 's/.* \([0-9]*\) input bytes.*/\1/p'; }
+warm() { cat "$@" > /dev/null 2>&1 || find "$@" -type f -exec cat {} + > /dev/null; }
+
+# Runs `parity compare G T` and prints "<bytes> <seconds>" (bytes: both inputs' file sizes).
+run_parity() {
+  local g=$1 t=$2 start end rc
+  start=$(date +%s.%N)
+  set +e
+  "$PARITY" compare "$g" "$t" > "$DATA/parity.out" 2>&1
+  rc=$?
+  set -e
+  end=$(date +%s.%N)
+  if [ $rc -ge 2 ]; then echo "parity compare failed (exit $rc):" >&2; tail -5 "$DATA/parity.out" >&2; return 1; fi
+  echo "$(du -sb --apparent-size "$g" | cut -f1) $(du -sb --apparent-size "$t" | cut -f1) $start $end" |
+    awk '{printf "%d %.3f\n", $1 + $2, $4 - $3}'
+}
+
+run_binding() {
+  local out
+  out=$("$PY" "$SRC/bench/compare_binding.py" "$1" "$2")
+  echo "$(echo "$out" | bytes_of) $(echo "$out" | seconds_of)"
+}
+
+rate() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.3f", b / s / 1e9 }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+
+printf "\n%-28s %14s %14s %14s %12s %14s\n" case "parity GB/s" "numpy GB/s" "readsum GB/s" "x numpy" "% of readsum"
+for case in f32 bf16 small; do
+  case $case in
+    f32) G="$DATA/f32/golden.npy"; T="$DATA/f32/target.npy"; label="2 x 1 GiB fp32 (.npy)" ;;
+    bf16) G="$DATA/bf16/golden.safetensors"; T="$DATA/bf16/target.safetensors"; label="2 x 512 MiB bf16 (.st)" ;;
+    small) G="$DATA/small/golden"; T="$DATA/small/target"; label="20,000 pairs 1-64 KiB" ;;
+  esac
+  warm "$G" "$T"
+  rs=$("$READSUM" "$G" "$T")
+  rs_rate=$(rate "$(echo "$rs" | bytes_of)" "$(echo "$rs" | seconds_of)")
+  np=$("$PY" "$SRC/bench/baseline_numpy.py" "$G" "$T")
+  np_rate=$(rate "$(echo "$np" | bytes_of)" "$(echo "$np" | seconds_of)")
+  if [ "$CONTENDER" = "parity compare" ]; then read -r pb ps < <(run_parity "$G" "$T"); else read -r pb ps < <(run_binding "$G" "$T"); fi
+  p_rate=$(rate "$pb" "$ps")
+  printf "%-28s %14s %14s %14s %12s %13s%%\n" "$label" "$p_rate" "$np_rate" "$rs_rate" "$(ratio "$p_rate" "$np_rate")" \
+    "$(awk -v a="$p_rate" -v b="$rs_rate" 'BEGIN { printf "%.0f", 100 * a / b }')"
+  echo "  $rs" | sed 's/, checksum.*//'
+  echo "  $np"
+  echo "  $CONTENDER: $pb input bytes, $ps s"
+done
+
+if [ "$CONTENDER" = "parity compare" ]; then
+  echo
+  echo "peak memory of: parity compare $DATA/f32/golden.npy $DATA/f32/target.npy"
+  G="$DATA/f32/golden.npy"; T="$DATA/f32/target.npy"
+  set +e
+  /usr/bin/time -v "$PARITY" compare "$G" "$T" > /dev/null 2> "$DATA/time.txt" &
+  tpid=$!
+  peak_anon=0
+  while kill -0 $tpid 2>/dev/null; do
+    pid=$(pgrep -P $tpid -x parity | head -1)
+    if [ -n "$pid" ]; then
+      a=$(awk '/RssAnon/ {print $2}' /proc/$pid/status 2>/dev/null || echo 0)
+      [ -n "$a" ] && [ "$a" -gt "$peak_anon" ] && peak_anon=$a
+    fi
+    sleep 0.02
+  done
+  wait $tpid
+  set -e
+  grep -E "Maximum resident set size|Elapsed \(wall" "$DATA/time.txt" | sed 's/^\s*/  /'
+  echo "  peak anonymous memory (RssAnon, sampled every 20 ms): $((peak_anon / 1024)) MiB"
+  echo "  target: <= 256 MiB beyond the memory-mapped pages (2 GiB of mapped input here)"
+fi

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# `make bench`: runs every benchmark part script bench/*.sh (except this driver) in name order, each
+# as `bash bench/<part>.sh BUILD_DIR`. A part writes its figures to stdout and to
+# BUILD_DIR/bench-results/<part>.txt; docs/benchmarks.md records them. A failing part is reported and
+# the others still run; the exit code is 1 if any part failed.
+set -u -o pipefail
+BUILD=${1:-build}
+HERE=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$BUILD/bench-results"
+status=0
+for part in "$HERE"/*.sh; do
+  name=$(basename "$part" .sh)
+  [ "$name" = run ] && continue
+  echo "==== bench part: $name ===="
+  if ! bash "$part" "$BUILD" 2>&1 | tee "$BUILD/bench-results/$name.txt"; then
+    echo "bench part $name FAILED" >&2
+    status=1
+  fi
+done
+exit $status
