@@ -174,6 +174,8 @@ struct OverflowOptions {
   double near_overflow_fraction = 0.5;  // warn when |x| > 0.5 × max finite (issue 4 §4)
   double underflow_warn_fraction = 0.5;  // a gradient with ≥ 50 % zero+subnormal underflows
   bool load_missing_stats = true;        // compute statistics from tensor data when none are stored
+  int64_t step = -1;                     // only records of this step (-1 = all)
+  int rank = -1;                         // only records of this rank (-1 = all)
 };
 
 struct OverflowReport {

@@ -7,7 +7,9 @@
 // documented in docs/diagnosis.md with their sources (seed 004 §5 symptom table, anchors.md).
 #pragma once
 
+#include <cstdio>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,5 +66,21 @@ struct Findings {
 };
 Findings analyse_and_diagnose(CompareResult& result, const RecordSource* golden, const RecordSource* target,
                               const AnalysisOptions& options = {});
+
+// ---- outputs (docs/diagnosis.md) ------------------------------------------------------------------------
+inline constexpr const char* kOverflowSchema = "parity.overflow/1";
+
+// The analysis keys `parity compare --json` adds to its parity.compare/1 object: config_diff,
+// first_divergence, suspects, diagnosis, alignment, overflow, noise_summary.
+nlohmann::json findings_to_json(const Findings& f, const CompareResult& result);
+// One run's NaN/Inf report as a parity.overflow/1 object.
+nlohmann::json overflow_to_json(const OverflowReport& r);
+
+// Terminal sections of compare: configuration differences (printed first), then first divergence, top
+// suspects and diagnoses (printed after the table). `color` adds ANSI styles.
+void print_config_diff(std::FILE* out, const std::vector<ConfigDifference>& diffs, bool color);
+void print_findings(std::FILE* out, const Findings& f, const CompareResult& result, bool color, size_t max_suspects = 5);
+// `parity overflow` terminal output.
+void print_overflow(std::FILE* out, const OverflowReport& r, bool color);
 
 }  // namespace parity

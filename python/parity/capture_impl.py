@@ -50,7 +50,11 @@ __float__ __contains__ __reduce_ex__ __deepcopy__ __setstate__ __getstate__ __ar
 backward register_hook retain_grad requires_grad_ size dim numel stride data_ptr is_contiguous
 element_size item tolist storage_offset is_floating_point is_complex untyped_storage storage
 _has_compatible_shallow_copy_type __torch_function__ has_names nelement ndimension get_device
+empty empty_like empty_strided new_empty new_empty_strided
 """.split())
+# Ops whose outputs are uninitialised memory (empty*) or profiler handles (_record_function_*) are not
+# values: recording them would make identical reruns differ.
+_SKIP_PREFIXES = ("_record_function", "_profiler")
 
 _open_captures = weakref.WeakSet()
 
@@ -84,7 +88,7 @@ class _OpMode(torch.overrides.TorchFunctionMode):
         if not cap._recording or cap._busy:
             return func(*args, **kwargs)
         name = _op_name(func)
-        if name in _SKIP_OPS:
+        if name in _SKIP_OPS or name.startswith(_SKIP_PREFIXES):
             return func(*args, **kwargs)
         return cap._op_event(func, name, args, kwargs)
 

@@ -189,6 +189,9 @@ OverflowReport analyse_overflow(const RecordSource& run, const OverflowOptions& 
   std::vector<Status> problems;
   measured.reserve(run.records().size());
   for (const Record& r : run.records()) {
+    if ((options.step >= 0 && r.step >= 0 && r.step != options.step) ||
+        (options.rank >= 0 && r.rank >= 0 && r.rank != options.rank))
+      continue;
     MeasuredRecord m{r, r.stats};
     if (!m.stats && r.has_data && options.load_missing_stats) {
       Result<TensorView> view = run.load(r);

@@ -5,6 +5,7 @@
 namespace parity::cli {
 
 CommandAction setup_compare(CLI::App&, const GlobalOptions&);
+CommandAction setup_overflow(CLI::App&, const GlobalOptions&);
 CommandAction setup_info(CLI::App&, const GlobalOptions&);
 CommandAction setup_export(CLI::App&, const GlobalOptions&);
 CommandAction setup_report(CLI::App&, const GlobalOptions&);
@@ -12,6 +13,7 @@ CommandAction setup_report(CLI::App&, const GlobalOptions&);
 const std::vector<Command>& commands() {
   static const std::vector<Command> all = {
       {"compare", "Compare GOLDEN with TARGET tensor by tensor: metrics, verdicts, table/CSV/JSON", setup_compare},
+      {"overflow", "Find where NaN/Inf are born in one run, near-overflow and gradient underflow (loss scale)", setup_overflow},
       {"info", "Show what a capture run holds: ranks, steps, events, bytes, fingerprint, torn tails", setup_info},
       {"export", "Write a capture run's tensors as .npy or .safetensors files for other tools", setup_export},
       {"report", "Write one self-contained HTML report from saved JSON results", setup_report},

@@ -114,10 +114,13 @@ std::vector<MatchKind> extend_pairing(const std::vector<Record>& golden, const s
   // 2. Order-based alignment per (rank, step).
   if (align) {
     std::map<std::pair<int, int64_t>, std::pair<std::vector<size_t>, std::vector<size_t>>> groups;
+    // Only capture events are aligned: plain tensor files carry no execution order, only a listing order,
+    // and pairing "a.npy" with "b.npy" by position would compare unrelated tensors.
+    auto is_event = [](const Record& r) { return !r.direction.empty() || !r.role.empty(); };
     for (size_t g = 0; g < golden.size(); ++g)
-      if (g_free[g]) groups[{golden[g].rank, golden[g].step}].first.push_back(g);
+      if (g_free[g] && is_event(golden[g])) groups[{golden[g].rank, golden[g].step}].first.push_back(g);
     for (size_t t = 0; t < target.size(); ++t)
-      if (t_free[t]) groups[{target[t].rank, target[t].step}].second.push_back(t);
+      if (t_free[t] && is_event(target[t])) groups[{target[t].rank, target[t].step}].second.push_back(t);
     for (auto& [key, gt] : groups) {
       auto& [gs, ts] = gt;
       if (gs.empty() || ts.empty()) continue;

@@ -28,8 +28,12 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     d.strength = 3;
     const bool both = golden_has_origin_at(*ctx.golden_overflow, o);
     d.events.push_back(o.event);
-    d.evidence.push_back(fmt::format("NaN/Inf born at {} ({} {}, step {}, rank {}): inputs finite, outputs not{}",
-                                     o.event, o.op.empty() ? o.module : o.op, o.direction, o.step, o.rank,
+    std::string where;
+    for (const std::string& part : {o.op.empty() ? o.module : o.op, o.direction})
+      if (!part.empty()) where += (where.empty() ? "" : " ") + part;
+    if (o.step >= 0 || o.rank >= 0) where += fmt::format("{}step {}, rank {}", where.empty() ? "" : ", ", o.step, o.rank);
+    d.evidence.push_back(fmt::format("NaN/Inf born at {}{}: inputs finite, outputs not{}", o.event,
+                                     where.empty() ? "" : " (" + where + ")",
                                      both ? " — the golden overflows here too" : "; the golden stays finite"));
     d.evidence.push_back(o.explanation);
     for (const ValueRange& r : o.inputs) d.evidence.push_back("input " + range_text(r));

@@ -1,0 +1,123 @@
+// Terminal sections of the findings: configuration differences (printed before everything else), then
+// first divergence, top suspects and diagnoses; and the `parity overflow` report.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "fmt/format.h"
+#include "parity/diagnosis.h"
+
+namespace parity {
+namespace {
+
+std::string sgr(const std::string& s, const char* code, bool color) {
+  return color ? fmt::format("\x1b[{}m{}\x1b[0m", code, s) : s;
+}
+std::string bold(const std::string& s, bool c) { return sgr(s, "1", c); }
+std::string red(const std::string& s, bool c) { return sgr(s, "31", c); }
+std::string yellow(const std::string& s, bool c) { return sgr(s, "33", c); }
+std::string green(const std::string& s, bool c) { return sgr(s, "32", c); }
+
+std::string units(double r) {
+  if (std::isnan(r)) return "n/a";
+  if (std::isinf(r)) return "non-finite";
+  if (r >= 100) return fmt::format("{:.0f} u", r);
+  return fmt::format("{:.3g} u", r);
+}
+
+std::string where(int64_t step, int rank) {
+  if (step < 0 && rank < 0) return "";
+  return fmt::format(" (step {}, rank {})", step, rank);
+}
+
+}  // namespace
+
+void print_config_diff(std::FILE* out, const std::vector<ConfigDifference>& diffs, bool color) {
+  if (diffs.empty()) return;
+  std::fprintf(out, "%s\n", bold("Configuration differences", color).c_str());
+  for (const ConfigDifference& d : diffs) {
+    const std::string tag = d.numeric ? yellow("[" + d.category + "]", color) : "[" + d.category + "]";
+    std::fprintf(out, "  %s %s: %s → %s\n", tag.c_str(), d.key.c_str(), d.golden.c_str(), d.target.c_str());
+  }
+  std::fputc('\n', out);
+}
+
+void print_findings(std::FILE* out, const Findings& f, const CompareResult& result, bool color, size_t max_suspects) {
+  const Analysis& a = f.analysis;
+  std::fprintf(out, "%s %lld noise, %lld elevated, %lld structural%s\n", bold("Noise model:", color).c_str(),
+               static_cast<long long>(a.rows_noise), static_cast<long long>(a.rows_elevated),
+               static_cast<long long>(a.rows_structural),
+               a.statistics_only ? " (statistics only: weaker evidence)" : "");
+  if (a.first_divergence) {
+    const FirstDivergence& d = *a.first_divergence;
+    std::fprintf(out, "%s %s%s — %s, %s (%s)\n", bold("First divergence:", color).c_str(), d.name.c_str(),
+                 where(d.step, d.rank).c_str(), red(verdict_name(d.verdict), color).c_str(), d.reason.c_str(),
+                 units(d.noise_ratio).c_str());
+  } else {
+    std::fprintf(out, "%s none (no row fails)\n", bold("First divergence:", color).c_str());
+  }
+  if (!a.suspects.empty()) {
+    std::fprintf(out, "%s (ranked by error created, in units of expected rounding u)\n", bold("Suspects", color).c_str());
+    for (size_t i = 0; i < a.suspects.size() && i < max_suspects; ++i) {
+      const Suspect& s = a.suspects[i];
+      std::fprintf(out, "  %zu. %s [%s%s]%s: %s%s\n", i + 1, bold(s.name, color).c_str(), suspect_kind_name(s.kind),
+                   s.op.empty() ? "" : (", " + s.op).c_str(), where(s.step, s.rank).c_str(), s.why.c_str(),
+                   s.weak_evidence ? " (statistics only)" : "");
+    }
+  } else if (a.has_events) {
+    std::fprintf(out, "%s none: no event creates error beyond rounding\n", bold("Suspects:", color).c_str());
+  }
+  const size_t mapped = static_cast<size_t>(std::count_if(result.rows.begin(), result.rows.end(),
+                                                          [](const CompareRow& r) { return r.match != MatchKind::kExact; }));
+  if (mapped > 0) std::fprintf(out, "%s %zu pairs matched by --map or alignment (see JSON \"alignment\")\n",
+                               bold("Alignment:", color).c_str(), mapped);
+  if (!f.diagnoses.empty()) {
+    std::fprintf(out, "%s\n", bold("Diagnosis", color).c_str());
+    for (const Diagnosis& d : f.diagnoses) {
+      const std::string code = d.strength >= 3 ? red(d.code, color) : d.strength == 0 ? green(d.code, color) : yellow(d.code, color);
+      std::fprintf(out, "  %s — %s\n", code.c_str(), d.title.c_str());
+      for (size_t i = 0; i < d.evidence.size() && i < 6; ++i) std::fprintf(out, "      · %s\n", d.evidence[i].c_str());
+      std::string advice = d.advice;
+      size_t pos = 0;
+      while ((pos = advice.find('\n', pos)) != std::string::npos) advice.replace(pos, 1, "\n        "), pos += 9;
+      std::fprintf(out, "      → %s\n", advice.c_str());
+    }
+  }
+}
+
+void print_overflow(std::FILE* out, const OverflowReport& r, bool color) {
+  std::fprintf(out, "%s %s: %lld records, %lld measured, %lld with NaN/Inf\n", bold("Overflow", color).c_str(),
+               r.source.c_str(), static_cast<long long>(r.records), static_cast<long long>(r.measured),
+               static_cast<long long>(r.nonfinite_records));
+  if (r.origins.empty()) std::fprintf(out, "  %s\n", green("no NaN/Inf born in any step", color).c_str());
+  for (const NanOrigin& o : r.origins) {
+    std::fprintf(out, "  %s %s [%s, %s]%s\n", red("NaN/Inf born at", color).c_str(), bold(o.event, color).c_str(),
+                 o.op.c_str(), o.direction.c_str(), where(o.step, o.rank).c_str());
+    for (const ValueRange& v : o.inputs)
+      std::fprintf(out, "      input  %s %s: min %.4g max %.4g\n", v.name.c_str(), dtype_name(v.dtype), v.min, v.max);
+    for (const ValueRange& v : o.outputs)
+      std::fprintf(out, "      output %s %s: %lld NaN, %lld Inf\n", v.name.c_str(), dtype_name(v.dtype),
+                   static_cast<long long>(v.nan_count), static_cast<long long>(v.inf_count));
+    std::fprintf(out, "      why: %s\n", o.explanation.c_str());
+    std::fprintf(out, "      %lld later events contaminated\n", static_cast<long long>(o.contaminated));
+  }
+  for (size_t i = 0; i < r.near_overflow.size() && i < 10; ++i) {
+    const NearOverflow& n = r.near_overflow[i];
+    std::fprintf(out, "  %s %s %s |x| max %.6g > %.6g%s\n", yellow("near overflow:", color).c_str(), n.name.c_str(),
+                 dtype_name(n.dtype), n.absmax, n.limit, where(n.step, n.rank).c_str());
+  }
+  if (r.near_overflow.size() > 10) std::fprintf(out, "  ... and %zu more near-overflow tensors\n", r.near_overflow.size() - 10);
+  size_t shown = 0;
+  for (const GradUnderflow& g : r.grad_underflow) {
+    if (shown++ >= 10) break;
+    std::fprintf(out, "  gradient %s %s: %.1f %% zero, %.1f %% subnormal%s\n", g.name.c_str(), dtype_name(g.dtype),
+                 100 * g.zero_fraction, 100 * g.subnormal_fraction, where(g.step, g.rank).c_str());
+  }
+  if (r.loss_scale_advice == "lower")
+    std::fprintf(out, "  %s gradients overflow: lower the loss scale (or use dynamic loss scaling)\n", red("loss scale:", color).c_str());
+  else if (r.loss_scale_advice == "raise")
+    std::fprintf(out, "  %s gradients underflow: raise the loss scale (or use dynamic loss scaling)\n", yellow("loss scale:", color).c_str());
+  for (const Status& st : r.problems) std::fprintf(out, "  problem: %s\n", st.message().c_str());
+}
+
+}  // namespace parity

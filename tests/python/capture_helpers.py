@@ -1,0 +1,40 @@
+"""Shared helpers of the capture tests (tiny models, the parity binary, temporary runs)."""
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.environ.get("PARITY_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
+
+
+def parity_bin():
+    b = os.environ.get("PARITY_BIN")
+    if b and os.path.exists(b):
+        return b
+    for build in ("build", "build-capture"):
+        cand = os.path.join(SOURCE_DIR, build, "parity")
+        if os.path.exists(cand):
+            return cand
+    raise RuntimeError("parity binary not found: set PARITY_BIN")
+
+
+def run_cli(*args, check=None):
+    p = subprocess.run([parity_bin(), *map(str, args)], capture_output=True, text=True, timeout=120)
+    if check is not None and p.returncode != check:
+        raise AssertionError("parity {} -> {} (wanted {})\nstdout:\n{}\nstderr:\n{}".format(
+            " ".join(map(str, args)), p.returncode, check, p.stdout, p.stderr))
+    return p
+
+
+def has_subcommand(name):
+    p = subprocess.run([parity_bin(), "--help"], capture_output=True, text=True)
+    return (" " + name + " ") in p.stdout or ("\n  " + name) in p.stdout
+
+
+def child_env():
+    env = dict(os.environ)
+    paths = [os.path.join(SOURCE_DIR, "python")]
+    paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    return env
