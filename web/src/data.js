@@ -123,8 +123,29 @@ P.resolveEvent = function resolveEvent(cmp, ref) {
         if (!ref.name || ref.name === e.name) return e;
       }
     }
-    if (typeof ref.name === 'string') return cmp.byName.get(ref.name) || null;
+    if (typeof ref.name === 'string' && cmp.byName.has(ref.name)) return cmp.byName.get(ref.name);
+    // An analysis event (suspects, diagnoses): its name is the rows' name without the role suffix
+    // ("layers.3.attn.forward" for "layers.3.attn.forward.output.0"); its output row stands for it.
+    const evName = typeof ref.event === 'string' ? ref.event : (typeof ref.name === 'string' ? ref.name : null);
+    if (evName) return P.eventByName(cmp, evName, P.int(ref.step), P.int(ref.rank));
     if (ref.row && typeof ref.row === 'object') return resolveEvent(cmp, ref.row);
   }
   return null;
+};
+
+// The row that stands for an analysis event: exact name, else the worst output row whose name starts
+// with the event name (then any row), in the given step/rank (-1 = any).
+P.eventByName = function eventByName(cmp, evName, step, rank) {
+  if (cmp.byName.has(evName)) return cmp.byName.get(evName);
+  let best = null, bestScore = -Infinity;
+  for (const e of cmp.events) {
+    if (step >= 0 && e.step !== step) continue;
+    if (rank >= 0 && e.rank !== rank) continue;
+    if (!e.name.startsWith(evName)) continue;
+    const c = e.name.charAt(evName.length);
+    if (c && c !== '.' && c !== '/' && c !== ':') continue;
+    const score = (e.role === 'output' ? 1e6 : 0) + (P.isNum(e.noise_units) ? Math.min(e.noise_units, 1e5) : 0);
+    if (score > bestScore) { best = e; bestScore = score; }
+  }
+  return best;
 };

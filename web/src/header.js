@@ -46,7 +46,7 @@ P.renderConfigDiff = function renderConfigDiff(diff) {
     (diff && Array.isArray(diff.items) ? diff.items : null));
   if (list) {
     items = list.map((d) => (d && typeof d === 'object'
-      ? { key: P.first(d.key, d.path, d.name, d.field), golden: d.golden, target: d.target, note: P.first(d.relevance, d.note, d.why, d.impact) }
+      ? { key: P.first(d.key, d.path, d.name, d.field), golden: d.golden, target: d.target, note: P.first(d.relevance, d.note, d.why, d.impact, d.category) }
       : { key: P.str(d) }));
   } else if (diff && typeof diff === 'object') {
     items = Object.entries(diff).filter(([, v]) => v && typeof v === 'object' && ('golden' in v || 'target' in v))
@@ -156,10 +156,22 @@ P.renderDiagnosis = function renderDiagnosis(cmp) {
   suspectList.slice(0, 8).forEach((s, i) => {
     const ev = P.resolveEvent(cmp, s);
     const card = P.el('div', { class: 'card suspect', dataset: { suspect: i } }, P.el('div', { class: 'kind', text: `suspect #${i + 1}` + (P.isNum(P.num(s && s.score)) ? ` · score ${P.fmt(P.num(s.score))}` : '') }));
-    card.appendChild(P.el('h3', null, P.eventLink(ev, P.first(s && s.name, ev && ev.name, typeof s === 'string' ? s : ''))));
-    const role = P.textOf(P.first(s && s.kind, s && s.role, s && s.classification));
-    if (role) card.appendChild(P.el('p', { text: role }));
-    const evidence = s && P.first(s.evidence, s.reasons, s.why);
+    card.appendChild(P.el('h3', null, P.eventLink(ev, P.first(s && s.event, s && s.name, ev && ev.name, typeof s === 'string' ? s : ''))));
+    // kind: the error is created by the op itself ("source"), or enters through its inputs or parameters
+    const kindText = { source: 'creates the error itself', inputs: 'its inputs already differ', parameters: 'its parameters differ' };
+    const kind = P.str(s && s.kind);
+    if (kind) card.appendChild(P.el('p', { text: (kindText[kind] || kind) + (s.weak_evidence ? ' (statistics only: weak evidence)' : '') }));
+    if (s && typeof s === 'object') {
+      const dl = P.el('dl', { class: 'kv' });
+      for (const k of ['module', 'op', 'direction', 'input_ratio', 'param_ratio', 'output_ratio']) {
+        const v = k.endsWith('ratio') ? P.num(s[k]) : P.str(s[k]);
+        if (v === '' || (typeof v === 'number' && Number.isNaN(v))) continue;
+        dl.appendChild(P.el('dt', { text: k.replace('_', ' ') }));
+        dl.appendChild(P.el('dd', { text: typeof v === 'number' ? P.fmt(v) + ' u' : v }));
+      }
+      if (dl.childNodes.length) card.appendChild(dl);
+    }
+    const evidence = s && typeof s === 'object' ? P.first(s.evidence, s.reasons, s.why) : undefined;
     if (evidence !== undefined) {
       if (Array.isArray(evidence)) card.appendChild(P.el('ul', null, evidence.map((x) => P.el('li', null, typeof x === 'object' ? P.renderValue(x) : P.str(x)))));
       else card.appendChild(typeof evidence === 'object' ? P.renderValue(evidence) : P.el('p', { text: P.str(evidence) }));
@@ -172,7 +184,7 @@ P.renderDiagnosis = function renderDiagnosis(cmp) {
     if (!d || typeof d !== 'object') { cards.appendChild(P.el('div', { class: 'card diag' }, P.el('p', { text: P.str(d) }))); return; }
     const title = P.first(d.title, d.cause, d.summary, d.code, d.rule, `finding ${i + 1}`);
     const card = P.el('div', { class: 'card diag', dataset: { diagnosis: P.str(P.first(d.code, d.rule, i)) } },
-      P.el('div', { class: 'kind', text: ['diagnosis', d.code || d.rule, P.isNum(P.num(d.confidence)) ? `confidence ${P.fmt(P.num(d.confidence))}` : P.str(d.confidence || d.severity)].filter(Boolean).join(' · ') }),
+      P.el('div', { class: 'kind', text: ['diagnosis', d.code || d.rule, P.isNum(P.num(P.first(d.strength, d.confidence))) ? `strength ${P.fmt(P.num(P.first(d.strength, d.confidence)))}` : P.str(P.first(d.strength, d.confidence, d.severity, ''))].filter(Boolean).join(' · ') }),
       P.el('h3', { text: P.str(title) }));
     const detail = P.textOf(P.first(d.detail, d.explanation, d.message, d.description));
     if (detail && detail !== title) card.appendChild(P.el('p', { text: detail }));
@@ -186,6 +198,12 @@ P.renderDiagnosis = function renderDiagnosis(cmp) {
       })));
     } else if (evidence !== undefined) {
       card.appendChild(typeof evidence === 'object' ? P.renderValue(evidence) : P.el('p', { text: P.str(evidence) }));
+    }
+    if (Array.isArray(d.events) && d.events.length) {
+      card.appendChild(P.el('p', { class: 'legend-note' }, 'events: ', d.events.slice(0, 6).map((name, k) => {
+        const ev = P.resolveEvent(cmp, P.str(name));
+        return [k ? ', ' : '', P.eventLink(ev, P.str(name))];
+      }), d.events.length > 6 ? ` … ${d.events.length - 6} more` : ''));
     }
     const advice = P.first(d.advice, d.fix, d.suggestion, d.recommendation);
     if (advice !== undefined) {

@@ -39,9 +39,14 @@ P.main = function main() {
     P.section('sec-heatmap', () => P.renderHeatmap(cmp));
     P.section('sec-problems', () => P.renderProblems(cmp));
   }
-  const overflowResults = (data.byKind.overflow || []).map((x) => x.result);
-  if (cmp && cmp.result.overflow && typeof cmp.result.overflow === 'object') overflowResults.unshift(cmp.result.overflow);
-  if (overflowResults.length) P.section('sec-overflow', () => P.renderOverflow(overflowResults, cmp));
+  // NaN/Inf: the compare result's own overflow analysis of each side, then standalone overflow results.
+  const overflowItems = [];
+  const ov = cmp && cmp.result.overflow;
+  if (ov && typeof ov === 'object') {
+    for (const side of ['target', 'golden']) if (ov[side]) overflowItems.push({ label: side + ' run', result: ov[side], side });
+  }
+  for (const x of data.byKind.overflow || []) overflowItems.push({ label: 'overflow', result: x.result, side: 'target' });
+  if (overflowItems.length) P.section('sec-overflow', () => P.renderOverflow(overflowItems, cmp));
   if (data.byKind.curve) P.section('sec-curves', () => P.renderCurves(data.byKind.curve.map((x) => x.result)));
   if (data.byKind.ranks) P.section('sec-ranks', () => P.renderRanks(data.byKind.ranks.map((x) => x.result)));
   if (data.byKind.eval) P.section('sec-eval', () => P.renderEval(data.byKind.eval.map((x) => x.result)));

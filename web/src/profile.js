@@ -68,12 +68,20 @@ P.renderProfile = function renderProfile(cmp) {
     const cFloor = floorOf(events.map((e) => 1 - e.cosine));
     const groups = { forward: [], backward: [], other: [] };
     const cosGroups = { forward: [], backward: [], other: [] };
+    // A gap in a series (the other direction ran in between, or another step began) breaks its line:
+    // an empty value ([x, null]) between two events that are not neighbours in execution order.
+    const last = { forward: -2, backward: -2, other: -2 };
+    const push = (arr, g, e, v) => {
+      if (arr.length && e.idx - last[g] > 1) arr.push([e.idx - 0.5, null]);
+      arr.push([e.idx, v]);
+    };
     for (const e of events) {
       const g = e.direction === 'forward' || e.direction === 'backward' ? e.direction : 'other';
       const y = e[metricKey];
-      if (P.isNum(y)) groups[g].push([e.idx, y > 0 ? y : yFloor]);
+      if (P.isNum(y)) push(groups[g], g, e, y > 0 ? y : yFloor);
       const c = 1 - e.cosine;
-      if (P.isNum(c)) cosGroups[g].push([e.idx, c > 0 ? c : cFloor]);
+      if (P.isNum(c)) push(cosGroups[g], g, e, c > 0 ? c : cFloor);
+      last[g] = e.idx;
     }
     note.textContent = metricKey === 'noise_units' && !cmp.hasNoiseRatio
       ? 'no noise ratio in the result: showing rel. L2 / unit roundoff of the dtype' : '';
@@ -116,7 +124,7 @@ P.renderProfile = function renderProfile(cmp) {
         formatter: (p) => {
           if (p.componentType === 'markArea') return P.tooltip('module ' + (p.name || ''), []);
           if (p.componentType === 'markPoint') return P.tooltip('suspect: ' + p.name, []);
-          const e = Array.isArray(p.value) ? events[p.value[0]] : null;
+          const e = Array.isArray(p.value) && p.value[1] !== null ? events[p.value[0]] : null;
           if (!e) return '';
           return P.tooltip(e.name, [['#', e.idx], ['module', e.module], ['direction', e.direction || '—'], ['verdict', e.verdict],
             ['noise ratio', e.noise_units], ['rel L2', e.rel_l2], ['cosine', e.cosine], ['max abs', e.max_abs], ['dtype', e.gdtype + ' → ' + e.tdtype]]);
@@ -137,9 +145,9 @@ P.renderProfile = function renderProfile(cmp) {
       ],
       series,
     }, { notMerge: true });
-    const counted = series.filter((s) => s.id.startsWith('ev-')).reduce((n, s) => n + s.data.length, 0);
-    sec.dataset.points = String(counted);
-    sec.dataset.cosinePoints = String(series.filter((s) => s.id.startsWith('cos-')).reduce((n, s) => n + s.data.length, 0));
+    const real = (prefix) => series.filter((s) => s.id.startsWith(prefix)).reduce((n, s) => n + s.data.filter((d) => d[1] !== null).length, 0);
+    sec.dataset.points = String(real('ev-'));
+    sec.dataset.cosinePoints = String(real('cos-'));
     sec.dataset.metric = metricKey;
     sec.dataset.bands = String(bands.length);
     sec.dataset.firstDivergence = fdEv ? String(fdEv.idx) : '';
