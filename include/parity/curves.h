@@ -66,6 +66,9 @@ Result<CurveRun> read_curves(const std::filesystem::path& path, const ReadOption
 // "lr" → "lr"; "loss scale", "loss_scale", "scaler" → "loss_scale"; throughput spellings →
 // "throughput". Other names are lower-cased with spaces turned into '_' (docs/curves.md "Names").
 std::string canonical_metric(std::string_view raw);
+// Timing / throughput / memory counters ("iter_time_ms", "tokens_per_sec", "tflops", ...): they differ
+// between hardware by design, so they are compared only when named with --metric.
+bool is_performance_metric(std::string_view metric);
 
 // ---- golden vs target -----------------------------------------------------------------------------
 
@@ -198,5 +201,16 @@ std::string curve_comparison_json(const CurveComparison& c, int indent = 2);   /
 std::string curve_comparison_csv(const CurveComparison& c);                    // "parity.curve.csv/1"
 std::string rank_comparison_json(const RankComparison& c, int indent = 2);     // "parity.ranks/1"
 std::string rank_comparison_csv(const RankComparison& c);                      // "parity.ranks.csv/1"
+
+// Terminal summaries (at most `width` columns, ≤ 100): per metric a verdict line, Unicode sparklines
+// of both curves on one shared scale and of the relative deviation, then the reasons. `colorize`
+// wraps verdict words (the CLI passes its colour policy); nullptr = plain.
+using VerdictColorizer = std::string (*)(const std::string& text, Verdict v, bool color);
+std::string curve_comparison_text(const CurveComparison& c, int width, bool color, VerdictColorizer colorize,
+                                  bool verbose = false);
+std::string rank_comparison_text(const RankComparison& c, int width, bool color, VerdictColorizer colorize);
+// A sparkline of `values` resampled to `columns` cells with the block characters ▁▂▃▄▅▆▇█ on the
+// scale [lo, hi]; NaN/Inf cells are '×', empty input ''.
+std::string sparkline(const std::vector<double>& values, int columns, double lo, double hi);
 
 }  // namespace parity::curves

@@ -287,4 +287,10 @@ std::string mc_csv(const McResult& r);                           // "parity.eval
 std::string lm_eval_csv(const LmEvalResult& r);                  // "parity.eval.lmeval.csv/1"
 std::string ppl_tokens_csv(const PplResult& r);                  // "parity.eval.ppl.csv/1" per token
 
+// Terminal summaries (≤ 100 columns), llama.cpp's layout for PPL/KLD. `colorize` wraps verdict words.
+using VerdictColorizer = std::string (*)(const std::string& text, Verdict v, bool color);
+std::string ppl_text(const PplResult& r, bool color, VerdictColorizer colorize);
+std::string mc_text(const McResult& r, bool color, VerdictColorizer colorize);
+std::string lm_eval_text(const LmEvalResult& r, bool color, VerdictColorizer colorize);
+
 }  // namespace parity::eval

@@ -9,6 +9,9 @@ CommandAction setup_overflow(CLI::App&, const GlobalOptions&);
 CommandAction setup_info(CLI::App&, const GlobalOptions&);
 CommandAction setup_export(CLI::App&, const GlobalOptions&);
 CommandAction setup_report(CLI::App&, const GlobalOptions&);
+CommandAction setup_curve(CLI::App&, const GlobalOptions&);
+CommandAction setup_ranks(CLI::App&, const GlobalOptions&);
+CommandAction setup_eval(CLI::App&, const GlobalOptions&);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> all = {
@@ -17,6 +20,9 @@ const std::vector<Command>& commands() {
       {"info", "Show what a capture run holds: ranks, steps, events, bytes, fingerprint, torn tails", setup_info},
       {"export", "Write a capture run's tensors as .npy or .safetensors files for other tools", setup_export},
       {"report", "Write one self-contained HTML report from saved JSON results", setup_report},
+      {"curve", "Compare two runs' loss / grad-norm / lr curves: divergence step, spikes, final values", setup_curve},
+      {"ranks", "Check that the ranks of one run agree step by step (RANK_INCONSISTENT)", setup_ranks},
+      {"eval", "Business layer: perplexity/KLD/top-1 (ppl), multiple choice (mc), lm-eval results (lm-eval)", setup_eval},
   };
   return all;
 }

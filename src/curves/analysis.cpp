@@ -15,13 +15,6 @@ namespace {
 
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
-// Performance counters differ between hardware by design; they are compared only when asked for.
-bool is_performance_metric(std::string_view m) {
-  return contains(m, "time") || contains(m, "throughput") || contains(m, "per_sec") ||
-         contains(m, "per_second") || contains(m, "tflops") || contains(m, "runtime") ||
-         contains(m, "memory") || contains(m, "mem_") || contains(m, "flos");
-}
-
 bool higher_is_better(std::string_view m) {
   return contains(m, "acc") || contains(m, "throughput") || contains(m, "per_sec") ||
          contains(m, "per_second") || contains(m, "tflops") || contains(m, "bleu") || contains(m, "f1") ||
@@ -277,8 +270,12 @@ MetricComparison compare_series(const Series& golden, const Series& target, cons
     if (!golden_spike_steps.count(s.step)) target_only_spikes.push_back(s.step);
   if (!target_only_spikes.empty())
     worse(Verdict::kWarn, fmt::format("target-only spike(s) at step {}", steps_text(target_only_spikes)));
-  if (!mc.nonfinite_golden.empty())
-    worse(Verdict::kWarn, fmt::format("the golden itself is NaN/Inf at step {}", steps_text(mc.nonfinite_golden)));
+  std::vector<int64_t> golden_only_nonfinite;
+  for (const auto& p : mc.points)
+    if (!std::isfinite(p.golden) && std::isfinite(p.target)) golden_only_nonfinite.push_back(p.step);
+  if (!golden_only_nonfinite.empty())
+    worse(Verdict::kWarn, fmt::format("the golden is NaN/Inf where the target is finite, at step {}",
+                                      steps_text(golden_only_nonfinite)));
   if (!mc.missing_in_golden.empty())
     worse(Verdict::kWarn, fmt::format("steps logged only by the target: {}", steps_text(mc.missing_in_golden)));
   if (!mc.missing_in_target.empty())

@@ -42,4 +42,10 @@ std::string canonical_metric(std::string_view raw) {
   return it == aliases.end() ? s : it->second;
 }
 
+bool is_performance_metric(std::string_view m) {
+  auto has = [m](std::string_view part) { return m.find(part) != std::string_view::npos; };
+  return has("time") || has("throughput") || has("per_sec") || has("per_second") || has("samples/sec") ||
+         has("tflops") || has("runtime") || has("memory") || has("mem_") || has("flos");
+}
+
 }  // namespace parity::curves

@@ -23,7 +23,8 @@ Result<RankComparison> compare_ranks(const CurveRun& run, const RankOptions& opt
   if (!options.metrics.empty()) {
     for (const auto& m : options.metrics) metrics.push_back(canonical_metric(m));
   } else {
-    metrics = run.metrics();
+    for (const auto& m : run.metrics())
+      if (!is_performance_metric(m)) metrics.push_back(m);  // timing differs per rank by design
   }
   for (const std::string& metric : metrics) {
     std::vector<const Series*> per_rank;
@@ -61,7 +62,8 @@ Result<RankComparison> compare_ranks(const CurveRun& run, const RankOptions& opt
         size_t n = finite.size();
         med = n % 2 ? finite[n / 2] : 0.5 * (finite[n / 2 - 1] + finite[n / 2]);
       }
-      bool majority_finite = finite.size() * 2 > values.size();
+      // Ties favour the finite values: with two ranks, the one that went NaN is the odd one.
+      bool majority_finite = finite.size() * 2 >= values.size();
       for (const auto& [rank, v] : values) {
         State& st = state[rank];
         // A finite value disagrees when it is off the median or when most replicas are non-finite;

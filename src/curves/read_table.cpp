@@ -2,6 +2,7 @@
 // numeric metric columns (docs/curves.md "Inputs").
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
@@ -202,7 +203,11 @@ Status read_hf_trainer_state(const std::filesystem::path& path, CurveRun& run) {
     }
     int64_t step = entry["step"].get<int64_t>();
     for (auto it = entry.begin(); it != entry.end(); ++it) {
-      if (it.key() == "step" || it.key() == "epoch") continue;
+      // The closing summary entry's train_loss / train_runtime / ... are averages over the whole
+      // training, not values at that step.
+      static const std::set<std::string> summary_keys = {"train_loss", "train_runtime", "train_samples_per_second",
+                                                         "train_steps_per_second", "total_flos"};
+      if (it.key() == "step" || it.key() == "epoch" || summary_keys.count(it.key())) continue;
       double v;
       if (json_number(*it, v)) builder.add(it.key(), -1, step, v);
     }

@@ -55,8 +55,12 @@ bool parse_deepspeed(const std::string& line, SeriesBuilder& b) {
   int rank = -1;
   std::smatch r;
   if (std::regex_search(line, r, rank_re)) rank = std::stoi(r[1].str());
+  // Leading bracketed prefixes ("[2024-05-01 10:00:01,000] [INFO] [logging.py:96:log_dist] [Rank 0]")
+  // hold timestamps and source locations, not metrics.
+  static const std::regex prefix_re(R"(^(\s*\[[^\]]*\])+)");
+  const std::string body = std::regex_replace(line, prefix_re, "", std::regex_constants::format_first_only);
   bool any = false;
-  for (auto it = std::sregex_iterator(line.begin(), line.end(), pair_re); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(body.begin(), body.end(), pair_re); it != std::sregex_iterator(); ++it) {
     std::string key(trim((*it)[1].str()));
     std::string lower;
     for (char c : key) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));

@@ -1,0 +1,192 @@
+// `parity eval ppl|mc|lm-eval` — the business layer (docs/eval.md). Parses options, calls
+// parity::eval, renders.
+#include <cstdio>
+#include <fstream>
+
+#include "cli/command.h"
+#include "cli/ui.h"
+#include "parity/eval.h"
+
+namespace parity::cli {
+
+namespace {
+
+struct EvalArgs {
+  // ppl
+  std::string golden, target, labels, labels_golden, labels_target;
+  int rank = 0;
+  double ppl_rel = 0.05, ppl_diff = 0.5;
+  std::optional<double> kld;
+  std::string kld_dtype = "bf16";
+  // mc
+  std::string mc_golden, mc_target;
+  bool length_norm = false;
+  // lm-eval
+  std::string a, b;
+  std::vector<std::string> samples;
+  // shared
+  int bootstrap = 10000;
+  uint64_t seed = 20240501;
+  double pass_points = 1.0, fail_points = 2.0, alpha = 0.05;
+  std::string json_path, csv_path;
+};
+
+int usage_error(const std::string& m) {
+  std::fprintf(stderr, "parity eval: %s\n", m.c_str());
+  return kExitUsage;
+}
+
+Status write_output(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return Status::OK();
+  }
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Status::IOError(path + ": cannot open for writing");
+  out << text;
+  out.close();
+  return out ? Status::OK() : Status::IOError(path + ": error while writing");
+}
+
+// Prints the text summary unless a machine output goes to stdout; writes the JSON/CSV files.
+int finish(const EvalArgs& a, const GlobalOptions& global, Verdict v, const std::string& text, const std::string& json,
+           const std::string& csv) {
+  if (a.json_path == "-" && a.csv_path == "-") return usage_error("--json - and --csv - cannot both write to stdout");
+  const bool machine_on_stdout = a.json_path == "-" || a.csv_path == "-";
+  if (!machine_on_stdout) {
+    if (global.quiet) {
+      size_t last = text.rfind('\n', text.size() - 2);
+      std::string tail = text.substr(last == std::string::npos ? 0 : last + 1);
+      std::fwrite(tail.data(), 1, tail.size(), stdout);
+    } else {
+      std::fwrite(text.data(), 1, text.size(), stdout);
+    }
+  }
+  if (!a.json_path.empty()) {
+    Status st = write_output(a.json_path, json + "\n");
+    if (!st.ok()) return usage_error(st.message());
+  }
+  if (!a.csv_path.empty()) {
+    Status st = write_output(a.csv_path, csv);
+    if (!st.ok()) return usage_error(st.message());
+  }
+  return v == Verdict::kPass ? kExitOk : kExitDifferences;
+}
+
+eval::McOptions mc_options(const EvalArgs& a) {
+  eval::McOptions o;
+  o.length_normalised = a.length_norm;
+  o.bootstrap_samples = a.bootstrap;
+  o.seed = a.seed;
+  o.thresholds.pass_points = a.pass_points;
+  o.thresholds.fail_points = a.fail_points;
+  o.thresholds.alpha = a.alpha;
+  return o;
+}
+
+int run_ppl(const EvalArgs& a, const GlobalOptions& global) {
+  const std::string lg = a.labels_golden.empty() ? a.labels : a.labels_golden;
+  const std::string lt = a.labels_target.empty() ? a.labels : a.labels_target;
+  auto g = eval::open_token_source(a.golden, a.rank, lg);
+  if (!g.ok()) return usage_error(g.status().message());
+  auto t = eval::open_token_source(a.target, a.rank, lt);
+  if (!t.ok()) return usage_error(t.status().message());
+  eval::PplOptions o;
+  o.thresholds = eval::default_ppl_thresholds(a.kld_dtype);
+  o.thresholds.ppl_rel = a.ppl_rel;
+  o.thresholds.ppl_diff = a.ppl_diff;
+  if (a.kld) o.thresholds.kld = *a.kld;
+  o.keep_per_token = !a.csv_path.empty();
+  auto r = eval::compare_ppl(**g, **t, o);
+  if (!r.ok()) return usage_error(r.status().message());
+  return finish(a, global, r->verdict, eval::ppl_text(*r, use_color(global), colorize_verdict), eval::ppl_json(*r),
+                eval::ppl_tokens_csv(*r));
+}
+
+int run_mc(const EvalArgs& a, const GlobalOptions& global) {
+  eval::McResult res;
+  std::vector<Status> problems;
+  auto g = eval::read_mc(a.mc_golden, &problems);
+  if (!g.ok()) return usage_error(g.status().message());
+  auto t = eval::read_mc(a.mc_target, &problems);
+  if (!t.ok()) return usage_error(t.status().message());
+  auto r = eval::compare_mc(*g, *t, mc_options(a));
+  if (!r.ok()) return usage_error(r.status().message());
+  r->golden_source = a.mc_golden;
+  r->target_source = a.mc_target;
+  r->problems.insert(r->problems.begin(), problems.begin(), problems.end());
+  if (!problems.empty() && r->verdict == Verdict::kPass) r->verdict = Verdict::kWarn;
+  return finish(a, global, r->verdict, eval::mc_text(*r, use_color(global), colorize_verdict), eval::mc_json(*r),
+                eval::mc_csv(*r));
+}
+
+int run_lm_eval(const EvalArgs& a, const GlobalOptions& global) {
+  if (a.samples.size() % 2 != 0) return usage_error("--samples takes pairs: A.jsonl B.jsonl");
+  std::vector<std::filesystem::path> sa, sb;
+  for (size_t i = 0; i < a.samples.size(); i += 2) {
+    sa.emplace_back(a.samples[i]);
+    sb.emplace_back(a.samples[i + 1]);
+  }
+  eval::LmEvalOptions o;
+  o.mc = mc_options(a);
+  auto r = eval::compare_lm_eval(a.a, a.b, sa, sb, o);
+  if (!r.ok()) return usage_error(r.status().message());
+  return finish(a, global, r->verdict, eval::lm_eval_text(*r, use_color(global), colorize_verdict),
+                eval::lm_eval_json(*r), eval::lm_eval_csv(*r));
+}
+
+void add_accuracy_options(CLI::App* s, EvalArgs& a) {
+  s->add_option("--pass-points", a.pass_points, "|Δacc| in points that still passes")->capture_default_str();
+  s->add_option("--fail-points", a.fail_points, "|Δacc| in points above which it fails (between: warn)")->capture_default_str();
+  s->add_option("--alpha", a.alpha, "Significance level for 'distinguishable from zero'")->capture_default_str();
+  s->add_option("--bootstrap", a.bootstrap, "Paired bootstrap resamples")->capture_default_str();
+  s->add_option("--seed", a.seed, "Bootstrap seed")->capture_default_str();
+}
+
+void add_output_options(CLI::App* s, EvalArgs& a, const char* schema) {
+  s->add_option("--json", a.json_path, std::string("Write ") + schema + " JSON to FILE ('-' = stdout)");
+  s->add_option("--csv", a.csv_path, "Write the CSV form to FILE ('-' = stdout)");
+}
+
+}  // namespace
+
+CommandAction setup_eval(CLI::App& sub, const GlobalOptions& global) {
+  auto a = std::make_shared<EvalArgs>();
+  sub.require_subcommand(1);
+  CLI::App* ppl = sub.add_subcommand("ppl", "Perplexity, KL divergence, Δp and same-top of two runs (llama.cpp definitions)");
+  ppl->add_option("golden", a->golden, "Golden: run dir, logits.plg, or logits tensor file")->required();
+  ppl->add_option("target", a->target, "Target: run dir, logits.plg, or logits tensor file")->required();
+  ppl->add_option("--labels", a->labels, "Labels tensor for logits tensor inputs (both sides)");
+  ppl->add_option("--labels-golden", a->labels_golden, "Labels for the golden logits tensor");
+  ppl->add_option("--labels-target", a->labels_target, "Labels for the target logits tensor");
+  ppl->add_option("--rank", a->rank, "Rank of a run directory")->capture_default_str();
+  ppl->add_option("--ppl-rel", a->ppl_rel, "Allowed |PPL ratio − 1| (seed: 5 %)")->capture_default_str();
+  ppl->add_option("--ppl-diff", a->ppl_diff, "Allowed |PPL difference| (seed: 0.5)")->capture_default_str();
+  ppl->add_option("--kld", a->kld, "Mean KLD threshold (overrides --kld-dtype)");
+  ppl->add_option("--kld-dtype", a->kld_dtype, "Seed KLD threshold of this dtype: bf16 0.005, f16 1e-4, f32 1e-6")
+      ->capture_default_str();
+  add_output_options(ppl, *a, "parity.eval.ppl/1");
+
+  CLI::App* mc = sub.add_subcommand("mc", "Multiple-choice accuracy with exact McNemar and paired bootstrap");
+  mc->add_option("golden", a->mc_golden, "Golden per-question JSONL (parity.log_choices or lm-eval samples)")->required();
+  mc->add_option("target", a->mc_target, "Target per-question JSONL")->required();
+  mc->add_flag("--length-norm", a->length_norm, "Normalise log-likelihoods by choice length (acc_norm)");
+  add_accuracy_options(mc, *a);
+  add_output_options(mc, *a, "parity.eval.mc/1");
+
+  CLI::App* lm = sub.add_subcommand("lm-eval", "Compare two lm-evaluation-harness results files task by task");
+  lm->add_option("a", a->a, "Golden results.json")->required();
+  lm->add_option("b", a->b, "Target results.json")->required();
+  lm->add_option("--samples", a->samples, "Per-sample logs, in pairs: A.jsonl B.jsonl (repeat per task)");
+  add_accuracy_options(lm, *a);
+  add_output_options(lm, *a, "parity.eval.lmeval/1");
+
+  return [a, &global, ppl, mc, lm]() -> int {
+    if (ppl->parsed()) return run_ppl(*a, global);
+    if (mc->parsed()) return run_mc(*a, global);
+    if (lm->parsed()) return run_lm_eval(*a, global);
+    return usage_error("choose one of: ppl, mc, lm-eval");
+  };
+}
+
+}  // namespace parity::cli
