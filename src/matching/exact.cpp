@@ -71,6 +71,14 @@ ExactPairing pair_exact(const std::vector<Record>& golden, const std::vector<Rec
   for (size_t j = 0; j < target.size(); ++j) {
     if (!target_used[j]) out.unmatched_target.push_back(j);
   }
+  if (out.pairs.empty() && out.unmatched_golden.size() == 1 && out.unmatched_target.size() == 1 &&
+      golden.size() - static_cast<size_t>(out.filtered_golden) == 1 &&
+      target.size() - static_cast<size_t>(out.filtered_target) == 1) {
+    out.pairs.emplace_back(out.unmatched_golden[0], out.unmatched_target[0]);
+    out.unmatched_golden.clear();
+    out.unmatched_target.clear();
+    out.single_by_position = true;
+  }
   return out;
 }
 

@@ -24,6 +24,9 @@ struct ExactPairing {
   std::vector<std::pair<size_t, size_t>> pairs;
   std::vector<size_t> unmatched_golden, unmatched_target;  // in each side's listing order
   int64_t filtered_golden = 0, filtered_target = 0;        // records left out by the filter
+  // Each side held exactly one record and their names differ (`parity compare a.npy b.npy`): the two
+  // were paired by position, since there is nothing else they could be compared with.
+  bool single_by_position = false;
 };
 
 ExactPairing pair_exact(const std::vector<Record>& golden, const std::vector<Record>& target,

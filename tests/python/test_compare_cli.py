@@ -1,0 +1,391 @@
+"""End-to-end tests of `parity compare` (the real binary, $PARITY_BIN) on files written with numpy:
+exit codes 0/1/2, the parity.compare/1 JSON and the CSV, unmatched names, thresholds, and the
+bad-input matrix of issue 2 §7 (each case ends in a clear message naming the file, never a crash)."""
+import csv
+import json
+import os
+import struct
+import subprocess
+import zipfile
+
+import numpy as np
+import pytest
+
+PARITY = os.environ.get("PARITY_BIN", "parity")
+
+
+def run(*args, check_no_crash=True):
+    p = subprocess.run([PARITY, "compare", *map(str, args)], capture_output=True, text=True, timeout=120)
+    if check_no_crash:
+        # 3 = internal error; negative = killed by a signal. Neither is acceptable for bad input.
+        assert p.returncode in (0, 1, 2), f"rc={p.returncode}\n{p.stdout}\n{p.stderr}"
+        assert "internal error" not in p.stderr
+    return p
+
+
+def compare_json(*args):
+    p = run(*args, "--json", "-", "-q")
+    return p.returncode, json.loads(p.stdout), p
+
+
+def write_safetensors(path, tensors, header_override=None, truncate=0):
+    """Minimal safetensors writer: u64 little-endian header length, JSON header, raw data."""
+    header, blobs, offset = {}, [], 0
+    names = {np.dtype(np.float32): "F32", np.dtype(np.float16): "F16", np.dtype(np.int64): "I64"}
+    for name, arr in tensors.items():
+        raw = np.ascontiguousarray(arr).tobytes()
+        header[name] = {"dtype": names[arr.dtype], "shape": list(arr.shape), "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    if header_override:
+        header.update(header_override)
+    h = json.dumps(header).encode()
+    h += b" " * (-len(h) % 8)
+    data = struct.pack("<Q", len(h)) + h + b"".join(blobs)
+    if truncate:
+        data = data[:-truncate]
+    path.write_bytes(data)
+
+
+@pytest.fixture
+def dirs(tmp_path):
+    g, t = tmp_path / "golden", tmp_path / "target"
+    g.mkdir()
+    t.mkdir()
+    return g, t
+
+
+def rnd(shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+# ---- exit codes, JSON, CSV --------------------------------------------------------------------------
+
+def test_identical_directories_pass_with_exit_0(dirs):
+    g, t = dirs
+    for i in range(3):
+        a = rnd((8, 16), i)
+        np.save(g / f"l{i}.npy", a)
+        np.save(t / f"l{i}.npy", a)
+    p = run(g, t)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "PASSED" in p.stdout
+    rc, doc, _ = compare_json(g, t)
+    assert rc == 0
+    assert doc["schema"] == "parity.compare/1"
+    assert doc["summary"]["verdict"] == "pass"
+    assert doc["summary"]["pass"] == 3
+    assert doc["summary"]["exit_code"] == 0
+
+
+def test_json_schema_keys_and_differences_exit_1(dirs):
+    g, t = dirs
+    a = rnd((32, 32))
+    np.save(g / "good.npy", a)
+    np.save(t / "good.npy", a * (1 + 1e-6))
+    np.save(g / "bad.npy", a)
+    b = a.copy()
+    b[:, :16] *= -1
+    np.save(t / "bad.npy", b)
+    rc, doc, p = compare_json(g, t)
+    assert rc == 1
+    for key in ["schema", "parity_version", "command", "elapsed_seconds", "golden", "target", "thresholds",
+                "summary", "rows", "unmatched", "problems", "notes"]:
+        assert key in doc, key
+    rows = {r["name"]: r for r in doc["rows"]}
+    assert rows["good.npy"]["verdict"] == "pass"
+    assert rows["bad.npy"]["verdict"] == "fail"
+    assert "cosine" in rows["bad.npy"]["reason"]
+    m = rows["bad.npy"]["metrics"]
+    for key in ["cosine", "euclidean", "rel_l2", "rmse", "sqnr_db", "max_abs", "max_abs_index", "mean_abs", "max_rel",
+                "thousandth_ratio", "five_thousandth_ratio", "frac_abs_gt_1e6", "ulp_max", "nonfinite_agree",
+                "ftz_count", "kl", "golden_stats", "target_stats"]:
+        assert key in m, key
+    # numpy fp64 cross-check of two metrics
+    d = b.astype(np.float64) - a.astype(np.float64)
+    assert m["max_abs"] == pytest.approx(np.abs(d).max(), rel=1e-12)
+    cos = (a.astype(np.float64) * b).sum() / np.linalg.norm(a.astype(np.float64)) / np.linalg.norm(b.astype(np.float64))
+    assert m["cosine"] == pytest.approx(cos, rel=1e-12)
+    assert doc["summary"]["fail"] == 1 and doc["summary"]["verdict"] == "fail"
+
+
+def test_csv_has_schema_line_and_one_line_per_pair(dirs, tmp_path):
+    g, t = dirs
+    for i in range(4):
+        np.save(g / f"x{i}.npy", rnd(10, i))
+        np.save(t / f"x{i}.npy", rnd(10, i))
+    out = tmp_path / "out.csv"
+    p = run(g, t, "--csv", out)
+    assert p.returncode == 0
+    lines = out.read_text().splitlines()
+    assert lines[0] == "# schema: parity.compare.csv/1"
+    rows = list(csv.DictReader(lines[1:]))
+    assert len(rows) == 4
+    assert {r["verdict"] for r in rows} == {"pass"}
+    assert float(rows[0]["cosine"]) == pytest.approx(1.0)
+
+
+def test_unmatched_names_are_listed_and_exit_1(dirs):
+    g, t = dirs
+    np.save(g / "common.npy", rnd(4))
+    np.save(t / "common.npy", rnd(4))
+    np.save(g / "only_golden.npy", rnd(4))
+    np.save(t / "only_target.npy", rnd(4))
+    p = run(g, t)
+    assert p.returncode == 1
+    assert "only_golden.npy" in p.stdout and "only_target.npy" in p.stdout
+    rc, doc, _ = compare_json(g, t)
+    assert [r["name"] for r in doc["unmatched"]["golden"]] == ["only_golden.npy"]
+    assert [r["name"] for r in doc["unmatched"]["target"]] == ["only_target.npy"]
+    assert doc["summary"]["verdict"] == "warn"
+
+
+def test_npz_and_safetensors_pair_by_member_name(tmp_path):
+    a, b = rnd((4, 4), 1), rnd((3,), 2)
+    np.savez(tmp_path / "g.npz", a=a, b=b)
+    write_safetensors(tmp_path / "t.safetensors", {"a": a, "b": b})
+    rc, doc, p = compare_json(tmp_path / "g.npz", tmp_path / "t.safetensors")
+    # Member names differ in form between formats only if the readers say so; both are the keys here.
+    names = sorted(r["name"] for r in doc["rows"])
+    assert rc == 0, p.stderr + json.dumps(doc["unmatched"])
+    assert names == ["a", "b"]
+
+
+def test_usage_errors_exit_2(tmp_path):
+    np.save(tmp_path / "a.npy", rnd(3))
+    p = run(tmp_path / "a.npy", tmp_path / "missing.npy")
+    assert p.returncode == 2
+    assert "missing.npy" in p.stderr
+    p = run(tmp_path / "a.npy")
+    assert p.returncode == 2
+    p = run(tmp_path / "a.npy", tmp_path / "a.npy", "--sort", "sideways")
+    assert p.returncode == 2
+
+
+def test_thresholds_file_flags_and_show_thresholds(tmp_path):
+    p = run("--show-thresholds")
+    assert p.returncode == 0
+    th = json.loads(p.stdout)
+    assert th["f32"]["cosine_pass"] == 0.999
+    assert th["bf16"]["kl_pass"] == 0.005
+    assert th["f16"]["kl_pass"] == 0.0001
+    assert th["bf16"]["max_abs_fail"] == "Infinity"
+    p = run("--show-thresholds", "--cosine", "0.99")
+    assert json.loads(p.stdout)["bf16"]["cosine_pass"] == 0.99
+
+    bad = tmp_path / "th.json"
+    bad.write_text('{"bf16": {"cosine_pas": 0.9}}')
+    p = run("--show-thresholds", "--thresholds", bad)
+    assert p.returncode == 2
+    assert str(bad) in p.stderr and "cosine_pas" in p.stderr
+
+    # A file that loosens the rule turns a warn into a pass.
+    a = rnd(1000)
+    np.save(tmp_path / "g.npy", a)
+    np.save(tmp_path / "t.npy", a + 0.02 * rnd(1000, 5))  # rel L2 ≈ 0.02 > 1e-2
+    assert run(tmp_path / "g.npy", tmp_path / "t.npy").returncode == 1
+    loose = tmp_path / "loose.json"
+    loose.write_text('{"all": {"rel_l2_warn": 0.05}}')
+    assert run(tmp_path / "g.npy", tmp_path / "t.npy", "--thresholds", loose).returncode == 0
+    assert run(tmp_path / "g.npy", tmp_path / "t.npy", "--rel-l2", "0.05").returncode == 0
+
+
+def test_sort_limit_and_all(dirs):
+    g, t = dirs
+    for i in range(40):
+        a = rnd(64, i)
+        np.save(g / f"t{i:02d}.npy", a)
+        np.save(t / f"t{i:02d}.npy", a if i != 17 else -a)
+    p = run(g, t)
+    body = p.stdout.splitlines()
+    first_row = next(l for l in body if l.startswith(("pass", "warn", "fail", "error")))
+    assert first_row.startswith("fail") and "t17.npy" in first_row  # worst first
+    assert "... 10 more rows" in p.stdout
+    p = run(g, t, "--all", "--sort", "name")
+    rows = [l for l in p.stdout.splitlines() if l.startswith(("pass", "fail"))]
+    assert len(rows) == 40
+    assert "t00.npy" in rows[0]
+    assert all(len(l) <= 100 for l in rows)  # the table fits 100 columns
+
+
+# ---- bad input (issue 2 §7) -------------------------------------------------------------------------
+
+def good_npy_bytes(arr):
+    import io
+    buf = io.BytesIO()
+    np.save(buf, arr)
+    return buf.getvalue()
+
+
+def make_truncated_npy(path):
+    path.write_bytes(good_npy_bytes(rnd(100))[:-40])
+
+
+def make_corrupt_npy(path):
+    path.write_bytes(b"\x93NUMPX" + good_npy_bytes(rnd(10))[6:])
+
+
+def make_header_claims_more(path):
+    raw = good_npy_bytes(rnd(10))
+    path.write_bytes(raw.replace(b"(10,)", b"(99,)"))
+
+
+def make_shape_overflow(path):
+    raw = good_npy_bytes(rnd(10))
+    big = b"(4294967296, 4294967296, 4294967296,)"
+    path.write_bytes(raw.replace(b"(10,)" + b" " * len(b""), big, 1))
+
+
+def make_truncated_npz(path):
+    np.savez_compressed(path, a=rnd(1000))
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def make_corrupt_npz(path):
+    np.savez_compressed(path, a=rnd(1000))
+    data = bytearray(path.read_bytes())
+    for i in range(120, 400):  # inside the deflated member data
+        data[i] ^= 0x5A
+    path.write_bytes(bytes(data))
+
+
+def make_truncated_safetensors(path):
+    write_safetensors(path, {"a": rnd(100)}, truncate=50)
+
+
+def make_safetensors_header_lie(path):
+    path.write_bytes(struct.pack("<Q", 1 << 40) + b"{}")
+
+
+def make_safetensors_offsets_outside(path):
+    write_safetensors(path, {"a": rnd(4)}, header_override={"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 1 << 20]}})
+
+
+BAD_FILES = {
+    "truncated.npy": make_truncated_npy,
+    "corrupt.npy": make_corrupt_npy,
+    "claims_more.npy": make_header_claims_more,
+    "overflow.npy": make_shape_overflow,
+    "truncated.npz": make_truncated_npz,
+    "corrupt.npz": make_corrupt_npz,
+    "truncated.safetensors": make_truncated_safetensors,
+    "header_lie.safetensors": make_safetensors_header_lie,
+    "offsets.safetensors": make_safetensors_offsets_outside,
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_bad_file_alone_is_a_clear_error(tmp_path, name):
+    bad = tmp_path / name
+    BAD_FILES[name](bad)
+    good = tmp_path / ("good" + bad.suffix)
+    if bad.suffix == ".npy":
+        np.save(good, rnd(100))
+    elif bad.suffix == ".npz":
+        np.savez_compressed(good, a=rnd(1000))
+    else:
+        write_safetensors(good, {"a": rnd(100)})
+    p = run(good, bad)
+    # Unopenable → 2; opened but a tensor unreadable → 1 with an error row. Either way: named.
+    assert p.returncode in (1, 2)
+    assert name in p.stdout + p.stderr, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_bad_file_in_directory_is_reported_and_the_rest_compared(dirs, name):
+    g, t = dirs
+    for i in range(3):
+        a = rnd(50, i)
+        np.save(g / f"ok{i}.npy", a)
+        np.save(t / f"ok{i}.npy", a)
+    BAD_FILES[name](t / name)
+    rc, doc, p = compare_json(g, t)
+    assert rc == 1
+    ok_rows = [r for r in doc["rows"] if r["name"].startswith("ok")]
+    assert len(ok_rows) == 3 and all(r["verdict"] == "pass" for r in ok_rows)
+    messages = [x["message"] for x in doc["problems"]] + [r["reason"] for r in doc["rows"] if r["verdict"] == "error"]
+    assert any(name in m for m in messages), doc
+
+
+def test_unreadable_file_is_named(dirs):
+    g, t = dirs
+    np.save(g / "a.npy", rnd(5))
+    np.save(t / "a.npy", rnd(5))
+    # A dangling link is unreadable for every user (root ignores permission bits).
+    os.symlink(t / "does_not_exist.npy", t / "dangling.npy")
+    if os.geteuid() != 0:
+        np.save(t / "noperm.npy", rnd(5))
+        os.chmod(t / "noperm.npy", 0)
+    rc, doc, p = compare_json(g, t)
+    assert rc == 1
+    text = json.dumps(doc["problems"]) + json.dumps(doc["unmatched"]) + json.dumps(doc["rows"])
+    assert "dangling.npy" in text
+    assert [r["verdict"] for r in doc["rows"] if r["name"] == "a.npy"] == ["pass"]
+    if os.geteuid() != 0:
+        assert "noperm.npy" in text
+
+
+def test_mismatched_shapes_are_an_error_row(dirs):
+    g, t = dirs
+    np.save(g / "w.npy", rnd((2, 3)))
+    np.save(t / "w.npy", rnd((3, 3)))
+    np.save(g / "flat.npy", rnd((2, 3), 4))
+    np.save(t / "flat.npy", rnd((3, 2), 4))
+    rc, doc, _ = compare_json(g, t)
+    rows = {r["name"]: r for r in doc["rows"]}
+    assert rc == 1
+    assert rows["w.npy"]["verdict"] == "error" and "shapes differ" in rows["w.npy"]["reason"]
+    assert rows["w.npy"]["metrics"] is None
+    assert rows["flat.npy"]["shape_differs"] is True
+    assert rows["flat.npy"]["metrics"] is not None
+
+
+def test_nan_inf_empty_and_zero_d_tensors(dirs):
+    g, t = dirs
+    nan = np.full(8, np.nan, np.float32)
+    inf = np.full(8, np.inf, np.float32)
+    np.save(g / "nan_both.npy", nan)
+    np.save(t / "nan_both.npy", nan)
+    np.save(g / "inf_both.npy", inf)
+    np.save(t / "inf_both.npy", inf)
+    np.save(g / "nan_vs_finite.npy", rnd(8))
+    np.save(t / "nan_vs_finite.npy", nan)
+    np.save(g / "inf_vs_neg.npy", inf)
+    np.save(t / "inf_vs_neg.npy", -inf)
+    np.save(g / "empty.npy", np.zeros((0, 4), np.float32))
+    np.save(t / "empty.npy", np.zeros((0, 4), np.float32))
+    np.save(g / "scalar.npy", np.float32(2.0))
+    np.save(t / "scalar.npy", np.float32(2.0))
+    np.save(g / "scalar_off.npy", np.float32(2.0))
+    np.save(t / "scalar_off.npy", np.float32(5.0))
+    rc, doc, p = compare_json(g, t)
+    rows = {r["name"]: r for r in doc["rows"]}
+    assert rc == 1
+    assert rows["nan_both.npy"]["verdict"] == "pass"   # agreeing positions are excluded (msprobe)
+    assert rows["inf_both.npy"]["verdict"] == "pass"
+    assert rows["nan_vs_finite.npy"]["verdict"] == "error"
+    assert "NaN/Inf" in rows["nan_vs_finite.npy"]["reason"]
+    assert rows["inf_vs_neg.npy"]["verdict"] == "error"
+    assert rows["empty.npy"]["verdict"] == "pass" and rows["empty.npy"]["reason"] == "empty tensors"
+    assert rows["scalar.npy"]["verdict"] == "pass"
+    assert rows["scalar.npy"]["metrics"]["cosine"] == "NaN"  # single element: unsupported
+    assert rows["scalar_off.npy"]["verdict"] == "fail"       # |5 − 2| > 1
+    # The JSON is strict: no bare NaN/Infinity tokens.
+    json.loads(p.stdout, parse_constant=lambda c: pytest.fail(f"bare {c} in JSON"))
+
+
+def test_thousand_good_files_and_one_bad(dirs):
+    g, t = dirs
+    rng = np.random.default_rng(7)
+    for i in range(1000):
+        a = rng.standard_normal(16).astype(np.float32)
+        np.save(g / f"t{i:04d}.npy", a)
+        np.save(t / f"t{i:04d}.npy", a)
+    make_truncated_npy(t / "t0500.npy")
+    rc, doc, p = compare_json(g, t)
+    assert rc == 1
+    passed = [r for r in doc["rows"] if r["verdict"] == "pass"]
+    assert len(passed) == 999
+    where = json.dumps(doc["problems"]) + json.dumps([r for r in doc["rows"] if r["verdict"] == "error"])
+    assert "t0500.npy" in where
