@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/ui.h"
 #include "parity/compare.h"
+#include "parity/diagnosis.h"
 #include "parity/source.h"
 #include "parity/thresholds.h"
 #include "report/compare_report.h"
@@ -151,6 +152,8 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   Result<CompareResult> result = run_compare(**golden, **target, opts);
   if (!result.ok()) return usage_error(result.status().message());
   CompareResult& res = *result;
+  // Noise classes, first divergence, suspects, NaN/Inf origin and diagnoses (docs/diagnosis.md).
+  const Findings findings = analyse_and_diagnose(res, golden->get(), target->get());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::string command = command_line();
 
@@ -171,6 +174,9 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   int code = res.summary.verdict == Verdict::kPass ? kExitOk : kExitDifferences;
   if (!a.json_path.empty()) {
     nlohmann::json j = report::compare_result_to_json(res);
+    // Kept in a named object: a range-for over items() of a temporary would iterate a destroyed json.
+    const nlohmann::json analysis = findings_to_json(findings, res);
+    for (auto& [key, value] : analysis.items()) j[key] = value;
     j["parity_version"] = PARITY_VERSION;
     j["command"] = command;
     j["elapsed_seconds"] = seconds;
@@ -195,11 +201,14 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
     }
   }
   if (!global.quiet) {
+    print_config_diff(human, findings.config, topt.color);
     report::print_compare_header(human, res, topt);
     report::print_compare_table(human, res, topt);
     report::print_compare_unmatched(human, res, topt);
     report::print_compare_problems(human, res, topt);
     report::print_compare_notes(human, res, topt);
+    std::fputc('\n', human);
+    print_findings(human, findings, res, topt.color);
     std::fputc('\n', human);
   } else {
     // --quiet still names what could not be read: errors are never silent.

@@ -15,10 +15,12 @@
 #include <cctype>
 #include <exception>
 #include <map>
+#include <optional>
 #include <regex>
 
 #include "compare/judge.h"
 #include "matching/exact.h"
+#include "matching/mapping.h"
 #include "parity/compare.h"
 
 namespace parity {
@@ -242,6 +244,16 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
   const std::vector<Record>& trecs = target.records();
   matching::RecordFilter filter{options.step, options.rank};
   matching::ExactPairing pairing = matching::pair_exact(grecs, trecs, filter);
+  // Names left unmatched: the --map rules, then order-based alignment of capture events
+  // (src/matching/mapping.h, docs/alignment.md).
+  std::optional<matching::NameMap> name_map;
+  if (!options.map_file.empty()) {
+    Result<matching::NameMap> m = matching::load_name_map(options.map_file);
+    if (!m.ok()) return m.status();
+    name_map = std::move(*m);
+  }
+  const std::vector<MatchKind> match_kinds = matching::extend_pairing(
+      grecs, trecs, pairing, name_map ? &*name_map : nullptr, options.align, {}, res.notes);
 
   if (pairing.single_by_position) {
     res.notes.push_back("each side holds a single tensor ('" + grecs[pairing.pairs[0].first].name + "', '" +
@@ -278,7 +290,7 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
     CompareRow& row = res.rows[k];
     row.golden = grecs[pairing.pairs[k].first];
     row.target = trecs[pairing.pairs[k].second];
-    row.match = MatchKind::kExact;
+    row.match = match_kinds[k];
     RowPlan plan;
     plan.row = k;
     std::string note;
