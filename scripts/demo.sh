@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# make demo: write a golden (fp32) and a target (bf16, one broken layer) set of activations of a small
+# network, then let parity compare them. Usage: scripts/demo.sh [BUILD_DIR]   (default: build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD="${1:-build}"
+OUT="${DEMO_OUT:-demo-out}"
+PARITY="$BUILD/parity"
+[ -x "$PARITY" ] || { echo "demo: $PARITY not found; build first (make build)" >&2; exit 2; }
+
+echo "== 1. golden (fp32) and target (bf16, blocks.2.attn without its 1/sqrt(d) scale) =="
+/usr/bin/python3 examples/make_demo_tensors.py "$OUT"
+
+echo
+echo "== 2. $PARITY compare $OUT/golden.npz $OUT/target.safetensors =="
+status=0
+"$PARITY" compare "$OUT/golden.npz" "$OUT/target.safetensors" --json "$OUT/compare.json" || status=$?
+
+echo
+# Exit 1 means "differences found", which is what this demo is about; anything else is a failure.
+if [ "$status" -ne 1 ]; then
+  echo "demo: expected parity compare to find the broken layer (exit 1), got exit $status" >&2
+  exit 1
+fi
+echo "The full result (schema parity.compare/1, docs/compare-json.md) is in $OUT/compare.json."
