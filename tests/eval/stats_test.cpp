@@ -1,0 +1,61 @@
+// PPL/KLD statistics helpers (llama.cpp definitions) on hand-computed values, and the seed thresholds.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "parity/eval.h"
+
+using namespace parity::eval;
+
+TEST(PplStats, MeanAndUncertaintyLikeLlamaCpp) {
+  // x = 1..20: mean 10.5, Σx² = 2870, Σx²/n − mean² = 143.5 − 110.25 = 33.25, unc = sqrt(33.25/19).
+  double s = 0, s2 = 0;
+  for (int i = 1; i <= 20; ++i) { s += i; s2 += i * i; }
+  ValueUnc v = mean_and_uncertainty(s, s2, 20);
+  EXPECT_DOUBLE_EQ(v.value, 10.5);
+  EXPECT_DOUBLE_EQ(v.unc, std::sqrt(33.25 / 19));
+  EXPECT_EQ(mean_and_uncertainty(s, s2, 10).unc, 0.0) << "llama.cpp: no uncertainty with n <= 10";
+  EXPECT_EQ(mean_and_uncertainty(0, 0, 0).value, 0.0);
+  // cov of x and 2x over 1..20: (Σ2x²/n − mean·2mean)/(n−1) = 2·33.25/19.
+  EXPECT_DOUBLE_EQ(covariance_of_means(s, 2 * s, 2 * s2, 20), 2 * 33.25 / 19);
+  EXPECT_EQ(covariance_of_means(s, s, s2, 9), 0.0);
+}
+
+TEST(PplStats, PercentileInterpolation) {
+  std::vector<double> v = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 0.5), 5.0);
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 0.95), 9.5);
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 0.001), 0.01);
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 0.0), 0.0);
+  EXPECT_DOUBLE_EQ(percentile_sorted(v, 1.0), 10.0);
+}
+
+TEST(PplStats, CompareTokenHandComputed) {
+  // p = (0.5, 0.25, 0.25), q = (0.25, 0.5, 0.25): KL = 0.5 ln 2 − 0.25 ln 2 = 0.25 ln 2.
+  TokenDist p, q;
+  p.logprob = {std::log(0.5), std::log(0.25), std::log(0.25)};
+  q.logprob = {std::log(0.25), std::log(0.5), std::log(0.25)};
+  p.error = q.error = {0, 0, 0};
+  p.label = q.label = 1;
+  p.label_logprob = std::log(0.25);
+  q.label_logprob = std::log(0.5);
+  p.argmax = 0;
+  q.argmax = 1;
+  TokenComparison t = compare_token(p, q);
+  EXPECT_NEAR(t.kld, 0.25 * std::log(2.0), 1e-15);
+  EXPECT_LE(t.kld_bound, 1e-11);
+  EXPECT_DOUBLE_EQ(t.delta_p, 0.25);
+  EXPECT_DOUBLE_EQ(t.nll_golden, std::log(4.0));
+  EXPECT_FALSE(t.same_top);
+  // q = 0 where p > 0: infinite divergence.
+  q.logprob[2] = -INFINITY;
+  EXPECT_TRUE(std::isinf(compare_token(p, q).kld));
+}
+
+TEST(PplStats, SeedThresholdsByDtype) {
+  EXPECT_DOUBLE_EQ(default_ppl_thresholds("bf16").kld, 0.005);
+  EXPECT_DOUBLE_EQ(default_ppl_thresholds("fp16").kld, 1e-4);
+  EXPECT_DOUBLE_EQ(default_ppl_thresholds("float32").kld, 1e-6);
+  EXPECT_DOUBLE_EQ(default_ppl_thresholds().ppl_rel, 0.05);
+  EXPECT_DOUBLE_EQ(default_ppl_thresholds().ppl_diff, 0.5);
+}
