@@ -7,7 +7,10 @@
 // allowed (it would change rounding relative to the numpy fp64 reference, see docs/metrics.md).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+
+#include "parity/dtype.h"
 
 #include "metrics/partial.h"
 
@@ -35,6 +38,10 @@ struct KernelParams {
 // first_index_of_max.
 using BlockFn = void (*)(const double* g, const double* t, int64_t n, const KernelParams& params, Partial& out);
 
+// Decodes n contiguous native-order elements of dtype dt at p into fp64; false (nothing written) for
+// dtypes without a fast path (the caller then uses decode_to_double).
+using DecodeFn = bool (*)(DType dt, const std::byte* p, int64_t n, double* out);
+
 // The first i in [0, n) with both sides finite whose |t − g| (kind 0) or msprobe relative error
 // (kind 1) equals `value` (same arithmetic as the kernel), or -1.
 int64_t first_index_of_max(const double* g, const double* t, int64_t n, const KernelParams& params, int kind,
@@ -43,8 +50,12 @@ int64_t first_index_of_max(const double* g, const double* t, int64_t n, const Ke
 BlockFn block_kernel_generic();
 BlockFn block_kernel_avx2();     // nullptr when the compiler cannot build it
 BlockFn block_kernel_avx512();   // AVX2 code with AVX-512VL's 32 registers and mask registers
-// The fastest variant this CPU runs (checked once with __builtin_cpu_supports).
+// The fastest variant this CPU runs (checked once with __builtin_cpu_supports), and its decoder.
 BlockFn select_block_kernel();
+DecodeFn select_decoder();
+DecodeFn decoder_generic();
+DecodeFn decoder_avx2();
+DecodeFn decoder_avx512();
 // "avx512vl", "avx2" or "baseline": which variant select_block_kernel() picks (for benchmarks and tests).
 const char* block_kernel_name();
 

@@ -14,9 +14,11 @@
 
 namespace parity::metrics_detail {
 BlockFn block_kernel_avx2() { return &avx2::block_entry; }
+DecodeFn decoder_avx2() { return &avx2::decode_entry; }
 }  // namespace parity::metrics_detail
 #else
 namespace parity::metrics_detail {
 BlockFn block_kernel_avx2() { return nullptr; }
+DecodeFn decoder_avx2() { return nullptr; }
 }  // namespace parity::metrics_detail
 #endif

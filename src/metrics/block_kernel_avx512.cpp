@@ -16,9 +16,11 @@
 
 namespace parity::metrics_detail {
 BlockFn block_kernel_avx512() { return &avx512::block_entry; }
+DecodeFn decoder_avx512() { return &avx512::decode_entry; }
 }  // namespace parity::metrics_detail
 #else
 namespace parity::metrics_detail {
 BlockFn block_kernel_avx512() { return nullptr; }
+DecodeFn decoder_avx512() { return nullptr; }
 }  // namespace parity::metrics_detail
 #endif

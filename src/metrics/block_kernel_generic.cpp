@@ -5,4 +5,5 @@
 
 namespace parity::metrics_detail {
 BlockFn block_kernel_generic() { return &generic::block_entry; }
+DecodeFn decoder_generic() { return &generic::decode_entry; }
 }  // namespace parity::metrics_detail

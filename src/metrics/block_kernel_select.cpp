@@ -33,6 +33,18 @@ BlockFn select_block_kernel() {
   return fn;
 }
 
+DecodeFn select_decoder() {
+  static const DecodeFn fn = [] {
+    switch (best_variant()) {
+      case Variant::kAvx512: return decoder_avx512();
+      case Variant::kAvx2: return decoder_avx2();
+      case Variant::kBaseline: break;
+    }
+    return decoder_generic();
+  }();
+  return fn;
+}
+
 const char* block_kernel_name() {
   switch (best_variant()) {
     case Variant::kAvx512: return "avx512vl";

@@ -152,6 +152,13 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
   const int64_t numel = golden.numel;
   const KernelParams params = make_params(target.dtype, options);
   const metrics_detail::BlockFn kernel = metrics_detail::select_block_kernel();
+  const metrics_detail::DecodeFn fast_decode = metrics_detail::select_decoder();
+  // Contiguous native-order data of a fast-path dtype is widened by the kernel's own decoder.
+  auto direct = [](const TensorView& v) { return !v.byteswapped && v.is_c_contiguous(); };
+  const bool g_direct = direct(golden), t_direct = direct(target);
+  auto decode = [&](const TensorView& v, bool is_direct, int64_t b, int64_t n, double* out) {
+    if (!is_direct || !fast_decode(v.dtype, v.data + b * dtype_size(v.dtype), n, out)) decode_to_double(v, b, n, out);
+  };
   const int64_t nchunks = (numel + kChunk - 1) / kChunk;
   std::vector<Partial> chunks(static_cast<size_t>(std::max<int64_t>(nchunks, 1)));
 
@@ -166,8 +173,8 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
     double best_ad = -1, best_rel = -1;
     for (int64_t b = begin; b < end; b += kBlock) {
       const int64_t n = std::min(kBlock, end - b);
-      decode_to_double(golden, b, n, gb);
-      decode_to_double(target, b, n, tb);
+      decode(golden, g_direct, b, n, gb);
+      decode(target, t_direct, b, n, tb);
       for (int64_t i = n; i < ((n + 3) & ~int64_t{3}); ++i) gb[i] = tb[i] = kNaN;  // neutral padding
       Partial& blk = blocks[nb++];
       kernel(gb, tb, n, params, blk);
