@@ -136,6 +136,9 @@ uint64_t encode_rne(DType t, double x) {
       // The double -> float conversion is IEEE round-to-nearest-even in the default rounding mode, with
       // overflow to inf; NaN is canonicalised like the narrow formats.
       if (std::isnan(x)) return 0x7FC00000u;
+      // |x| >= FLT_MAX + ulp/2 rounds to inf; made explicit because C++ leaves the conversion of an
+      // out-of-range double undefined ([conv.double]) even though IEEE hardware returns inf.
+      if (std::fabs(x) >= 0x1.ffffffp127) return std::signbit(x) ? 0xFF800000u : 0x7F800000u;
       return std::bit_cast<uint32_t>(static_cast<float>(x));
     }
     case DType::kF16:

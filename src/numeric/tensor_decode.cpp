@@ -88,6 +88,7 @@ void decode_general(const TensorView& t, int64_t begin, int64_t count, Out* out)
   const size_t rank = t.shape.size();
   // Element strides of the stored layout (C-order when none are given).
   std::vector<int64_t> strides = t.strides;
+  assert((strides.empty() || strides.size() == rank) && "TensorView: one stride per dimension");
   if (strides.empty()) {
     strides.assign(rank, 1);
     for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * t.shape[d];

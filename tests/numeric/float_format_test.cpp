@@ -233,6 +233,7 @@ TEST(FloatFormat, F32RoundingAtTiesAndLimits) {
   EXPECT_EQ(parity::encode_rne(DType::kF32, std::nextafter(1.0 + 0x1p-24, 2.0)), 0x3F800001u);
   const double fmax = 3.4028234663852886e38, half_ulp = 0x1p103;
   EXPECT_EQ(parity::round_to(DType::kF32, fmax + half_ulp), HUGE_VAL);
+  EXPECT_EQ(parity::round_to(DType::kF32, -1e300), -HUGE_VAL);
   EXPECT_EQ(parity::round_to(DType::kF32, std::nextafter(fmax + half_ulp, 0.0)), fmax);
   EXPECT_EQ(parity::encode_rne(DType::kF32, 0x1p-150), 0u);
   EXPECT_EQ(parity::encode_rne(DType::kF32, std::nextafter(0x1p-150, 1.0)), 1u);
