@@ -58,6 +58,8 @@ json metrics_json(const PairMetrics& m) {
               {"ftz_count", m.ftz_count},
               {"kl", json_number(m.kl)},
               {"kl_computed", m.kl_computed},
+              {"kl_rows", m.kl_rows},
+              {"kl_rows_skipped", m.kl_rows_skipped},
               {"golden_stats", side_stats_json(m.golden)},
               {"target_stats", side_stats_json(m.target)}};
 }

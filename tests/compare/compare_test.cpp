@@ -147,6 +147,26 @@ TEST(ComparePairing, DuplicateKeysPairInOrderAndExtrasStayUnmatched) {
   EXPECT_EQ(p.unmatched_golden[0], 2u);
 }
 
+TEST(ComparePairing, TwoSingleTensorSourcesPairDespiteTheirNames) {
+  MemorySource g, t;
+  g.add("golden.npy", ramp(8));
+  t.add("target.npy", ramp(8));
+  Result<CompareResult> r = run_compare(g, t, default_options());
+  ASSERT_TRUE(r.ok());
+  ASSERT_EQ(r->rows.size(), 1u);
+  EXPECT_EQ(r->rows[0].target.name, "target.npy");
+  EXPECT_TRUE(r->unmatched_golden.empty());
+  bool noted = false;
+  for (const std::string& n : r->notes) noted = noted || n.find("single tensor") != std::string::npos;
+  EXPECT_TRUE(noted);
+  // With a second tensor on one side the names decide again.
+  t.add("other.npy", ramp(8));
+  Result<CompareResult> two = run_compare(g, t, default_options());
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->rows.size(), 0u);
+  EXPECT_EQ(two->unmatched_target.size(), 2u);
+}
+
 TEST(ComparePairing, StepFilterOnPlainFilesIsNotedNotApplied) {
   MemorySource g, t;
   g.add("a", ramp(8));
@@ -563,6 +583,9 @@ TEST(CompareJson, SchemaShapeAndNonFiniteEncoding) {
   EXPECT_EQ(a["noise"], "unknown");
   EXPECT_EQ(a["noise_ratio"], "NaN");
   EXPECT_EQ(rows[1]["metrics"]["cosine"], "NaN");  // single element: unsupported, as msprobe
+  EXPECT_EQ(a["metrics"]["kl_computed"], false);
+  EXPECT_EQ(a["metrics"]["kl"], "NaN");
+  EXPECT_TRUE(a["metrics"].contains("kl_rows"));
   // Every number in the document is finite (it must survive a strict JSON parser).
   const std::string text = j.dump();
   EXPECT_EQ(text.find("NaN,"), std::string::npos);
