@@ -23,3 +23,22 @@ if [ "$status" -ne 1 ]; then
   exit 1
 fi
 echo "The full result (schema parity.compare/1, docs/compare-json.md) is in $OUT/compare.json."
+
+echo
+echo "== 3. captured training: the small Llama-style model in fp32 (golden) and bf16 (target) =="
+PYTHONPATH="$PWD/python:$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
+  /usr/bin/python3 python/parity/examples/demo_train.py "$OUT/train"
+
+echo
+echo "== 4. $PARITY info $OUT/train/target =="
+"$PARITY" info "$OUT/train/target"
+
+echo
+echo "== 5. $PARITY compare $OUT/train/golden $OUT/train/target --step 0 =="
+status=0
+"$PARITY" compare "$OUT/train/golden" "$OUT/train/target" --step 0 --limit 20 --json "$OUT/train-compare.json" || status=$?
+if [ "$status" -ne 1 ]; then
+  echo "demo: expected parity compare to report the bf16 differences (exit 1), got exit $status" >&2
+  exit 1
+fi
+echo "The full result of the training comparison is in $OUT/train-compare.json."
