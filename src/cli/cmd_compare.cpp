@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "cli/command.h"
@@ -172,6 +173,16 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
                                    : report::SortKey::kWorst;
 
   int code = res.summary.verdict == Verdict::kPass ? kExitOk : kExitDifferences;
+  // No usable input (exit 2): a side without a single readable tensor leaves nothing to compare.
+  std::string no_input;
+  for (const auto& [side, path, src] : {std::tuple{"golden", a.golden, golden->get()},
+                                        std::tuple{"target", a.target, target->get()}}) {
+    if (src->records().empty() && no_input.empty()) {
+      no_input = std::string("no usable input: ") + side + " " + path + " holds no readable tensors" +
+                 (src->problems().empty() ? "" : " (see 'unreadable' above)");
+    }
+  }
+  if (!no_input.empty()) code = kExitUsage;
   if (!a.json_path.empty()) {
     nlohmann::json j = report::compare_result_to_json(res);
     // Kept in a named object: a range-for over items() of a temporary would iterate a destroyed json.
@@ -215,6 +226,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
     for (const Status& st : res.problems) std::fprintf(stderr, "parity compare: %s\n", st.message().c_str());
   }
   report::print_compare_verdict(human, res, seconds, command, topt.color);
+  if (!no_input.empty()) std::fprintf(stderr, "parity compare: %s\n", no_input.c_str());
   return code;
 }
 

@@ -162,6 +162,18 @@ def test_usage_errors_exit_2(tmp_path):
     assert p.returncode == 2
 
 
+def test_a_side_without_readable_tensors_is_no_usable_input(dirs):
+    g, t = dirs
+    np.save(g / "a.npy", rnd(3))
+    p = run(g, t)  # empty target directory
+    assert p.returncode == 2
+    assert "no usable input" in p.stderr and str(t) in p.stderr
+    make_truncated_npy(t / "a.npy")  # only an unreadable file: still nothing usable
+    p = run(g, t)
+    assert p.returncode == 2
+    assert "a.npy" in p.stdout  # the unreadable file is named
+
+
 def test_thresholds_file_flags_and_show_thresholds(tmp_path):
     p = run("--show-thresholds")
     assert p.returncode == 0
