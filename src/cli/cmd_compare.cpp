@@ -188,6 +188,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
     // Kept in a named object: a range-for over items() of a temporary would iterate a destroyed json.
     const nlohmann::json analysis = findings_to_json(findings, res);
     for (auto& [key, value] : analysis.items()) j[key] = value;
+    j["summary"]["exit_code"] = code;  // the CLI's own code (2 when a side had no usable input)
     j["parity_version"] = PARITY_VERSION;
     j["command"] = command;
     j["elapsed_seconds"] = seconds;
