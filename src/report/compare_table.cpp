@@ -31,11 +31,12 @@ std::string pad(std::string s, size_t w, bool right = false) {
   return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
 }
 
-// Shorten to `w` columns keeping the head and the (more specific) tail: "blocks.1...mlp.out.npy".
+// Shorten to `w` columns keeping the head (module path, layer index) and the tail (the leaf):
+// "model.layers.7.a...output_projection".
 std::string fit(const std::string& s, size_t w) {
   if (s.size() <= w) return s;
   if (w <= 3) return s.substr(0, w);
-  const size_t head = (w - 3) / 3;
+  const size_t head = (w - 3) / 2;
   const size_t tail = w - 3 - head;
   return s.substr(0, head) + "..." + s.substr(s.size() - tail);
 }

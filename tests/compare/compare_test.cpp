@@ -624,5 +624,65 @@ TEST(CompareCsv, HeaderAndRowsHaveTheSameColumnCount) {
   EXPECT_FALSE(report::write_compare_csv(*r, "/nonexistent/dir/x.csv").ok());
 }
 
+// ---- terminal table -------------------------------------------------------------------------------
+
+std::vector<std::string> render_table(const CompareResult& r, const report::TableOptions& o) {
+  std::FILE* f = std::tmpfile();
+  report::print_compare_table(f, r, o);
+  std::rewind(f);
+  std::vector<std::string> lines;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, f) != nullptr) {
+    std::string l(buf);
+    if (!l.empty() && l.back() == '\n') l.pop_back();
+    lines.push_back(l);
+  }
+  std::fclose(f);
+  return lines;
+}
+
+TEST(CompareTable, WorstFirstFitsHundredColumnsAndLimits) {
+  MemorySource g, t;
+  for (int i = 0; i < 12; ++i) {
+    const std::string name = "model.layers." + std::to_string(i) + ".a_rather_long_module_name.output_projection";
+    std::vector<float> v = ramp(64, 1.0f + static_cast<float>(i));
+    g.add(name, v);
+    if (i == 7) {
+      for (float& x : v) x = -x;
+    }
+    t.add(name, v);
+  }
+  g.add_meta("stats_only", {10}).stats = stats(-1, 1, 0.1, 3);
+  t.add_meta("stats_only", {10}).stats = stats(-1, 1, 0.1, 9);
+  Result<CompareResult> r = run_compare(g, t, default_options());
+  ASSERT_TRUE(r.ok());
+  report::TableOptions o;
+  o.limit = 5;
+  std::vector<std::string> lines = render_table(*r, o);
+  for (const std::string& l : lines) EXPECT_LE(l.size(), 100u) << l;
+  // Header, then the failing row first (worst first), then the statistics row that warns.
+  size_t first = 0;
+  while (first < lines.size() && lines[first].rfind("fail", 0) != 0) ++first;
+  ASSERT_LT(first, lines.size());
+  EXPECT_NE(lines[first].find(".7."), std::string::npos) << lines[first];
+  bool stats_row = false, more = false;
+  for (const std::string& l : lines) {
+    stats_row = stats_row || (l.rfind("warn", 0) == 0 && l.find("(statistics)") != std::string::npos);
+    more = more || l.find("... 8 more rows") != std::string::npos;
+  }
+  EXPECT_TRUE(stats_row);
+  EXPECT_TRUE(more);
+
+  o.sort = report::SortKey::kName;
+  o.limit = 0;
+  std::vector<size_t> by_name = report::sort_rows(*r, o);
+  for (size_t i = 1; i < by_name.size(); ++i) {
+    EXPECT_LE(r->rows[by_name[i - 1]].golden.name, r->rows[by_name[i]].golden.name);
+  }
+  o.sort = report::SortKey::kMetric;
+  o.sort_metric = "cosine";
+  EXPECT_NE(r->rows[report::sort_rows(*r, o)[0]].golden.name.find(".7."), std::string::npos);
+}
+
 }  // namespace
 }  // namespace parity
