@@ -69,7 +69,8 @@ class PyWriter {
                         int64_t order, const std::string& dtype, std::vector<int64_t> shape,
                         std::vector<int64_t> stride, const std::string& device, uintptr_t ptr, int64_t numel,
                         std::optional<std::vector<double>> stats, bool want_crc, bool want_data,
-                        const std::string& args_json, const std::string& extra_json) {
+                        const std::string& args_json, const std::string& extra_json,
+                        std::optional<uint32_t> crc) {
     alive();
     dump::EventMeta m;
     m.name = name; m.module = module; m.op = op; m.direction = direction; m.role = role;
@@ -80,6 +81,10 @@ class PyWriter {
     m.device = device;
     m.args_json = args_json;
     m.extra_json = extra_json;
+    if (crc) {  // known already (the same tensor recorded under another name): not recomputed
+      m.crc32c = *crc;
+      want_crc = false;
+    }
     if ((want_crc || want_data || !stats) && ptr == 0 && numel > 0)
       throw py::value_error(name + ": no host buffer given for statistics, checksum or data");
     const uint64_t nbytes = static_cast<uint64_t>(numel) * static_cast<uint64_t>(dtype_size(m.dtype));
@@ -98,7 +103,9 @@ class PyWriter {
       st = w_->append_event(m, std::move(buf));
     }
     check(st);
-    return stats_dict(*m.stats);
+    py::dict out = stats_dict(*m.stats);
+    if (m.crc32c) out["crc32c"] = *m.crc32c;
+    return out;
   }
 
   void append_scalars(int64_t step, const std::string& json) { alive(); check(w_->append_scalars(step, json)); }
@@ -221,7 +228,8 @@ void bind_dump(py::module_& m) {
            py::arg("direction"), py::arg("role"), py::arg("index"), py::arg("call"), py::arg("step"),
            py::arg("order"), py::arg("dtype"), py::arg("shape"), py::arg("stride"), py::arg("device"),
            py::arg("ptr"), py::arg("numel"), py::arg("stats") = py::none(), py::arg("want_crc") = false,
-           py::arg("want_data") = false, py::arg("args_json") = "", py::arg("extra_json") = "")
+           py::arg("want_data") = false, py::arg("args_json") = "", py::arg("extra_json") = "",
+           py::arg("crc") = py::none())
       .def("append_scalars", &PyWriter::append_scalars, py::arg("step"), py::arg("json"))
       .def("write_fingerprint", &PyWriter::write_fingerprint, py::arg("json"))
       .def("flush", &PyWriter::flush)

@@ -57,6 +57,7 @@ empty empty_like empty_strided new_empty new_empty_strided
 _SKIP_PREFIXES = ("_record_function", "_profiler")
 
 _open_captures = weakref.WeakSet()
+_STAT_KEYS = ("min", "max", "mean", "l2norm", "absmax", "nan", "inf", "zero", "subnormal")
 
 
 def _stop_all_at_exit():
@@ -219,6 +220,11 @@ class Capture:
         self._op_calls = {}
         self._params_done = set()
         self._pending = []
+        # id(tensor) -> (weakref, _version, stats list, crc): the same tensor object recorded under
+        # several names (a module's output is the next one's input) is summarised once. The weakref and
+        # the version counter make a stale entry impossible: a freed tensor's id may be reused, an
+        # in-place op bumps _version.
+        self._known = {}
 
     def _remove_handles(self):
         for h in getattr(self, "_handles", []):
@@ -295,12 +301,12 @@ class Capture:
                 order = self._order
                 self._order += 1
             with torch.no_grad():
-                return self._record_tensor(name, t.detach(), module, op, direction, role, index, call, order,
-                                           args, extra)
+                return self._record_tensor(name, t, module, op, direction, role, index, call, order, args, extra)
         finally:
             self._busy = busy
 
-    def _record_tensor(self, name, x, module, op, direction, role, index, call, order, args, extra):
+    def _record_tensor(self, name, t, module, op, direction, role, index, call, order, args, extra):
+        x = t.detach()
         dtype = DTYPE_NAMES[x.dtype]
         shape = list(x.shape)
         stride = list(x.stride())
@@ -311,10 +317,25 @@ class Capture:
         want_data = self.mode == "tensor"
         numel = x.numel()
         if x.device.type == "cpu":
-            h = x if x.is_contiguous() else x.contiguous()
-            return self.writer.append_event(name, module, op, direction, role, index, call, self.step, order, dtype,
-                                            shape, stride, device, h.data_ptr(), numel, None, want_crc, want_data,
-                                            args_json, extra_json)
+            known = self._known.get(id(t))
+            stats = crc = None
+            if known is not None and known[0]() is t and known[1] == t._version:
+                stats, crc = known[2], known[3]
+            if stats is not None and not want_data and (crc is not None or not want_crc):
+                ptr = 0  # nothing to read: statistics (and checksum) are known
+            else:
+                h = x if x.is_contiguous() else x.contiguous()
+                ptr = h.data_ptr()
+            res = self.writer.append_event(name, module, op, direction, role, index, call, self.step, order, dtype,
+                                           shape, stride, device, ptr, numel, stats, want_crc, want_data,
+                                           args_json, extra_json, crc)
+            if ptr:
+                try:
+                    ref = weakref.ref(t)
+                except TypeError:
+                    return res
+                self._known[id(t)] = (ref, t._version, [res[k] for k in _STAT_KEYS], res.get("crc32c"))
+            return res
         # Accelerator: statistics on the device, 72 bytes copied back asynchronously.
         st = device_stats(x)
         if want_crc or want_data:
