@@ -262,3 +262,21 @@ def test_precision_policy_overrides_one_module():
     assert not torch.equal(ya, yb) and torch.allclose(ya, yb, atol=0.05)
     with pytest.raises(KeyError):
         apply_precision(b, PrecisionPolicy(torch.float32, {"no.such": torch.float16}))
+
+
+def test_device_statistics_match_the_cpu_kernel():
+    """The accelerator path (torch reductions, parity/_stats.py) computes the same numbers as the C++
+    kernel used for host tensors; checked here by running it on CPU tensors."""
+    from parity._stats import device_stats
+
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(1000, generator=g) * 3
+    x[3], x[7], x[11], x[13], x[17] = float("nan"), float("inf"), -float("inf"), 0.0, 1e-39
+    for t in (x, x.to(torch.bfloat16), torch.arange(-5, 7, dtype=torch.int64), torch.tensor([True, False, True])):
+        got = device_stats(t).tolist()
+        dt = {torch.float32: "f32", torch.bfloat16: "bf16", torch.int64: "i64", torch.bool: "bool"}[t.dtype]
+        ref = core.fused_stats(t.contiguous().data_ptr(), dt, t.numel())
+        assert got[5:] == list(ref[5:9]), (dt, got, ref)
+        assert got[:5] == pytest.approx(list(ref[:5]), rel=1e-12, abs=1e-300), dt
+    allnan = torch.full((4,), float("nan"))
+    assert device_stats(allnan).tolist()[:5] == [0, 0, 0, 0, 0]
