@@ -36,53 +36,57 @@ echo "generating inputs in $DATA (scale $SCALE, untimed)..."
 "$PY" "$SRC/bench/gen_compare_data.py" "$DATA" --scale "$SCALE"
 df -h "$DATA" | tail -1
 
-seconds_of() { sed -n 's/.* input bytes, \([0-9.]*\) s.*/\1/p'; }
+# Every contender runs under `/usr/bin/time -f "%e %U %S"` (wall, user, system seconds). Rates are
+# given per wall second and per CPU second (user + system): on a machine shared with other work the
+# wall figure depends on the load, the CPU figure much less.
 bytes_of() { sed -n 's/.* \([0-9]*\) input bytes.*/\1/p'; }
 warm() { cat "$@" > /dev/null 2>&1 || find "$@" -type f -exec cat {} + > /dev/null; }
+input_bytes() { du -sb --apparent-size "$1" "$2" | awk '{ s += $1 } END { printf "%.0f", s }'; }
 
-# Runs `parity compare G T` and prints "<bytes> <seconds>" (bytes: both inputs' file sizes).
-run_parity() {
-  local g=$1 t=$2 start end rc
-  start=$(date +%s.%N)
+# timed LABEL CMD...: runs CMD, prints "<wall> <cpu>" (seconds); exit >= 2 is a failure (parity
+# compare exits 1 when it finds differences, which the perturbed targets always have).
+timed() {
+  local label=$1 rc
+  shift
   set +e
-  "$PARITY" compare "$g" "$t" > "$DATA/parity.out" 2>&1
+  /usr/bin/time -f "%e %U %S" -o "$DATA/time.$label" "$@" > "$DATA/out.$label" 2>&1
   rc=$?
   set -e
-  end=$(date +%s.%N)
-  if [ $rc -ge 2 ]; then echo "parity compare failed (exit $rc):" >&2; tail -5 "$DATA/parity.out" >&2; return 1; fi
-  echo "$(du -sb --apparent-size "$g" | cut -f1) $(du -sb --apparent-size "$t" | cut -f1) $start $end" |
-    awk '{printf "%d %.3f\n", $1 + $2, $4 - $3}'
-}
-
-run_binding() {
-  local out
-  out=$("$PY" "$SRC/bench/compare_binding.py" "$1" "$2")
-  echo "$(echo "$out" | bytes_of) $(echo "$out" | seconds_of)"
+  if [ $rc -ge 2 ]; then echo "$label failed (exit $rc):" >&2; tail -5 "$DATA/out.$label" >&2; return 1; fi
+  tail -1 "$DATA/time.$label" | awk '{ printf "%.3f %.3f\n", $1, $2 + $3 }'
 }
 
 rate() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.3f", b / s / 1e9 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f%%", 100 * a / b }'; }
 
-printf "\n%-28s %14s %14s %14s %12s %14s\n" case "parity GB/s" "numpy GB/s" "readsum GB/s" "x numpy" "% of readsum"
+declare -A WALL CPU
+rows=()
 for case in f32 bf16 small; do
   case $case in
     f32) G="$DATA/f32/golden.npy"; T="$DATA/f32/target.npy"; label="2 x 1 GiB fp32 (.npy)" ;;
     bf16) G="$DATA/bf16/golden.safetensors"; T="$DATA/bf16/target.safetensors"; label="2 x 512 MiB bf16 (.st)" ;;
     small) G="$DATA/small/golden"; T="$DATA/small/target"; label="20,000 pairs 1-64 KiB" ;;
   esac
+  bytes=$(input_bytes "$G" "$T")
   warm "$G" "$T"
-  rs=$("$READSUM" "$G" "$T")
-  rs_rate=$(rate "$(echo "$rs" | bytes_of)" "$(echo "$rs" | seconds_of)")
-  np=$("$PY" "$SRC/bench/baseline_numpy.py" "$G" "$T")
-  np_rate=$(rate "$(echo "$np" | bytes_of)" "$(echo "$np" | seconds_of)")
-  if [ "$CONTENDER" = "parity compare" ]; then read -r pb ps < <(run_parity "$G" "$T"); else read -r pb ps < <(run_binding "$G" "$T"); fi
-  p_rate=$(rate "$pb" "$ps")
-  printf "%-28s %14s %14s %14s %12s %13s%%\n" "$label" "$p_rate" "$np_rate" "$rs_rate" "$(ratio "$p_rate" "$np_rate")" \
-    "$(awk -v a="$p_rate" -v b="$rs_rate" 'BEGIN { printf "%.0f", 100 * a / b }')"
-  echo "  $rs" | sed 's/, checksum.*//'
-  echo "  $np"
-  echo "  $CONTENDER: $pb input bytes, $ps s"
+  read -r WALL[rs] CPU[rs] < <(timed readsum "$READSUM" "$G" "$T")
+  read -r WALL[np] CPU[np] < <(timed numpy "$PY" "$SRC/bench/baseline_numpy.py" "$G" "$T")
+  if [ "$CONTENDER" = "parity compare" ]; then
+    read -r WALL[pa] CPU[pa] < <(timed parity "$PARITY" compare "$G" "$T")
+  else
+    read -r WALL[pa] CPU[pa] < <(timed parity "$PY" "$SRC/bench/compare_binding.py" "$G" "$T")
+  fi
+  echo "$label: $bytes input bytes; wall s: parity ${WALL[pa]}, numpy ${WALL[np]}, readsum ${WALL[rs]}; cpu s: parity ${CPU[pa]}, numpy ${CPU[np]}, readsum ${CPU[rs]}"
+  for kind in wall cpu; do
+    if [ $kind = wall ]; then p=${WALL[pa]}; n=${WALL[np]}; r=${WALL[rs]}; else p=${CPU[pa]}; n=${CPU[np]}; r=${CPU[rs]}; fi
+    pr=$(rate "$bytes" "$p"); nr=$(rate "$bytes" "$n"); rr=$(rate "$bytes" "$r")
+    rows+=("$(printf "%-24s %-4s %12s %12s %12s %9s %11s" "$label" "$kind" "$pr" "$nr" "$rr" "$(ratio "$pr" "$nr")" "$(pct "$pr" "$rr")")")
+  done
 done
+echo
+printf "%-24s %-4s %12s %12s %12s %9s %11s\n" case per "parity GB/s" "numpy GB/s" "readsum GB/s" "x numpy" "of readsum"
+printf "%s\n" "${rows[@]}"
 
 if [ "$CONTENDER" = "parity compare" ]; then
   echo
