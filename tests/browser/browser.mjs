@@ -40,7 +40,15 @@ export async function openReport(htmlPath, { width = 1400, height = 1000 } = {})
   page.on('request', (req) => { if (req.url() !== pageUrl && !requests.includes(req.url())) requests.push(req.url()); });
   const t0 = Date.now();
   await page.goto(pageUrl, { waitUntil: 'load', timeout: 60000 });
-  await page.waitForSelector('body[data-ready="1"]', { timeout: 60000 });
+  // Ready, or fail at once with the page's own errors (a script error would otherwise be a timeout).
+  const deadline = Date.now() + 60000;
+  while ((await page.evaluate(() => document.body.dataset.ready)) !== '1') {
+    if (errors.length || Date.now() > deadline) {
+      await context.close();
+      throw new Error(`report not ready: ${errors.length ? errors.join('; ') : 'timeout after 60 s'}`);
+    }
+    await new Promise((res) => setTimeout(res, 25));
+  }
   const loadMs = Date.now() - t0;
   const close = async () => {
     await context.close();

@@ -49,10 +49,12 @@ P.main = function main() {
   if (overflowItems.length) P.section('sec-overflow', () => P.renderOverflow(overflowItems, cmp));
   if (data.byKind.curve) P.section('sec-curves', () => P.renderCurves(data.byKind.curve.map((x) => x.result)));
   if (data.byKind.ranks) P.section('sec-ranks', () => P.renderRanks(data.byKind.ranks.map((x) => x.result)));
-  if (data.byKind.eval) P.section('sec-eval', () => P.renderEval(data.byKind.eval.map((x) => x.result)));
+  const evals = [];
+  for (const [kind, list] of Object.entries(data.byKind)) if (kind === 'eval' || kind.startsWith('eval.')) for (const x of list) evals.push({ kind, result: x.result });
+  if (evals.length) P.section('sec-eval', () => P.renderEval(evals));
 
   // Results this report has no dedicated section for (a newer command, a second comparison): shown as data.
-  const known = new Set(['compare', 'overflow', 'curve', 'ranks', 'eval']);
+  const known = new Set(['compare', 'overflow', 'curve', 'ranks', 'eval', 'eval.ppl', 'eval.mc', 'eval.lmeval']);
   const others = data.inputs.filter((inp) => inp && inp.result && (!known.has(P.schemaKind(inp.result).kind) || (compares.length > 1 && inp.result === compares[1].result)));
   if (others.length) {
     P.section('sec-other', () => {
