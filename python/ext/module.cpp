@@ -8,6 +8,7 @@ namespace py = pybind11;
 void bind_capture(py::module_& m);
 void bind_dump(py::module_& m);
 void bind_metrics(py::module_& m);
+void bind_eval(py::module_& m);
 
 PYBIND11_MODULE(_parity_core, m) {
   m.doc() = "parity C++ core (statistics, dump writing and reading, comparison metrics)";
@@ -17,4 +18,5 @@ PYBIND11_MODULE(_parity_core, m) {
   bind_capture(m);
   bind_dump(m);
   bind_metrics(m);
+  bind_eval(m);
 }

@@ -17,6 +17,7 @@ Importing parity does not import torch; `capture` and `seed_all` do, when called
 from ._core import core_version as __version__  # noqa: F401
 from .load import Run, RunRecord, load  # noqa: F401
 from .seed import seed_all  # noqa: F401
+from .logits import log_choices, log_logits  # noqa: F401  (eval layer, docs/eval.md)
 
 
 def capture(model, run_dir, **options):
@@ -26,4 +27,4 @@ def capture(model, run_dir, **options):
     return Capture(model, run_dir, **options)
 
 
-__all__ = ["capture", "load", "seed_all", "Run", "RunRecord", "__version__"]
+__all__ = ["capture", "load", "seed_all", "log_logits", "log_choices", "Run", "RunRecord", "__version__"]

@@ -1,0 +1,87 @@
+// Python face of the eval layer: the compact logits writer used by parity.log_logits, and the
+// comparison functions returning their versioned JSON (docs/eval.md).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <stdexcept>
+
+#include "parity/eval.h"
+
+namespace py = pybind11;
+using namespace parity;
+
+namespace {
+
+[[noreturn]] void raise(const Status& st) {
+  if (st.code() == StatusCode::kIOError || st.code() == StatusCode::kNotFound) throw std::runtime_error(st.message());
+  throw std::invalid_argument(st.message());
+}
+
+class PyLogitsWriter {
+ public:
+  PyLogitsWriter(const std::string& path, int top_k, int tail_bits, int64_t step) {
+    eval::LogitsWriterOptions o;
+    o.top_k = top_k;
+    o.tail_bits = tail_bits;
+    o.step = step;
+    auto w = eval::LogitsWriter::open(path, o);
+    if (!w.ok()) raise(w.status());
+    w_ = std::move(*w);
+  }
+  int64_t append(py::array_t<float, py::array::c_style | py::array::forcecast> logits,
+                 py::array_t<int64_t, py::array::c_style | py::array::forcecast> labels, int64_t ignore_index) {
+    if (!w_) throw std::runtime_error("LogitsWriter is closed");
+    if (logits.ndim() != 2) throw std::invalid_argument("logits must be [tokens, vocab]");
+    if (labels.ndim() != 1 || labels.shape(0) != logits.shape(0))
+      throw std::invalid_argument("labels must be [tokens] matching the logits rows");
+    Result<int64_t> n = 0;
+    {
+      py::gil_scoped_release release;
+      n = w_->append(logits.data(), logits.shape(0), logits.shape(1), labels.data(), ignore_index);
+    }
+    if (!n.ok()) raise(n.status());
+    return *n;
+  }
+  void close() {
+    if (!w_) return;
+    Status st = w_->close();
+    w_.reset();
+    if (!st.ok()) raise(st);
+  }
+
+ private:
+  std::unique_ptr<eval::LogitsWriter> w_;
+};
+
+std::string compare_ppl_json(const std::string& golden, const std::string& target, const std::string& labels,
+                             int rank, const std::string& kld_dtype) {
+  auto g = eval::open_token_source(golden, rank, labels);
+  if (!g.ok()) raise(g.status());
+  auto t = eval::open_token_source(target, rank, labels);
+  if (!t.ok()) raise(t.status());
+  eval::PplOptions o;
+  o.thresholds = eval::default_ppl_thresholds(kld_dtype);
+  Result<eval::PplResult> r = Status::Internal("not run");
+  {
+    py::gil_scoped_release release;
+    r = eval::compare_ppl(**g, **t, o);
+  }
+  if (!r.ok()) raise(r.status());
+  return eval::ppl_json(*r);
+}
+
+}  // namespace
+
+void bind_eval(py::module_& m) {
+  py::class_<PyLogitsWriter>(m, "LogitsWriter", "Appends scored tokens to a parity.logits/1 file (docs/eval.md)")
+      .def(py::init<const std::string&, int, int, int64_t>(), py::arg("path"), py::arg("top_k") = 256,
+           py::arg("tail_bits") = 16, py::arg("step") = -1)
+      .def("append", &PyLogitsWriter::append, py::arg("logits"), py::arg("labels"), py::arg("ignore_index") = -100,
+           "logits float32 [n, vocab], labels int64 [n]; returns the number of tokens stored")
+      .def("close", &PyLogitsWriter::close);
+  m.def("eval_ppl_json", &compare_ppl_json, py::arg("golden"), py::arg("target"), py::arg("labels") = "",
+        py::arg("rank") = 0, py::arg("kld_dtype") = "bf16",
+        "parity.eval.ppl/1 JSON text comparing two runs / .plg files / logits tensors");
+  m.def("mcnemar_exact_p", &eval::mcnemar_exact_p, py::arg("b"), py::arg("c"));
+}
