@@ -1,5 +1,6 @@
 // classify_rows: the rounding-noise class of every compared row (docs/judgement.md "Noise unit").
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -34,14 +35,15 @@ int64_t reduction_length_for(const CompareRow& row, const Record* first_float_in
 void classify_rows(CompareResult& result, const AnalysisOptions& options) {
   const bool capture = has_capture_metadata(result);
 
-  // First floating input of each event (for the reduction length).
-  std::unordered_map<std::string, const Record*> first_input;
+  // First floating input of each event (for the reduction length and the cancellation floor).
+  std::unordered_map<std::string, size_t> first_input;
   if (capture) {
-    for (const CompareRow& row : result.rows) {
+    for (size_t i = 0; i < result.rows.size(); ++i) {
+      const CompareRow& row = result.rows[i];
       if (slot_of(row.golden) != Slot::kInput || !dtype_is_float(row.golden.dtype)) continue;
       const std::string key = event_key(row.golden);
       auto it = first_input.find(key);
-      if (it == first_input.end() || row.golden.index < it->second->index) first_input[key] = &row.golden;
+      if (it == first_input.end() || row.golden.index < result.rows[it->second].golden.index) first_input[key] = i;
     }
   }
 
@@ -66,12 +68,29 @@ void classify_rows(CompareResult& result, const AnalysisOptions& options) {
     double u = pair_unit_roundoff(row.golden.dtype, row.target.dtype);
     // Integer rows (token ids, masks) stay exact whatever the ambient precision.
     if (dtype_is_float(row.golden.dtype) || dtype_is_float(row.target.dtype)) u = std::max(u, ambient[i]);
-    const Record* in = nullptr;
-    if (capture) {
+    const CompareRow* in_row = nullptr;
+    if (capture && slot_of(row.golden) != Slot::kInput) {
       auto it = first_input.find(event_key(row.golden));
-      if (it != first_input.end()) in = it->second;
+      if (it != first_input.end()) in_row = &result.rows[it->second];
     }
-    const NoiseJudgement j = classify_noise(observed, u, reduction_length_for(row, in), options.noise);
+    double obs = observed;
+    // Cancellation floor: a result whose golden RMS is below sqrt(u) × the RMS of the input it was computed
+    // from has lost more than half its significant digits to cancellation (a key-bias gradient, which is
+    // zero in exact arithmetic, is pure rounding residue). Relative to itself its error means nothing;
+    // it is measured relative to the input's scale instead (docs/judgement.md "Cancellation").
+    // Only in backward, where mathematically-zero results are common (bias gradients under softmax's shift
+    // invariance, gradients of masked positions); forward normalisations shrink their input's scale on
+    // purpose. The factor is min(sqrt(u), 2^-10) so that bf16's sqrt(u) = 1/16 does not catch ordinary
+    // scale changes.
+    if (in_row && row.metrics && in_row->metrics && std::isfinite(obs) && row.metrics->numel > 0 &&
+        in_row->metrics->numel > 0 && row.golden.direction == "backward") {
+      const double out_rms = row.metrics->golden.l2norm / std::sqrt(static_cast<double>(row.metrics->numel));
+      const double in_rms = in_row->metrics->golden.l2norm / std::sqrt(static_cast<double>(in_row->metrics->numel));
+      if (in_rms > 0 && std::isfinite(in_rms) && out_rms < std::min(std::sqrt(u), 0x1p-10) * in_rms)
+        obs = row.metrics->euclidean / (in_rms * std::sqrt(static_cast<double>(row.metrics->numel)));
+    }
+    const NoiseJudgement j = classify_noise(obs, u, reduction_length_for(row, in_row ? &in_row->golden : nullptr),
+                                            options.noise);
     row.noise = j.cls;
     row.noise_ratio = j.ratio;
   }

@@ -247,18 +247,18 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options) {
   }
 
   // Forward causes come before backward ones (backward errors follow from the forward pass when it
-  // already differs); inside a direction: inputs (upstream of everything), then error created, then
-  // execution order.
+  // already differs); inside a direction: differing inputs, then differing parameters in execution order
+  // (both present before any computation: upstream of everything), then sources by error created.
   const bool forward_has_suspect = std::any_of(suspects.begin(), suspects.end(), [](const Suspect& s) {
     return direction_rank(s.direction) == 0;
   });
-  auto kind_rank = [](SuspectKind k) { return k == SuspectKind::kInputs ? 0 : 1; };
+  auto kind_rank = [](SuspectKind k) { return k == SuspectKind::kInputs ? 0 : k == SuspectKind::kParameters ? 1 : 2; };
   std::stable_sort(suspects.begin(), suspects.end(), [&](const Suspect& x, const Suspect& y) {
     const int dx = forward_has_suspect ? direction_rank(x.direction) : 0;
     const int dy = forward_has_suspect ? direction_rank(y.direction) : 0;
     if (dx != dy) return dx < dy;
     if (kind_rank(x.kind) != kind_rank(y.kind)) return kind_rank(x.kind) < kind_rank(y.kind);
-    if (x.score != y.score) return x.score > y.score;
+    if (x.kind == SuspectKind::kSource && x.score != y.score) return x.score > y.score;
     return std::make_tuple(x.rank, x.step, a.events[x.event].first_order) <
            std::make_tuple(y.rank, y.step, a.events[y.event].first_order);
   });

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -19,6 +20,14 @@ using analysis_detail::slot_of;
 namespace {
 
 bool nonfinite(const TensorStats& s) { return s.nan_count > 0 || s.inf_count > 0; }
+
+bool is_fill_op(const std::string& op) {
+  static const char* const kFill[] = {"masked_fill", "masked_fill_", "where", "fill_", "full", "full_like",
+                                      "triu", "tril", "__setitem__", "masked_scatter"};
+  for (const char* f : kFill)
+    if (op == f) return true;
+  return false;
+}
 
 bool is_param_grad(const Record& r) {
   return r.role == "grad" || (r.direction == "backward" && slot_of(r) == Slot::kParameter);
@@ -45,7 +54,10 @@ ValueRange range_of(const MeasuredRecord& m) {
 std::string explain_origin(const NanOrigin& o) {
   double absmax = 0, maxv = -INFINITY;
   DType dt = DType::kF32;
+  bool fp8_input = false;
   for (const ValueRange& r : o.inputs) {
+    if (!dtype_is_float(r.dtype)) continue;  // token ids and masks do not overflow anything
+    fp8_input = fp8_input || r.dtype == DType::kF8E4M3 || r.dtype == DType::kF8E5M2;
     if (!std::isnan(r.absmax) && r.absmax >= absmax) {
       absmax = r.absmax;
       dt = r.dtype;
@@ -54,9 +66,19 @@ std::string explain_origin(const NanOrigin& o) {
   }
   if (o.inputs.empty()) return "no inputs recorded for this event: its outputs are the first with NaN/Inf";
   const std::string what = o.op.empty() ? o.module : o.op;
+  // Values larger than the output format can hold: the conversion (or the op computing in it) overflows.
+  for (const ValueRange& out : o.outputs) {
+    const FloatFormat* f = float_format(out.dtype);
+    if (f != nullptr && absmax > f->max_finite && out.dtype != dt)
+      return fmt::format("input |x| max {:.4g} > {:.6g}, the largest finite {}: converting to {} overflows "
+                         "(in a real {} kernel the op before it — an exp without max subtraction, a square, a "
+                         "product — already overflows)",
+                         absmax, f->max_finite, dtype_name(out.dtype), dtype_name(out.dtype), dtype_name(out.dtype));
+  }
   const bool exp_like = is_sensitive_op(what);
   std::string s;
   for (DType t : {DType::kF32, DType::kBF16, DType::kF16, DType::kF8E5M2, DType::kF8E4M3}) {
+    if ((t == DType::kF8E5M2 || t == DType::kF8E4M3) && !fp8_input) break;  // fp8 only when the data is fp8
     const FloatFormat* f = float_format(t);
     if (exp_like && maxv > std::log(f->max_finite)) {
       s = fmt::format("input max {:.4g} > ln({:.6g}) = {:.4g}: exp overflows in {}", maxv, f->max_finite,
@@ -145,17 +167,55 @@ OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records, cons
       return std::make_tuple(analysis_detail::direction_rank(a.first->direction), a.first_order) <
              std::make_tuple(analysis_detail::direction_rank(b.first->direction), b.first_order);
     });
+    // Events are ranked by when their first non-finite output was recorded, not by when they started: a
+    // module's outputs are recorded after everything it contains, so the op inside it where NaN/Inf
+    // appear comes first.
     std::optional<size_t> born;
-    int64_t contaminated = 0;
+    int64_t born_at = 0;
+    std::vector<int64_t> bad_at(evs.size(), -1);
     for (size_t k = 0; k < evs.size(); ++k) {
+      for (const MeasuredRecord* m : evs[k].outputs)
+        if (nonfinite(*m->stats) && (bad_at[k] < 0 || m->record.order < bad_at[k])) bad_at[k] = m->record.order;
+    }
+    // Fill ops (masked_fill, where, full, triu, ...) write ±Inf on purpose (attention masks). They are not
+    // origins, and a later input holding exactly that many Inf (no NaN) is the mask travelling on.
+    std::set<int64_t> mask_infs;
+    for (size_t k = 0; k < evs.size(); ++k) {
+      if (bad_at[k] < 0 || !is_fill_op(evs[k].first->op)) continue;
+      for (const MeasuredRecord* m : evs[k].outputs)
+        if (m->stats->nan_count == 0 && m->stats->inf_count > 0) mask_infs.insert(m->stats->inf_count);
+      bad_at[k] = -1;
+    }
+    auto input_ok = [&](const MeasuredRecord* m) {
+      const TensorStats& st = *m->stats;
+      return st.nan_count == 0 && (st.inf_count == 0 || mask_infs.count(st.inf_count) > 0);
+    };
+    for (size_t k = 0; k < evs.size(); ++k) {
+      if (bad_at[k] < 0) continue;
       const Ev& ev = evs[k];
-      const bool out_bad = std::any_of(ev.outputs.begin(), ev.outputs.end(),
-                                       [](const MeasuredRecord* m) { return nonfinite(*m->stats); });
-      if (!out_bad) continue;
-      const bool in_ok = std::none_of(ev.inputs.begin(), ev.inputs.end(),
-                                      [](const MeasuredRecord* m) { return nonfinite(*m->stats); });
-      if (!born && in_ok) born = k;
-      else if (born) ++contaminated;
+      // An event whose only non-finite outputs are the mask passing through is not an origin either.
+      const bool only_mask = std::all_of(ev.outputs.begin(), ev.outputs.end(), [&](const MeasuredRecord* m) {
+        return !nonfinite(*m->stats) || input_ok(m);
+      });
+      if (only_mask) {
+        bad_at[k] = -1;
+        continue;
+      }
+      const bool in_ok = std::all_of(ev.inputs.begin(), ev.inputs.end(), input_ok);
+      const auto key = std::make_pair(analysis_detail::direction_rank(ev.first->direction), bad_at[k]);
+      if (in_ok && (!born || key < std::make_pair(analysis_detail::direction_rank(evs[*born].first->direction), born_at))) {
+        born = k;
+        born_at = bad_at[k];
+      }
+    }
+    int64_t contaminated = 0;
+    if (born) {
+      const int born_dir = analysis_detail::direction_rank(evs[*born].first->direction);
+      for (size_t k = 0; k < evs.size(); ++k) {
+        if (k == *born || bad_at[k] < 0) continue;
+        const int dir = analysis_detail::direction_rank(evs[k].first->direction);
+        if (std::make_pair(dir, bad_at[k]) > std::make_pair(born_dir, born_at)) ++contaminated;
+      }
     }
     if (!born) continue;
     const Ev& ev = evs[*born];
@@ -222,6 +282,11 @@ std::vector<MeasuredRecord> measured_records(const CompareResult& result, bool t
       t.absmax = s.absmax;
       t.nan_count = s.nan_count;
       t.inf_count = s.pinf_count + s.ninf_count;
+      if (row.metrics->nonfinite_agree && row.metrics->nonfinite_mismatch == 0) {
+        // Both sides hold the same non-finite values at the same positions (a mask): for the comparison
+        // they are agreed data, not an overflow of either run.
+        t.nan_count = t.inf_count = 0;
+      }
       t.zero_count = s.zero_count;
       t.subnormal_count = s.subnormal_count;
       t.numel = row.metrics->numel;
@@ -234,6 +299,10 @@ std::vector<MeasuredRecord> measured_records(const CompareResult& result, bool t
     if (!m.stats && m.record.stats) m.stats = m.record.stats;
     out.push_back(std::move(m));
   }
+  // Records of this side that found no partner still say where NaN/Inf appear (an op that exists only
+  // in the target is often the one that overflows).
+  for (const Record& r : target_side ? result.unmatched_target : result.unmatched_golden)
+    if (r.stats) out.push_back(MeasuredRecord{r, r.stats});
   return out;
 }
 

@@ -15,7 +15,8 @@ using namespace diagnosis_detail;
 
 constexpr double kTiny = 6.103515625e-05;  // 2^-14, fp16 smallest normal (anchors, tolerance conventions)
 constexpr double kMinShare = 1e-3;         // at least 0.1 % of the elements zeroed
-constexpr double kTinyShare = 0.9;         // ≥ 90 % of the zeroed elements were tiny in the golden
+constexpr double kTinyShare = 0.9;
+constexpr double kFallbackShare = 1e-2;    // without tensor data: ≥ 1 % of the elements flushed         // ≥ 90 % of the zeroed elements were tiny in the golden
 
 struct Signature {
   int64_t numel = 0, zeroed = 0, tiny = 0;
@@ -66,7 +67,8 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   std::set<std::string> done;
   // Candidates: the suspects that create error (ranked), then rows the metrics already flag.
   for (const Suspect& s : ctx.analysis->suspects) {
-    if (s.kind != SuspectKind::kSource) continue;
+    // Forward activations only: gradients are small by nature and their zeros are GRAD_UNDERFLOW's.
+    if (s.kind != SuspectKind::kSource || s.direction == "backward") continue;
     const EventError& e = event_of(ctx, s);
     const CompareRow* in = nullptr;
     for (size_t i : e.rows) {
@@ -107,7 +109,9 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
         (row.noise != NoiseClass::kElevated && row.noise != NoiseClass::kStructural))
       continue;
     const PairMetrics& m = *row.metrics;
-    if (m.ftz_count < std::max<int64_t>(1, static_cast<int64_t>(kMinShare * m.numel))) continue;
+    // A share that matters (1 %), and no NaN/Inf disagreement (that row belongs to OVERFLOW).
+    if (m.nonfinite_mismatch > 0 || m.ftz_count < std::max<int64_t>(1, static_cast<int64_t>(kFallbackShare * m.numel)))
+      continue;
     Diagnosis d;
     d.strength = 3;
     d.events = {event_name(row.golden), row.golden.name};

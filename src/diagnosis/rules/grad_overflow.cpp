@@ -25,6 +25,9 @@ std::optional<Counts> nonfinite_of(const CompareRow& row, bool target) {
 }
 
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
+  // Gradients follow from the forward pass: when it already differs, their overflow is a consequence.
+  for (const Suspect& s : ctx.analysis->suspects)
+    if (s.direction != "backward") return {};
   std::vector<std::string> lines, events;
   int64_t grads = 0;
   for (const CompareRow& row : ctx.result->rows) {

@@ -3,6 +3,7 @@
 // Seed 004 §3.1 and §5.1: "block N output suddenly far from golden → a sensitive op (Norm/Softmax) forced
 // to low precision → compute it in fp32".
 #include <cmath>
+#include <set>
 
 #include "diagnosis/rule_util.h"
 
@@ -23,8 +24,11 @@ std::string dtypes_of(const DiagnosisContext& ctx, const EventError& e) {
 
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   std::vector<Diagnosis> out;
+  // A backward source whose forward event is already named is the same op seen twice.
+  std::set<std::string> modules_named;
   for (const Suspect& s : ctx.analysis->suspects) {
     if (s.kind != SuspectKind::kSource) continue;
+    if (!modules_named.insert(s.module + "|" + s.op).second) continue;
     const EventError& e = event_of(ctx, s);
     if (std::isinf(e.amplification)) continue;  // NaN/Inf born here: OVERFLOW tells that story
     if (!(is_sensitive_op(e.op) || is_sensitive_op(e.module))) continue;

@@ -42,11 +42,13 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   for (const Suspect& s : ctx.analysis->suspects)
     if (s.kind != SuspectKind::kSource) return out;  // differing inputs/weights explain it better
   Diagnosis d;
-  d.strength = 2;
+  d.strength = 1;  // only meaningful when both runs are meant to be the same code (a golden re-run)
   const Suspect* top = top_source(ctx);
   if (top) d.events.push_back(top->name);
   d.evidence.push_back(fmt::format(
-      "the runs have identical configuration fingerprints and dtypes, yet {} rows differ structurally", ctx.analysis->rows_structural));
+      "the runs have identical configuration fingerprints and dtypes, yet {} rows differ structurally; if both "
+      "are the same code (a golden re-run), the run is not reproducible",
+      ctx.analysis->rows_structural));
   if (top) d.evidence.push_back(fmt::format("first source: {} — {}", top->name, top->why));
   d.advice =
       "Make the run reproducible before comparing: fix seeds, enable deterministic algorithms "

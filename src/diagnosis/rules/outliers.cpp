@@ -32,6 +32,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   for (const CompareRow& row : ctx.result->rows) {
     if (!row.metrics || row.verdict == Verdict::kPass) continue;
     const PairMetrics& m = *row.metrics;
+    if (m.nonfinite_mismatch > 0) continue;  // NaN/Inf disagreements are OVERFLOW's
     const DTypeThresholds& th = ctx.result->thresholds.for_dtype(lower_precision(row.golden.dtype, row.target.dtype));
     if (std::isnan(m.cosine) || m.cosine < th.cosine_pass) continue;
     if (!(m.max_abs > 0) || !(m.mean_abs > 0) || m.max_abs < kPeakToMean * m.mean_abs) continue;

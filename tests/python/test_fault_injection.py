@@ -1,0 +1,349 @@
+"""Fault injection (issue 4 §6): capture a golden and a target run of both example models with one
+injected fault, run the real `parity compare --json`, and check that the top suspect is the injected
+module and that the diagnosis names the cause — even where the first failing row is downstream and the
+target carries ambient bf16 noise everywhere. Benign differences must produce no structural finding.
+
+Each case is one training step of a tiny model (forward + backward), so the whole file runs in seconds.
+fp16 is emulated by rounding through float16 (CPU torch has no fp16 kernels).
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn as nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_DIR = os.environ.get("PARITY_SOURCE_DIR", os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
+
+import parity  # noqa: E402
+from parity.examples import SyntheticCorpus, build_model  # noqa: E402
+from parity.examples.models import PrecisionPolicy, apply_precision  # noqa: E402
+
+CORPUS = SyntheticCorpus(64, 1 << 12)
+FP16_MIN_NORMAL = 2.0 ** -14
+
+# Module paths of the two variants.
+PATHS = {
+    "llama": {"embed": ["embed"], "norms": lambda m: [n for n, x in m.named_modules() if n.endswith("_norm") or n == "norm"],
+              "norm1": "layers.1.attn_norm", "norm0": "layers.0.attn_norm", "attn1": "layers.1.attn",
+              "attn0": "layers.0.attn", "first_param_module": "embed"},
+    "gpt2": {"embed": ["wte", "wpe"], "norms": lambda m: [n for n, x in m.named_modules() if ".ln_" in n or n == "ln_f"],
+             "norm1": "blocks.1.ln_1", "norm0": "blocks.0.ln_1", "attn1": "blocks.1.attn", "attn0": "blocks.0.attn",
+             "first_param_module": "wte"},
+}
+
+
+def parity_bin():
+    b = os.environ.get("PARITY_BIN")
+    if b and os.path.exists(b):
+        return b
+    for build in ("build", "build-analysis"):
+        cand = os.path.join(SOURCE_DIR, build, "parity")
+        if os.path.exists(cand):
+            return cand
+    raise RuntimeError("parity binary not found: set PARITY_BIN")
+
+
+# ---- fault implementations -----------------------------------------------------------------------------
+
+def fp16(x):
+    return x.half().float()
+
+
+def norm_fp16_no_upcast(mod):
+    """RMSNorm / LayerNorm whose statistics are computed in fp16 without the fp32 upcast (seed 004 §3.1's
+    anti-pattern): every intermediate rounded to fp16. Σx² of a residual stream with |x| ~ 60 exceeds
+    65504, the variance becomes Inf and the normalised output collapses."""
+    def forward(x):
+        dt = x.dtype
+        xs = fp16(x.float())
+        if isinstance(mod, nn.LayerNorm):
+            mean = fp16(xs.sum(-1, keepdim=True) / x.shape[-1])
+            xs = fp16(xs - mean)
+        var = fp16(fp16(xs * xs).sum(-1, keepdim=True))
+        var = fp16(var / x.shape[-1])
+        y = fp16(xs * fp16(torch.rsqrt(fp16(var + mod.eps))))
+        y = y * mod.weight.float()
+        if getattr(mod, "bias", None) is not None:
+            y = y + mod.bias.float()
+        return fp16(y).to(dt)
+    mod.forward = forward
+
+
+def norm_flush_to_zero(mod):
+    """Flush inputs below fp16's smallest normal to zero, then normalise (an FTZ kernel)."""
+    inner = mod.forward
+
+    def forward(x):
+        return inner(torch.where(x.abs() < FP16_MIN_NORMAL, torch.zeros_like(x), x))
+    mod.forward = forward
+
+
+def softmax_fp16_no_max(attn):
+    """The attention's softmax computed in fp16 without subtracting the row maximum: exp overflows for
+    scores above ln(65504) = 11.09."""
+    import torch.nn.functional as F
+    inner = attn.forward
+    real = F.softmax
+
+    def fake_softmax(s, dim=-1, **kw):
+        e = fp16(torch.exp(fp16(s)))
+        return fp16(e / fp16(e.sum(dim, keepdim=True)))
+
+    def forward(*a, **k):
+        F.softmax = fake_softmax
+        try:
+            return inner(*a, **k)
+        finally:
+            F.softmax = real
+    attn.forward = forward
+
+
+class WithDropout(nn.Module):
+    """inner followed by dropout (the example models have none; both runs get the same structure)."""
+
+    def __init__(self, inner, p):
+        super().__init__()
+        self.inner = inner
+        self.drop = nn.Dropout(p)
+
+    def forward(self, *a, **k):
+        return self.drop(self.inner(*a, **k))
+
+
+def reordered_linear(mod):
+    """A valid but different summation order for every Linear: the reduction index permuted."""
+    g = torch.Generator().manual_seed(7)
+    perm = torch.randperm(mod.in_features, generator=g)
+
+    def forward(x):
+        y = x[..., perm] @ mod.weight[:, perm].t()
+        return y + mod.bias if mod.bias is not None else y
+    mod.forward = forward
+
+
+def fp16_grads_with_loss_scale(model, scale):
+    """Parameter gradients as an fp16 AMP step with a static loss scale sees them: scaled, rounded to
+    fp16 (overflow to Inf above 65504, flush below 2^-24), unscaled."""
+    for p in model.parameters():
+        p.register_hook(lambda g, s=scale: fp16(g * s) / s)
+
+
+# ---- running ----------------------------------------------------------------------------------------------
+
+def one_step(model, batch_step=0, seed=0):
+    """One forward + backward step (no optimizer: step 0's gradients are what is compared)."""
+    x, y = CORPUS.batch(batch_step, 2, 12)
+    torch.manual_seed(seed)
+    logits = model(x)
+    loss = torch.nn.functional.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), y.reshape(-1))
+    loss.backward()
+
+
+def capture(model, path, level, batch_step=0, seed=0):
+    with parity.capture(model, str(path), level=level, mode="tensor", steps=(0,)) as cap:
+        one_step(model, batch_step, seed)
+        cap.next_step()
+
+
+def compare(tmp_path, golden, target):
+    out = tmp_path / "cmp.json"
+    p = subprocess.run([parity_bin(), "compare", str(golden), str(target), "--json", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode in (0, 1), p.stdout[-4000:] + p.stderr[-4000:]
+    res = json.loads(out.read_text())
+    res["_text"] = p.stdout
+    return res
+
+
+def codes(res):
+    return [d["code"] for d in res["diagnosis"]]
+
+
+def scale_embeddings(model, kind, factor):
+    with torch.no_grad():
+        for name in PATHS[kind]["embed"]:
+            getattr(model, name).weight.mul_(factor)
+
+
+def run_case(tmp_path, kind, make_golden, make_target, level="module", target_batch=0, target_seed=0):
+    g, t = make_golden(), make_target()
+    capture(g, tmp_path / "golden", level)
+    capture(t, tmp_path / "target", level, batch_step=target_batch, seed=target_seed)
+    return compare(tmp_path, tmp_path / "golden", tmp_path / "target")
+
+
+def explain(res):
+    return "\n".join([res["_text"][-3000:], json.dumps(res["suspects"][:3], indent=1),
+                      json.dumps(res["diagnosis"][:3], indent=1)])
+
+
+KINDS = ["llama", "gpt2"]
+
+
+# ---- cases ---------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_low_precision_norm_in_bf16_target(tmp_path, kind):
+    P = PATHS[kind]
+
+    def golden():
+        m = build_model(kind, "tiny")
+        scale_embeddings(m, kind, 3000.0)  # residual stream |x| ~ 60, as in trained LLMs
+        return m
+
+    def target():
+        m = golden()
+        # bf16 everywhere, norms upcast to fp32 (the good pattern) ... except one, in fp16 without upcast
+        norms = [n for n in P["norms"](m) if n != P["norm1"]]
+        apply_precision(m, PrecisionPolicy(torch.bfloat16, {n: torch.float32 for n in norms}))
+        norm_fp16_no_upcast(dict(m.named_modules())[P["norm1"]])
+        return m
+
+    res = run_case(tmp_path, kind, golden, target)
+    top = res["suspects"][0]
+    assert top["module"] == P["norm1"], explain(res)
+    assert codes(res)[0] == "LOW_PRECISION_SENSITIVE_OP", explain(res)
+    assert res["diagnosis"][0]["events"][0].startswith(P["norm1"] + "/")
+    # Ambient noise: the target is bf16 everywhere, yet nothing upstream of the fault is structural.
+    first = res["first_divergence"]
+    assert first is not None
+    rows_before = [r for r in res["rows"] if r["direction"] == "forward" and r["order"] < top_order(res, P["norm1"])]
+    assert rows_before and all(r["noise"] != "structural" for r in rows_before), \
+        [(r["name"], r["noise_ratio"]) for r in rows_before if r["noise"] == "structural"]
+
+
+def top_order(res, module):
+    return min(r["order"] for r in res["rows"] if r["module"] == module and r["direction"] == "forward")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_fp16_softmax_without_max_subtraction_overflows(tmp_path, kind):
+    P = PATHS[kind]
+
+    def golden():
+        m = build_model(kind, "tiny")
+        with torch.no_grad():  # sharp attention: scores reach ~15 in layer 1
+            for lin in ("wq", "wk"):
+                getattr(dict(m.named_modules())[P["attn1"]], lin).weight.mul_(40.0)
+        return m
+
+    def target():
+        m = golden()
+        softmax_fp16_no_max(dict(m.named_modules())[P["attn1"]])
+        return m
+
+    res = run_case(tmp_path, kind, golden, target, level="mix")
+    # The emulation computes exp in fp32 and rounds it to fp16: Inf is born at that rounding (op "half"),
+    # inside the attention whose softmax was replaced; on fp16 hardware it would be the exp itself.
+    top = res["suspects"][0]
+    assert top["module"] == P["attn1"] and top["op"] in ("exp", "softmax", "half"), explain(res)
+    assert codes(res)[0] == "OVERFLOW", explain(res)
+    d = res["diagnosis"][0]
+    assert d["events"][0] == top["event"], explain(res)
+    assert any("f16" in e and "overflows" in e for e in d["evidence"]), d["evidence"]
+    origin = res["overflow"]["target"]["origins"][0]
+    assert origin["module"] == P["attn1"] and origin["contaminated"] > 0
+    assert res["overflow"]["golden"]["origins"] == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_flush_to_zero_before_a_normalisation(tmp_path, kind):
+    P = PATHS[kind]
+
+    def golden():
+        m = build_model(kind, "tiny")
+        scale_embeddings(m, kind, 1e-3)  # activations ~2e-5 entering the first norm: below fp16 normal
+        return m
+
+    def target():
+        m = golden()
+        norm_flush_to_zero(dict(m.named_modules())[P["norm0"]])
+        return m
+
+    res = run_case(tmp_path, kind, golden, target)
+    assert res["suspects"][0]["module"] == P["norm0"], explain(res)
+    assert codes(res)[0] == "FLUSH_TO_ZERO", explain(res)
+    assert res["diagnosis"][0]["events"][0] == P["norm0"] + "/forward"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_different_batch_is_input_mismatch(tmp_path, kind):
+    res = run_case(tmp_path, kind, lambda: build_model(kind, "tiny"), lambda: build_model(kind, "tiny"),
+                   target_batch=5)
+    top = res["suspects"][0]
+    assert top["kind"] == "inputs" and top["module"] == "<root>", explain(res)
+    assert codes(res)[0] == "INPUT_MISMATCH", explain(res)
+    assert "WEIGHT_MISMATCH" not in codes(res)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_different_init_seed_is_weight_mismatch(tmp_path, kind):
+    res = run_case(tmp_path, kind, lambda: build_model(kind, "tiny", seed=0), lambda: build_model(kind, "tiny", seed=1))
+    top = res["suspects"][0]
+    assert top["kind"] == "parameters" and top["module"] == PATHS[kind]["first_param_module"], explain(res)
+    assert codes(res)[0] == "WEIGHT_MISMATCH", explain(res)
+    assert "INPUT_MISMATCH" not in codes(res)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_unseeded_dropout_is_nondeterminism(tmp_path, kind):
+    P = PATHS[kind]
+
+    def make():
+        m = build_model(kind, "tiny")
+        parent, name = P["attn0"].rsplit(".", 1)
+        setattr(dict(m.named_modules())[parent], name, WithDropout(getattr(dict(m.named_modules())[parent], name), 0.2))
+        return m
+
+    res = run_case(tmp_path, kind, make, make, target_seed=12345)  # the target's generator state differs
+    top = res["suspects"][0]
+    assert top["module"] == P["attn0"] + ".drop", explain(res)
+    assert codes(res)[0] == "NONDETERMINISM", explain(res)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("scale,code,other", [(2.0 ** 40, "GRAD_OVERFLOW", "GRAD_UNDERFLOW"),
+                                              (2.0 ** -30, "GRAD_UNDERFLOW", "GRAD_OVERFLOW")])
+def test_loss_scale_far_off(tmp_path, kind, scale, code, other):
+    def target():
+        m = build_model(kind, "tiny")
+        fp16_grads_with_loss_scale(m, scale)
+        return m
+
+    res = run_case(tmp_path, kind, lambda: build_model(kind, "tiny"), target)
+    assert codes(res)[0] == code, explain(res)
+    assert other not in codes(res)
+    assert res["overflow"]["target"]["loss_scale_advice"] == ("lower" if code == "GRAD_OVERFLOW" else "raise")
+    # Forward is untouched: nothing differs before the backward pass.
+    assert all(r["noise"] in ("noise", "unknown") for r in res["rows"] if r["direction"] == "forward")
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_benign_fp32_summation_order(tmp_path, kind):
+    def target():
+        m = build_model(kind, "tiny")
+        for mod in m.modules():
+            if isinstance(mod, nn.Linear):
+                reordered_linear(mod)
+        return m
+
+    res = run_case(tmp_path, kind, lambda: build_model(kind, "tiny"), target)
+    assert res["noise_summary"]["structural"] == 0, explain(res)
+    assert set(codes(res)) <= {"ACCUMULATION_NOISE"}, explain(res)
+    assert all(s["kind"] != "source" or s["output_ratio"] != "Infinity" for s in res["suspects"])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_benign_bf16_rerun(tmp_path, kind):
+    def make():
+        return build_model(kind, "tiny").to(torch.bfloat16)
+
+    res = run_case(tmp_path, kind, make, make)
+    assert res["noise_summary"]["structural"] == 0, explain(res)
+    assert set(codes(res)) <= {"ACCUMULATION_NOISE"}, explain(res)
+    assert res["suspects"] == []
