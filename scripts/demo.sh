@@ -42,3 +42,25 @@ if [ "$status" -ne 1 ]; then
   exit 1
 fi
 echo "The full result of the training comparison is in $OUT/train-compare.json."
+
+echo
+echo "== 6. $PARITY curve $OUT/train/golden $OUT/train/target (the loss / grad-norm / lr curves) =="
+status=0
+"$PARITY" curve "$OUT/train/golden" "$OUT/train/target" --json "$OUT/curve.json" || status=$?
+if [ "$status" -gt 1 ]; then
+  echo "demo: parity curve failed (exit $status)" >&2
+  exit 1
+fi
+echo "The full curve comparison (schema parity.curve/1, docs/curves.md) is in $OUT/curve.json."
+
+echo
+echo "== 7. held-out evaluation of the tiny model in fp32 (golden) and bf16 (target): $PARITY eval ppl =="
+PYTHONPATH="$PWD/python:$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
+  /usr/bin/python3 python/parity/examples/demo_eval.py "$OUT/eval"
+status=0
+"$PARITY" eval ppl "$OUT/eval/golden" "$OUT/eval/target" --json "$OUT/eval-ppl.json" || status=$?
+if [ "$status" -gt 1 ]; then
+  echo "demo: parity eval ppl failed (exit $status)" >&2
+  exit 1
+fi
+echo "The full PPL/KLD result (schema parity.eval.ppl/1, docs/eval.md) is in $OUT/eval-ppl.json."
