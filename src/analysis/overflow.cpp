@@ -144,10 +144,14 @@ OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records, cons
         GradUnderflow g{r.name, r.module, r.step, r.rank, r.dtype, s.numel,
                         static_cast<double>(s.zero_count) / static_cast<double>(s.numel),
                         static_cast<double>(s.subnormal_count) / static_cast<double>(s.numel)};
+        // Underflow is judged on fp16/bf16 gradients only (fp32 gradients do not underflow in practice), and
+        // not on embedding tables, whose rows for tokens absent from the batch are exactly zero by design.
         const bool narrow = r.dtype == DType::kF16 || r.dtype == DType::kBF16;
-        const bool underflowing = g.zero_fraction + g.subnormal_fraction >= options.underflow_warn_fraction;
+        const bool sparse_by_design = r.op.find("Embedding") != std::string::npos || r.op == "embedding";
+        const bool underflowing =
+            narrow && !sparse_by_design && g.zero_fraction + g.subnormal_fraction >= options.underflow_warn_fraction;
         if (underflowing) rep.grads_underflow = true;
-        if (narrow || underflowing) rep.grad_underflow.push_back(std::move(g));
+        if (narrow) rep.grad_underflow.push_back(std::move(g));
       }
     }
 

@@ -318,7 +318,9 @@ def test_loss_scale_far_off(tmp_path, kind, scale, code, other):
     res = run_case(tmp_path, kind, lambda: build_model(kind, "tiny"), target)
     assert codes(res)[0] == code, explain(res)
     assert other not in codes(res)
-    assert res["overflow"]["target"]["loss_scale_advice"] == ("lower" if code == "GRAD_OVERFLOW" else "raise")
+    assert ("Lower the loss scale" if code == "GRAD_OVERFLOW" else "Raise the loss scale") in res["diagnosis"][0]["advice"]
+    if code == "GRAD_OVERFLOW":  # Inf gradients are visible in the target alone too
+        assert res["overflow"]["target"]["loss_scale_advice"] == "lower"
     # Forward is untouched: nothing differs before the backward pass.
     assert all(r["noise"] in ("noise", "unknown") for r in res["rows"] if r["direction"] == "forward")
 
@@ -347,3 +349,64 @@ def test_benign_bf16_rerun(tmp_path, kind):
     assert res["noise_summary"]["structural"] == 0, explain(res)
     assert set(codes(res)) <= {"ACCUMULATION_NOISE"}, explain(res)
     assert res["suspects"] == []
+
+
+# ---- one run alone, and statistics-only dumps ---------------------------------------------------------------
+
+def test_overflow_command_on_one_run(tmp_path):
+    """`parity overflow RUN` finds where NaN/Inf are born without a golden; attention masks (-Inf written by
+    masked_fill on purpose) are not origins; a clean run exits 0."""
+    P = PATHS["llama"]
+    m = build_model("llama", "tiny")
+    with torch.no_grad():
+        for lin in ("wq", "wk"):
+            getattr(dict(m.named_modules())[P["attn1"]], lin).weight.mul_(40.0)
+    clean = build_model("llama", "tiny")
+    capture(clean, tmp_path / "clean", "mix")
+    softmax_fp16_no_max(dict(m.named_modules())[P["attn1"]])
+    capture(m, tmp_path / "bad", "mix")
+    out = tmp_path / "overflow.json"
+    p = subprocess.run([parity_bin(), "overflow", str(tmp_path / "bad"), "--json", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stdout + p.stderr
+    rep = json.loads(out.read_text())
+    assert rep["schema"] == "parity.overflow/1"
+    assert len(rep["origins"]) == 1, rep["origins"]
+    o = rep["origins"][0]
+    assert o["module"] == P["attn1"] and o["step"] == 0 and o["direction"] == "forward"
+    assert o["contaminated"] > 0 and "f16" in o["explanation"]
+    assert o["inputs"] and all(i["nan"] == 0 and i["inf"] == 0 for i in o["inputs"])
+    assert "NaN/Inf born at" in p.stdout
+    p = subprocess.run([parity_bin(), "overflow", str(tmp_path / "clean"), "--json", "-"],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(p.stdout)["origins"] == []
+    p = subprocess.run([parity_bin(), "overflow", str(tmp_path / "missing")], capture_output=True, text=True)
+    assert p.returncode == 2 and "missing" in p.stderr
+
+
+def test_statistics_only_dumps_are_weaker_evidence(tmp_path):
+    """Statistics-only captures get the same analysis on relative statistic differences, flagged weak."""
+    P = PATHS["llama"]
+
+    def golden():
+        m = build_model("llama", "tiny")
+        scale_embeddings(m, "llama", 3000.0)
+        return m
+
+    def target():
+        m = golden()
+        norm_fp16_no_upcast(dict(m.named_modules())[P["norm1"]])
+        return m
+
+    g, t = golden(), target()
+    for model, name in ((g, "golden"), (t, "target")):
+        with parity.capture(model, str(tmp_path / name), level="module", mode="statistics", steps=(0,)) as cap:
+            one_step(model)
+            cap.next_step()
+    res = compare(tmp_path, tmp_path / "golden", tmp_path / "target")
+    assert res["noise_summary"]["statistics_only"] is True
+    top = res["suspects"][0]
+    assert top["module"] == P["norm1"] and top["weak_evidence"] is True, explain(res)
+    assert codes(res)[0] == "LOW_PRECISION_SENSITIVE_OP", explain(res)
+    assert any("statistics only" in e for e in res["diagnosis"][0]["evidence"])
