@@ -26,19 +26,38 @@ P.main = function main() {
   }
   P.data = data;
   const compares = data.byKind.compare || [];
-  // One comparison is drawn in full; further ones (rare: a report of several saved results) are listed.
-  const cmp = compares.length ? P.prepareCompare(compares[0].result) : null;
-  P.cmp = cmp;
   P.focusEvent = () => {};
+  // One comparison is drawn at a time; with several (a report of saved results), a selector in the
+  // header switches between them.
+  const drawCompare = (k) => {
+    const cmp = compares.length ? P.prepareCompare(compares[k].result) : null;
+    P.cmp = cmp;
+    for (const [key, chart] of Object.entries(P.charts)) {
+      if (['profile', 'heatmap', 'stepsHeatmap'].includes(key)) { chart.dispose(); delete P.charts[key]; }
+    }
+    for (const id of ['sec-diagnosis', 'sec-table', 'sec-profile', 'sec-heatmap', 'sec-problems']) {
+      const sec = document.getElementById(id);
+      sec.hidden = true; sec.replaceChildren(); for (const k2 of Object.keys(sec.dataset)) delete sec.dataset[k2];
+    }
+    P.section('sec-header', () => P.renderHeader(data, cmp));
+    if (compares.length > 1) {
+      const sel = P.el('select', { id: 'compare-select' }, compares.map((c, i) => P.el('option', { value: String(i), text: `${i + 1}. ${c.origin || 'comparison'} (${P.str(P.get(c.result, 'summary', 'verdict'))})` })));
+      sel.value = String(k);
+      sel.addEventListener('change', () => drawCompare(Number(sel.value)));
+      document.getElementById('sec-header').insertBefore(P.el('div', { class: 'controls' }, P.el('label', { for: 'compare-select', text: `comparison (${compares.length}):` }), sel),
+        document.getElementById('sec-header').children[1]);
+    }
+    if (cmp) {
+      P.section('sec-diagnosis', () => P.renderDiagnosis(cmp));
+      P.section('sec-table', () => P.renderTable(cmp));  // before the charts: they link into it
+      P.section('sec-profile', () => P.renderProfile(cmp));
+      P.section('sec-heatmap', () => P.renderHeatmap(cmp));
+      P.section('sec-problems', () => P.renderProblems(cmp));
+    }
+    return cmp;
+  };
+  const cmp = drawCompare(0);
 
-  P.section('sec-header', () => P.renderHeader(data, cmp));
-  if (cmp) {
-    P.section('sec-diagnosis', () => P.renderDiagnosis(cmp));
-    P.section('sec-table', () => P.renderTable(cmp));  // before the charts: they link into it
-    P.section('sec-profile', () => P.renderProfile(cmp));
-    P.section('sec-heatmap', () => P.renderHeatmap(cmp));
-    P.section('sec-problems', () => P.renderProblems(cmp));
-  }
   // NaN/Inf: the compare result's own overflow analysis of each side, then standalone overflow results.
   const overflowItems = [];
   const ov = cmp && cmp.result.overflow;
@@ -53,9 +72,9 @@ P.main = function main() {
   for (const [kind, list] of Object.entries(data.byKind)) if (kind === 'eval' || kind.startsWith('eval.')) for (const x of list) evals.push({ kind, result: x.result });
   if (evals.length) P.section('sec-eval', () => P.renderEval(evals));
 
-  // Results this report has no dedicated section for (a newer command, a second comparison): shown as data.
+  // Results this report has no dedicated section for (a newer command): shown as data.
   const known = new Set(['compare', 'overflow', 'curve', 'ranks', 'eval', 'eval.ppl', 'eval.mc', 'eval.lmeval']);
-  const others = data.inputs.filter((inp) => inp && inp.result && (!known.has(P.schemaKind(inp.result).kind) || (compares.length > 1 && inp.result === compares[1].result)));
+  const others = data.inputs.filter((inp) => inp && inp.result && !known.has(P.schemaKind(inp.result).kind));
   if (others.length) {
     P.section('sec-other', () => {
       const sec = P.openSection('sec-other', 'Other results');
