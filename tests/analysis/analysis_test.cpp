@@ -202,3 +202,29 @@ TEST(Analysis, OpKinds) {
 
 }  // namespace
 }  // namespace parity
+
+namespace parity {
+namespace {
+
+TEST(Analysis, CancellationFloorInBackwardOnly) {
+  // A key-bias gradient: zero in exact arithmetic, both runs hold residue ~1e-10 that differs by 100 %.
+  test::Synth s;
+  CompareRow& in = s.row("k", "Linear", "backward", "input", 0, 1e-7);
+  in.metrics->golden.l2norm = 1e-3 * 16;  // RMS 1e-3 over 256 elements
+  CompareRow& g = s.row("k", "Linear", "backward", "grad", 0, 1.0);
+  g.metrics->golden.l2norm = 1e-10 * 16;
+  g.metrics->euclidean = 1e-10 * 16;
+  classify_rows(s.result);
+  EXPECT_EQ(s.result.rows[1].noise, NoiseClass::kNoise) << s.result.rows[1].noise_ratio;
+  // The same shapes in forward (a normalisation shrinking its input) keep plain relative error.
+  test::Synth f;
+  CompareRow& fin = f.row("n", "RMSNorm", "forward", "input", 0, 0);
+  fin.metrics->golden.l2norm = 1e3 * 16;
+  CompareRow& fout = f.row("n", "RMSNorm", "forward", "output", 0, 1.0);
+  fout.metrics->golden.l2norm = 1e-3 * 16;
+  classify_rows(f.result);
+  EXPECT_EQ(f.result.rows[1].noise, NoiseClass::kStructural);
+}
+
+}  // namespace
+}  // namespace parity

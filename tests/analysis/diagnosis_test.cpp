@@ -180,3 +180,45 @@ TEST(Diagnosis, DriftRanksOutliersQuantisationConfig) {
 
 }  // namespace
 }  // namespace parity
+
+namespace parity {
+namespace {
+
+TEST(Diagnosis, NanOriginOnATargetOnlyOpIsTheTopSuspect) {
+  // The target computes softmax by hand: its exp op has no golden partner (unmatched), and Inf is born
+  // there. The rows can only blame the attention module; the origin names the op.
+  Synth s;
+  s.row("l0.attn", "Attention", "forward", "input", 0, 0);
+  s.row("l0.attn", "Attention", "forward", "output", 0, 0, DType::kF32, DType::kF32, 0, 0, 20);
+  s.result.rows.back().golden.order = 10;
+  s.result.rows.back().target.order = 10;
+  for (const char* role : {"input", "output"}) {
+    Record r;
+    r.name = std::string("l0.attn/exp#0/forward/") + role + "/0";
+    r.module = "l0.attn";
+    r.op = "exp";
+    r.direction = "forward";
+    r.role = role;
+    r.index = 0;
+    r.step = 0;
+    r.rank = 0;
+    r.order = role[0] == 'i' ? 5 : 6;
+    TensorStats st;
+    st.numel = 64;
+    st.max = st.absmax = 15.2;
+    if (role[0] == 'o') st.inf_count = 7;
+    r.stats = st;
+    s.result.unmatched_target.push_back(r);
+  }
+  Findings f = analyse_and_diagnose(s.result, nullptr, nullptr);
+  ASSERT_GE(f.analysis.suspects.size(), 2u);
+  EXPECT_EQ(f.analysis.suspects[0].name, "l0.attn/exp#0/forward");
+  EXPECT_EQ(f.analysis.suspects[0].op, "exp");
+  EXPECT_EQ(f.analysis.suspects[1].name, "l0.attn/forward");
+  ASSERT_FALSE(f.diagnoses.empty());
+  EXPECT_EQ(f.diagnoses[0].code, "OVERFLOW");
+  EXPECT_EQ(f.diagnoses[0].events[0], "l0.attn/exp#0/forward");
+}
+
+}  // namespace
+}  // namespace parity

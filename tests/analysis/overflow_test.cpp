@@ -116,3 +116,56 @@ TEST(ConfigDiff, CategoriesAndIgnoredIdentities) {
 
 }  // namespace
 }  // namespace parity
+
+namespace parity {
+namespace {
+
+TEST(Overflow, TheOpInsideAModuleIsTheOriginNotTheModuleAroundIt) {
+  // The module's input is recorded first (order 0), the op inside it next, the module's output last.
+  std::vector<MeasuredRecord> v;
+  v.push_back(rec("attn/forward/input/0", "attn", "Attention", "forward", "input", 0, DType::kF32, 1));
+  v.push_back(rec("attn/exp#0/forward/input/0", "attn", "exp", "forward", "input", 1, DType::kF32, 95));
+  v.push_back(rec("attn/exp#0/forward/output/0", "attn", "exp", "forward", "output", 2, DType::kF32, 1, 0, 3));
+  v.push_back(rec("attn/forward/output/0", "attn", "Attention", "forward", "output", 3, DType::kF32, 1, 9));
+  OverflowReport r = analyse_overflow(v);
+  ASSERT_EQ(r.origins.size(), 1u);
+  EXPECT_EQ(r.origins[0].event, "attn/exp#0/forward");
+  EXPECT_EQ(r.origins[0].contaminated, 1);
+  EXPECT_NE(r.origins[0].explanation.find("exp overflows in f32"), std::string::npos) << r.origins[0].explanation;
+}
+
+TEST(Overflow, AttentionMasksAreNotOrigins) {
+  // masked_fill writes 6 × -Inf on purpose; softmax receives them and stays finite; a later op makes NaN.
+  std::vector<MeasuredRecord> v;
+  v.push_back(rec("a/masked_fill#0/forward/input/0", "a", "masked_fill", "forward", "input", 0, DType::kF32, 2));
+  v.push_back(rec("a/masked_fill#0/forward/output/0", "a", "masked_fill", "forward", "output", 1, DType::kF32, 2, 0, 6));
+  v.push_back(rec("a/to#0/forward/input/0", "a", "to", "forward", "input", 2, DType::kF32, 2, 0, 6));
+  v.push_back(rec("a/to#0/forward/output/0", "a", "to", "forward", "output", 3, DType::kF32, 2, 0, 6));
+  v.push_back(rec("a/softmax#0/forward/input/0", "a", "softmax", "forward", "input", 4, DType::kF32, 2, 0, 6));
+  v.push_back(rec("a/softmax#0/forward/output/0", "a", "softmax", "forward", "output", 5, DType::kF32, 1));
+  v.push_back(rec("a/log#0/forward/input/0", "a", "log", "forward", "input", 6, DType::kF32, 1));
+  v.push_back(rec("a/log#0/forward/output/0", "a", "log", "forward", "output", 7, DType::kF32, 1, 4));
+  OverflowReport r = analyse_overflow(v);
+  ASSERT_EQ(r.origins.size(), 1u);
+  EXPECT_EQ(r.origins[0].event, "a/log#0/forward");
+  // Token ids are never blamed for an overflow.
+  std::vector<MeasuredRecord> ids;
+  ids.push_back(rec("<root>/forward/input/0", "<root>", "Llama", "forward", "input", 0, DType::kI64, 60000));
+  ids.push_back(rec("<root>/forward/output/0", "<root>", "Llama", "forward", "output", 1, DType::kF32, 1, 5));
+  OverflowReport ri = analyse_overflow(ids);
+  ASSERT_EQ(ri.origins.size(), 1u);
+  EXPECT_EQ(ri.origins[0].explanation.find("i64"), std::string::npos) << ri.origins[0].explanation;
+}
+
+TEST(Overflow, EmbeddingAndFp32GradientsAreNotUnderflowAlone) {
+  std::vector<MeasuredRecord> v;
+  v.push_back(rec("embed/backward/grad/weight", "embed", "Embedding", "backward", "grad", 0, DType::kBF16, 1, 0, 0, 90));
+  v.push_back(rec("l0/backward/grad/weight", "l0", "Linear", "backward", "grad", 1, DType::kF32, 1, 0, 0, 90));
+  OverflowReport r = analyse_overflow(v);
+  EXPECT_FALSE(r.grads_underflow);
+  EXPECT_EQ(r.loss_scale_advice, "");
+  EXPECT_EQ(r.grad_underflow.size(), 1u);  // the bf16 one still reports its statistics
+}
+
+}  // namespace
+}  // namespace parity
