@@ -410,3 +410,42 @@ def test_statistics_only_dumps_are_weaker_evidence(tmp_path):
     assert top["module"] == P["norm1"] and top["weak_evidence"] is True, explain(res)
     assert codes(res)[0] == "LOW_PRECISION_SENSITIVE_OP", explain(res)
     assert any("statistics only" in e for e in res["diagnosis"][0]["evidence"])
+
+
+# ---- runs that are not the same code: --map and order-based alignment ----------------------------------------
+
+def test_renamed_modules_pair_by_map_and_by_alignment(tmp_path):
+    """The target wraps the model (every module path gains a "0." prefix): exact names miss, the mapping
+    file pairs them, and without it the order-based alignment does; either way the identical numerics
+    give no suspect."""
+    golden = build_model("gpt2", "tiny")
+    target = nn.Sequential(build_model("gpt2", "tiny"))
+    capture(golden, tmp_path / "golden", "module")
+    capture(target, tmp_path / "target", "module")
+    mapfile = tmp_path / "map.txt"
+    mapfile.write_text("# target => golden\nre:^0\\.(.*)$ => $1\n")
+    out = tmp_path / "mapped.json"
+    p = subprocess.run([parity_bin(), "compare", str(tmp_path / "golden"), str(tmp_path / "target"),
+                        "--map", str(mapfile), "--json", str(out)], capture_output=True, text=True, timeout=120)
+    assert p.returncode in (0, 1), p.stderr
+    mapped = json.loads(out.read_text())
+    al = mapped["alignment"]
+    assert al["mapped"] > 50 and al["unmatched_golden"] == [], al["unmatched_golden"][:5]
+    assert all(r["metrics"]["max_abs"] == 0 for r in mapped["rows"] if r["match"] == "mapped")
+    assert mapped["suspects"] == [] and mapped["noise_summary"]["structural"] == 0
+
+    out2 = tmp_path / "aligned.json"
+    p = subprocess.run([parity_bin(), "compare", str(tmp_path / "golden"), str(tmp_path / "target"),
+                        "--json", str(out2)], capture_output=True, text=True, timeout=120)
+    aligned = json.loads(out2.read_text())
+    assert aligned["alignment"]["aligned"] > 50
+    assert aligned["alignment"]["unmatched_golden"] == []
+    assert aligned["noise_summary"]["structural"] == 0 and aligned["suspects"] == []
+    p = subprocess.run([parity_bin(), "compare", str(tmp_path / "golden"), str(tmp_path / "target"),
+                        "--no-align", "--json", str(out2)], capture_output=True, text=True, timeout=120)
+    assert json.loads(out2.read_text())["alignment"]["aligned"] == 0
+    bad = tmp_path / "bad.txt"
+    bad.write_text("no arrow\n")
+    p = subprocess.run([parity_bin(), "compare", str(tmp_path / "golden"), str(tmp_path / "target"),
+                        "--map", str(bad)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "bad.txt:1" in p.stderr, p.stderr
