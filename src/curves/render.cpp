@@ -49,6 +49,25 @@ std::string fit(const std::string& s, int width) {
   return s;
 }
 
+// Word-wrap plain text to `width` columns; continuation lines get `indent` spaces.
+std::string wrap(const std::string& text, int width, int indent) {
+  std::string out, line;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find(' ', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string word = text.substr(pos, end - pos);
+    if (!line.empty() && static_cast<int>(line.size() + 1 + word.size()) > width) {
+      out += line + "\n";
+      line = std::string(indent, ' ') + word;
+    } else {
+      line += (line.empty() ? "" : " ") + word;
+    }
+    pos = end + 1;
+  }
+  return out + line + "\n";
+}
+
 }  // namespace
 
 std::string sparkline(const std::vector<double>& values, int columns, double lo, double hi) {
@@ -117,7 +136,13 @@ std::string curve_comparison_text(const CurveComparison& c, int width, bool colo
         !m.nonfinite_golden.empty())
       line(fmt::format("  spikes golden {} target {}  NaN/Inf golden {} target {}", m.spikes_golden.size(),
                        m.spikes_target.size(), m.nonfinite_golden.size(), m.nonfinite_target.size()));
-    for (const std::string& r : m.reasons) line("  - " + r);
+    for (const std::string& r : m.reasons) {
+      std::string w = wrap("- " + r, width - 2, 2);
+      for (size_t a = 0, b; a < w.size(); a = b + 1) {
+        b = w.find('\n', a);
+        out += "  " + w.substr(a, b - a) + "\n";
+      }
+    }
     if (verbose)
       for (const Window& w : m.windows)
         line(fmt::format("    steps {}..{}: mean rel dev {}, max {}", w.first_step, w.last_step, pct(w.mean_rel_dev),
