@@ -199,3 +199,38 @@ def test_capture_log_logits_writes_into_the_run(tmp_path):
     rc, out, err = run_cli("eval", "ppl", tmp_path / "run", tmp_path / "run", "--json", "-")
     assert rc == 0, err
     assert json.loads(out)["tokens"] == 62
+
+
+def _write_safetensors(path, tensors):
+    """A minimal safetensors writer (8-byte header length, JSON header, raw little-endian data)."""
+    header, blobs, off = {}, [], 0
+    for name, arr in tensors.items():
+        dt = {"float32": "F32", "int64": "I64"}[str(arr.dtype)]
+        b = np.ascontiguousarray(arr).tobytes()
+        header[name] = {"dtype": dt, "shape": list(arr.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+
+
+def test_safetensors_logits_with_keys_and_binding(random_logits, tmp_path):
+    d, g, t, labels = random_logits
+    _write_safetensors(tmp_path / "g.safetensors", {"logits": g.reshape(4, 100, -1), "labels": labels.reshape(4, 100)})
+    _write_safetensors(tmp_path / "t.safetensors", {"logits": t.reshape(4, 100, -1), "labels": labels.reshape(4, 100)})
+    rc, out, err = run_cli("eval", "ppl", f"{tmp_path}/g.safetensors:logits", f"{tmp_path}/t.safetensors:logits",
+                           "--labels", f"{tmp_path}/g.safetensors:labels", "--json", "-", "--kld", "1",
+                           "--ppl-rel", "1", "--ppl-diff", "1000")
+    assert rc == 0, err
+    j = json.loads(out)
+    ref = llama_stats(log_softmax(g), log_softmax(t), labels)
+    assert j["tokens"] == 400
+    assert j["kld"]["mean"] == pytest.approx(ref["kld"][0], rel=1e-9)
+    # the same through the Python binding
+    from parity._core import core
+
+    jb = json.loads(core.eval_ppl_json(str(d / "g.npy"), str(d / "t.npy"), str(d / "labels.npy")))
+    assert jb["kld"]["mean"] == pytest.approx(ref["kld"][0], rel=1e-9)
+    assert jb["target"]["representation"]["format"] == "logits-tensor"
