@@ -4,12 +4,14 @@
 #include "formats/npy.h"
 #include "formats/npz.h"
 #include "formats/safetensors.h"
+#include "parity/dump.h"
 #include "parity/source.h"
 
 namespace parity {
 
 const std::vector<FormatSpec>& registered_formats() {
   static const std::vector<FormatSpec> kFormats = {
+      dump::run_format_spec(),  // capture runs (src/dump/reader.cpp), a directory format: probed first
       formats::npy_format_spec(),
       formats::npz_format_spec(),
       formats::safetensors_format_spec(),
