@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/html_option.h"
 #include "cli/ui.h"
 #include "parity/compare.h"
 #include "parity/diagnosis.h"
@@ -35,6 +36,7 @@ struct CompareArgs {
   bool show_thresholds = false;
   std::vector<std::string> kl_patterns;
   std::string json_path, csv_path;
+  std::string html_path;  // --html: self-contained report of the same JSON (docs/report.md)
   std::string sort = "worst";
   std::string sort_metric = "cosine";
   int64_t limit = 30;
@@ -183,7 +185,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
     }
   }
   if (!no_input.empty()) code = kExitUsage;
-  if (!a.json_path.empty()) {
+  if (!a.json_path.empty() || !a.html_path.empty()) {
     nlohmann::json j = report::compare_result_to_json(res);
     // Kept in a named object: a range-for over items() of a temporary would iterate a destroyed json.
     const nlohmann::json analysis = findings_to_json(findings, res);
@@ -193,11 +195,14 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
     j["command"] = command;
     j["elapsed_seconds"] = seconds;
     // replace: a file name that is not valid UTF-8 (legal on Linux) must not abort the output.
-    Status st = write_text(a.json_path, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    Status st = a.json_path.empty()
+                    ? Status::OK()
+                    : write_text(a.json_path, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (!st.ok()) {
       std::fprintf(stderr, "parity compare: %s\n", st.message().c_str());
       code = kExitUsage;
     }
+    if (!a.html_path.empty() && !write_html_option(a.html_path, j, "compare", global)) code = kExitUsage;
   }
   if (!a.csv_path.empty()) {
     Status st = Status::OK();
@@ -263,6 +268,7 @@ CommandAction setup_compare(CLI::App& sub, const GlobalOptions& global) {
                  "Regex (repeatable): names whose pairs also get softmax KL along the last dim (names containing 'logits' always do)")
       ->allow_extra_args(false);
   sub.add_option("--json", a->json_path, "Write the result as JSON (schema parity.compare/1, docs/compare-json.md); '-' = stdout, table to stderr");
+  add_html_option(sub, a->html_path);
   sub.add_option("--csv", a->csv_path, "Write one CSV line per pair (schema parity.compare.csv/1); '-' = stdout, table to stderr");
   sub.add_option("--sort", a->sort, "Table order: worst (verdict, then rel L2), name, order (execution order), metric")
       ->check(CLI::IsMember({"worst", "name", "order", "metric"}))

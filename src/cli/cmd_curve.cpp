@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/html_option.h"
 #include "cli/ui.h"
 #include "parity/curves.h"
 
@@ -19,6 +20,7 @@ struct CurveArgs {
   int rank = -1, windows = 10, spike_window = 21, final_window = 0;
   double spike_k = 6.0;
   std::string json_path, csv_path;
+  std::string html_path;  // --html
 };
 
 int usage_error(const std::string& m) {
@@ -109,6 +111,7 @@ int run(const CurveArgs& a, const GlobalOptions& global) {
     Status st = write_output(a.csv_path, curves::curve_comparison_csv(*cmp));
     if (!st.ok()) return usage_error(st.message());
   }
+  if (!a.html_path.empty() && !write_html_option(a.html_path, curves::curve_comparison_json(*cmp), "curve", global)) return kExitUsage;
   return cmp->verdict == Verdict::kPass ? kExitOk : kExitDifferences;
 }
 
@@ -133,6 +136,7 @@ CommandAction setup_curve(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--spike-k", a->spike_k, "Spike threshold in robust sigmas (1.4826·MAD)")->capture_default_str();
   sub.add_option("--final-window", a->final_window, "Points averaged for the final value (0 = auto)");
   sub.add_option("--json", a->json_path, "Write parity.curve/1 JSON to FILE ('-' = stdout)");
+  add_html_option(sub, a->html_path);
   sub.add_option("--csv", a->csv_path, "Write parity.curve.csv/1 to FILE ('-' = stdout)");
   return [a, &global] { return run(*a, global); };
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/html_option.h"
 #include "cli/ui.h"
 #include "parity/analysis.h"
 #include "parity/diagnosis.h"
@@ -17,6 +18,7 @@ namespace {
 
 struct OverflowArgs {
   std::string run, format, json_path;
+  std::string html_path;  // --html
   int64_t step = -1;
   int rank = -1;
   double near_fraction = 0.5;
@@ -53,6 +55,7 @@ int run_overflow(const OverflowArgs& a, const GlobalOptions& global) {
       }
     }
   }
+  if (!a.html_path.empty() && !write_html_option(a.html_path, overflow_to_json(rep), "overflow", global)) return kExitUsage;
   if (!global.quiet) print_overflow(json_stdout ? stderr : stdout, rep, use_color(global, json_stdout ? 2 : 1));
   const bool found = !rep.origins.empty() || rep.grads_overflow || rep.grads_underflow || !rep.problems.empty();
   return found ? kExitDifferences : kExitOk;
@@ -79,6 +82,7 @@ CommandAction setup_overflow(CLI::App& sub, const GlobalOptions& global) {
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
   sub.add_option("--json", a->json_path, "Write the report as JSON (schema parity.overflow/1); '-' = stdout");
+  add_html_option(sub, a->html_path);
   return [a, &global] { return run_overflow(*a, global); };
 }
 

@@ -3,6 +3,7 @@
 #include <fstream>
 
 #include "cli/command.h"
+#include "cli/html_option.h"
 #include "cli/ui.h"
 #include "parity/curves.h"
 
@@ -17,6 +18,7 @@ struct RanksArgs {
   double rel_tol = 1e-5;
   int consecutive = 1;
   std::string json_path, csv_path;
+  std::string html_path;  // --html
 };
 
 int usage_error(const std::string& m) {
@@ -63,6 +65,7 @@ int run(const RanksArgs& a, const GlobalOptions& global) {
     Status st = write_output(a.csv_path, curves::rank_comparison_csv(*res));
     if (!st.ok()) return usage_error(st.message());
   }
+  if (!a.html_path.empty() && !write_html_option(a.html_path, curves::rank_comparison_json(*res), "ranks", global)) return kExitUsage;
   return res->verdict == Verdict::kPass ? kExitOk : kExitDifferences;
 }
 
@@ -78,6 +81,7 @@ CommandAction setup_ranks(CLI::App& sub, const GlobalOptions& global) {
       ->capture_default_str();
   sub.add_option("--consecutive", a->consecutive, "Disagreeing steps in a row that name a rank")->capture_default_str();
   sub.add_option("--json", a->json_path, "Write parity.ranks/1 JSON to FILE ('-' = stdout)");
+  add_html_option(sub, a->html_path);
   sub.add_option("--csv", a->csv_path, "Write parity.ranks.csv/1 to FILE ('-' = stdout)");
   return [a, &global] { return run(*a, global); };
 }

@@ -31,7 +31,9 @@ P.rangeTable = function rangeTable(ranges) {
 
 P.renderOverflow = function renderOverflow(items, cmp) {
   // items: [{label, result}] — only those with something to show
-  const shown = items.filter((it) => P.overflowHasFindings(it.result));
+  // A standalone `parity overflow` result is always shown (its "nothing found" is the answer); the
+  // compare result's own overflow analysis only when it found something.
+  const shown = items.filter((it) => it.standalone || P.overflowHasFindings(it.result));
   if (!shown.length) return;
   const sec = P.openSection('sec-overflow', 'NaN / Inf origin', 'Where non-finite values are first born, what the op saw, and which later events carry them; values close to the format\'s limit; gradients that underflow.');
   for (const { label, result: o, side } of shown) {
@@ -40,6 +42,7 @@ P.renderOverflow = function renderOverflow(items, cmp) {
     for (const k of ['records', 'measured', 'nonfinite_records']) if (o[k] !== undefined) facts.push(`${k.replace('_', ' ')} ${P.fmt(o[k])}`);
     if (o.loss_scale_advice) facts.push(`loss scale: ${P.str(o.loss_scale_advice)} it`);
     if (facts.length) sec.appendChild(P.el('p', { class: 'legend-note', text: facts.join(' · ') }));
+    if (!P.overflowHasFindings(o)) sec.appendChild(P.el('p', { class: 'notice', text: 'No NaN or Inf, no value close to overflow, no underflowing gradient in the measured records.' }));
     const cards = P.el('div', { class: 'cards' });
     for (const org of Array.isArray(o.origins) ? o.origins : []) {
       const ev = cmp ? P.resolveEvent(cmp, { event: org.event, step: org.step, rank: org.rank }) : null;
