@@ -18,7 +18,7 @@ struct EvalArgs {
   int rank = 0;
   double ppl_rel = 0.05, ppl_diff = 0.5;
   std::optional<double> kld;
-  std::string kld_dtype;  // "" = the target's logits dtype when known, else bf16
+  std::string kld_dtype = "bf16";
   // mc
   std::string mc_golden, mc_target;
   bool length_norm = false;
@@ -95,10 +95,7 @@ int run_ppl(const EvalArgs& a, const GlobalOptions& global) {
   auto t = eval::open_token_source(a.target, a.rank, lt);
   if (!t.ok()) return usage_error(t.status().message());
   eval::PplOptions o;
-  // The seed KL threshold follows the target's dtype (bf16 0.005, fp16 1e-4) unless named.
-  std::string dtype = a.kld_dtype;
-  if (dtype.empty()) dtype = (*t)->source_dtype().empty() ? "bf16" : (*t)->source_dtype();
-  o.thresholds = eval::default_ppl_thresholds(dtype);
+  o.thresholds = eval::default_ppl_thresholds(a.kld_dtype);
   o.thresholds.ppl_rel = a.ppl_rel;
   o.thresholds.ppl_diff = a.ppl_diff;
   if (a.kld) o.thresholds.kld = *a.kld;
