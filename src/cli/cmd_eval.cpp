@@ -167,9 +167,8 @@ CommandAction setup_eval(CLI::App& sub, const GlobalOptions& global) {
   ppl->add_option("--ppl-rel", a->ppl_rel, "Allowed |PPL ratio − 1| (seed: 5 %)")->capture_default_str();
   ppl->add_option("--ppl-diff", a->ppl_diff, "Allowed |PPL difference| (seed: 0.5)")->capture_default_str();
   ppl->add_option("--kld", a->kld, "Mean KLD threshold (overrides --kld-dtype)");
-  ppl->add_option("--kld-dtype", a->kld_dtype,
-                  "Seed KLD threshold of this dtype: bf16 0.005, f16 1e-4, f32 1e-6 (default: the target's logits dtype, "
-                  "else bf16)");
+  ppl->add_option("--kld-dtype", a->kld_dtype, "Seed KLD threshold of this dtype: bf16 0.005, f16 1e-4, f32 1e-6")
+      ->capture_default_str();
   add_output_options(ppl, *a, "parity.eval.ppl/1");
 
   CLI::App* mc = sub.add_subcommand("mc", "Multiple-choice accuracy with exact McNemar and paired bootstrap");
