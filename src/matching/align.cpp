@@ -41,21 +41,24 @@ double substitution_cost(const Record& g, const Record& t) {
 std::vector<std::pair<size_t, size_t>> align_sequences(const std::vector<const Record*>& g,
                                                        const std::vector<const Record*>& t) {
   const size_t n = g.size(), m = t.size();
-  std::vector<double> cost((n + 1) * (m + 1));
+  // Costs in two rolling rows; only the traceback (one byte per cell) is kept whole.
+  std::vector<double> prev(m + 1), cur(m + 1);
   std::vector<uint8_t> move((n + 1) * (m + 1));  // 0 = diagonal, 1 = gap in target (skip g), 2 = skip t
   auto at = [m](size_t i, size_t j) { return i * (m + 1) + j; };
-  for (size_t i = 0; i <= n; ++i) cost[at(i, 0)] = kGap * static_cast<double>(i), move[at(i, 0)] = 1;
-  for (size_t j = 0; j <= m; ++j) cost[at(0, j)] = kGap * static_cast<double>(j), move[at(0, j)] = 2;
+  for (size_t j = 0; j <= m; ++j) prev[j] = kGap * static_cast<double>(j), move[at(0, j)] = 2;
   for (size_t i = 1; i <= n; ++i) {
+    cur[0] = kGap * static_cast<double>(i);
+    move[at(i, 0)] = 1;
     for (size_t j = 1; j <= m; ++j) {
-      double best = cost[at(i - 1, j)] + kGap;
+      double best = prev[j] + kGap;
       uint8_t mv = 1;
-      if (cost[at(i, j - 1)] + kGap < best) best = cost[at(i, j - 1)] + kGap, mv = 2;
+      if (cur[j - 1] + kGap < best) best = cur[j - 1] + kGap, mv = 2;
       const double sub = substitution_cost(*g[i - 1], *t[j - 1]);
-      if (sub != kNever && cost[at(i - 1, j - 1)] + sub <= best) best = cost[at(i - 1, j - 1)] + sub, mv = 0;
-      cost[at(i, j)] = best;
+      if (sub != kNever && prev[j - 1] + sub <= best) best = prev[j - 1] + sub, mv = 0;
+      cur[j] = best;
       move[at(i, j)] = mv;
     }
+    std::swap(prev, cur);
   }
   std::vector<std::pair<size_t, size_t>> pairs;
   size_t i = n, j = m;
