@@ -64,3 +64,8 @@ if [ "$status" -gt 1 ]; then
   exit 1
 fi
 echo "The full PPL/KLD result (schema parity.eval.ppl/1, docs/eval.md) is in $OUT/eval-ppl.json."
+
+echo
+echo "== 8. one self-contained HTML report of everything above: $PARITY report =="
+"$PARITY" report "$OUT/compare.json" "$OUT/train-compare.json" "$OUT/curve.json" "$OUT/eval-ppl.json" -o report.html
+echo "Open $PWD/report.html in a browser (offline; docs/report.md)."

@@ -91,6 +91,19 @@ test('second comparison (captured training, two steps): diagnoses, layers x step
   await r.page.selectOption('#compare-select', '0');
 });
 
+test('compare --html writes the same result into a self-contained report', () => {
+  const html = fs.readFileSync(path.join(work, 'compare.html'), 'utf8');
+  const m = /<script type="application\/json" id="parity-data">([^<]*)<\/script>/.exec(html);
+  assert.ok(m, 'the data element');
+  const env = JSON.parse(m[1]);
+  assert.equal(env.schema, 'parity.report-data/1');
+  const res = env.inputs[0].result;
+  assert.equal(res.schema, 'parity.compare/1');
+  assert.deepEqual(res.rows.map((row) => row.name), results.compare.rows.map((row) => row.name));
+  assert.deepEqual(res.first_divergence, results.compare.first_divergence);
+  assert.ok(!/<script[^>]+src=|<link /.test(html), 'nothing loaded from elsewhere');
+});
+
 test('a screenshot of the demo report is saved', async () => {
   const out = path.join(binaryDir, 'report-screenshot.png');
   await r.page.evaluate(() => window.scrollTo(0, 0));

@@ -1,7 +1,7 @@
 """Writes the demo's results and report the way `make demo` (scripts/demo.sh) does, at test size, for
 the browser test:
   1. the demo's tensors (examples/make_demo_tensors.py: fp32 vs bf16 with one broken attention layer)
-     and `parity compare --json`;
+     and `parity compare --json --html`;
   2. a tiny Llama trained a few steps in fp32 (golden) and bf16 (target) under parity.capture (two
      captured steps, so the report draws layers x steps), `parity compare --json`, `parity curve --json`;
   3. `parity report` of the three results.
@@ -46,7 +46,7 @@ def main():
     subprocess.run([sys.executable, os.path.join(SOURCE_DIR, "examples", "make_demo_tensors.py"), out],
                    check=True, capture_output=True)
     cli(parity_bin, "compare", os.path.join(out, "golden.npz"), os.path.join(out, "target.safetensors"),
-        "--json", os.path.join(out, "compare.json"))
+        "--json", os.path.join(out, "compare.json"), "--html", os.path.join(out, "compare.html"))
     golden, target = os.path.join(out, "train", "golden"), os.path.join(out, "train", "target")
     capture(golden, torch.float32)
     capture(target, torch.bfloat16)
