@@ -141,6 +141,24 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options) {
            std::make_tuple(y.rank, y.step, direction_rank(y.direction), y.first_order);
   });
 
+  // Parameters of sub-modules count as inputs of every module that contains them: a decoder layer (or the
+  // root) whose weights differ only through its children does not create that error itself.
+  std::map<std::tuple<int, int64_t, std::string>, double> param_by_module;
+  for (const EventError& e : a.events)
+    if (!std::isnan(e.param_ratio)) take_max(param_by_module[{e.rank, e.step, e.module}], e.param_ratio);
+  std::vector<double> contained_params(a.events.size(), kNaN);
+  for (size_t k = 0; k < a.events.size(); ++k) {
+    const EventError& e = a.events[k];  // backward too: a gradient depends on the forward weights
+    for (const auto& [key, ratio] : param_by_module) {
+      const auto& [rank, step, module] = key;
+      if (rank != e.rank || step != e.step) continue;
+      const bool inside = e.module == "<root>" || module == e.module ||
+                          (module.size() > e.module.size() && module.compare(0, e.module.size(), e.module) == 0 &&
+                           module[e.module.size()] == '.');
+      if (inside) take_max(contained_params[k], ratio);
+    }
+  }
+
   // ---- local error ----------------------------------------------------------------------------------------
   const double noise_max = options.noise.noise_max;
   for (size_t k = 0; k < a.events.size(); ++k) {
@@ -159,6 +177,7 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options) {
     double in = 0;
     take_max(in, e.input_ratio);
     take_max(in, e.param_ratio);
+    take_max(in, contained_params[k]);
     const double out = e.output_ratio;
     if (std::isnan(out)) {
       e.amplification = kNaN;

@@ -65,7 +65,7 @@ void print_findings(std::FILE* out, const Findings& f, const CompareResult& resu
                    s.weak_evidence ? " (statistics only)" : "");
     }
   } else if (a.has_events) {
-    std::fprintf(out, "%s none: no event creates error beyond rounding\n", bold("Suspects:", color).c_str());
+    std::fprintf(out, "%s none: no event creates more error than it receives (beyond rounding)\n", bold("Suspects:", color).c_str());
   }
   const size_t mapped = static_cast<size_t>(std::count_if(result.rows.begin(), result.rows.end(),
                                                           [](const CompareRow& r) { return r.match != MatchKind::kExact; }));

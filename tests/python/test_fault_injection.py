@@ -449,3 +449,20 @@ def test_renamed_modules_pair_by_map_and_by_alignment(tmp_path):
     p = subprocess.run([parity_bin(), "compare", str(tmp_path / "golden"), str(tmp_path / "target"),
                         "--map", str(bad)], capture_output=True, text=True, timeout=120)
     assert p.returncode == 2 and "bad.txt:1" in p.stderr, p.stderr
+
+
+def test_optimizer_difference_is_drift_after_steps(tmp_path):
+    """Step 0 is bit-identical (same weights, same batch); the target's optimizer uses another learning
+    rate, so step 1 starts from different weights: DRIFT_AFTER_STEPS, not a weight or op problem."""
+    from parity.examples import train
+
+    for name, lr in (("golden", 3e-3), ("target", 3e-2)):
+        m = build_model("llama", "tiny")
+        with parity.capture(m, str(tmp_path / name), level="module", mode="tensor", steps=(0, 1)) as cap:
+            train(m, CORPUS, steps=2, batch_size=2, seq_len=12, lr=lr, capture=cap)
+    res = compare(tmp_path, tmp_path / "golden", tmp_path / "target")
+    assert "DRIFT_AFTER_STEPS" in codes(res), explain(res)
+    assert not {"WEIGHT_MISMATCH", "INPUT_MISMATCH"} & set(codes(res)), explain(res)
+    assert all(r["noise"] == "noise" for r in res["rows"] if r["step"] == 0)
+    d = next(d for d in res["diagnosis"] if d["code"] == "DRIFT_AFTER_STEPS")
+    assert any(e.startswith("step 1:") for e in d["evidence"])

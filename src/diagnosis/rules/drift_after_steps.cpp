@@ -2,6 +2,7 @@
 // Single-step alignment passed, so the per-op numerics are fine; what differs accumulates across steps:
 // optimizer states and hyper-parameters, gradient communication, seeds advancing differently (seed 000
 // §2.1 "trajectory deviation"; seed 004 §2).
+#include <algorithm>
 #include <map>
 
 #include "diagnosis/rule_util.h"
@@ -34,8 +35,8 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   Diagnosis d;
   d.strength = 2;
   for (const auto& [step, s] : steps)
-    d.evidence.push_back(fmt::format("step {}: {} of {} rows structural, worst {} ({})", step, s.structural, s.rows,
-                                     units(s.worst), s.worst_name));
+    d.evidence.push_back(fmt::format("step {}: {} of {} rows structural, worst {}", step, s.structural, s.rows,
+                                     s.worst_name.empty() ? "0 u (identical)" : units(s.worst) + " (" + s.worst_name + ")"));
   d.events.push_back(first_bad->second.worst_name);
   d.advice = fmt::format(
       "Step {} agrees, step {} does not: compare what carries state between steps — optimizer settings and "

@@ -2,6 +2,7 @@
 // its output does not — or two runs with identical configuration and dtypes differ beyond rounding
 // (a golden re-run that disagrees with itself). Seed 000 §2.3: seeds, shuffle, init and dropout must
 // be fixed before comparing.
+#include <algorithm>
 #include <cmath>
 
 #include "diagnosis/rule_util.h"
@@ -37,8 +38,16 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   const CompareResult& r = *ctx.result;
   if (!r.golden_fingerprint || !r.target_fingerprint || !ctx.config->empty() || ctx.analysis->rows_structural == 0)
     return out;
-  for (const CompareRow& row : r.rows)
+  int64_t first_step = -1;
+  for (const CompareRow& row : r.rows) {
     if (row.golden.dtype != row.target.dtype) return out;
+    if (row.golden.step >= 0 && (first_step < 0 || row.golden.step < first_step)) first_step = row.golden.step;
+  }
+  // A difference that appears only after the first step is DRIFT_AFTER_STEPS, not a re-run disagreeing.
+  const bool first_step_differs = std::any_of(r.rows.begin(), r.rows.end(), [&](const CompareRow& row) {
+    return row.noise == NoiseClass::kStructural && row.golden.step == first_step;
+  });
+  if (!first_step_differs) return out;
   for (const Suspect& s : ctx.analysis->suspects)
     if (s.kind != SuspectKind::kSource) return out;  // differing inputs/weights explain it better
   Diagnosis d;
