@@ -29,7 +29,7 @@ nlohmann::json compare_row_to_json(const CompareRow& row);
 nlohmann::json record_to_json(const Record& r);
 
 // CSV, one line per row in result order, after a "# schema: parity.compare.csv/1" comment line.
-// Columns: docs/compare-json.md ("CSV"). Errors name the file.
+// Columns: docs/compare-json.md, section "CSV". Errors name the file.
 Status write_compare_csv(const CompareResult& result, const std::string& path);
 void write_compare_csv(const CompareResult& result, std::FILE* out);
 
