@@ -45,6 +45,8 @@ class TokenSource {
   virtual Status decode(int64_t i, TokenDist& out) const = 0;  // errors name the file
   virtual const std::vector<Status>& problems() const = 0;     // torn tail, skipped records
   virtual std::string representation_json() const { return "null"; }  // docs/eval.md
+  // dtype_name() of the logits as the model produced them ("bf16", "f32", ...), "" when unknown.
+  virtual std::string source_dtype() const { return ""; }
 };
 
 // ---- the compact logits file ("parity.logits/1", docs/eval.md "Representation") -------------------
@@ -52,6 +54,7 @@ struct LogitsWriterOptions {
   int top_k = 256;        // entries stored exactly (fp64 log-prob + id), per token
   int tail_bits = 16;     // the rest of the vocabulary: uniform quantisation with 8 or 16 bits
   int64_t step = -1;      // stored with every record (e.g. the training step of an evaluation)
+  std::string source_dtype;  // dtype the model produced the logits in ("bf16", ...), "" = unknown
 };
 
 // Appends framed records to a file (created when missing; appended to otherwise). Each append() is one

@@ -20,11 +20,12 @@ namespace {
 
 class PyLogitsWriter {
  public:
-  PyLogitsWriter(const std::string& path, int top_k, int tail_bits, int64_t step) {
+  PyLogitsWriter(const std::string& path, int top_k, int tail_bits, int64_t step, const std::string& source_dtype) {
     eval::LogitsWriterOptions o;
     o.top_k = top_k;
     o.tail_bits = tail_bits;
     o.step = step;
+    o.source_dtype = source_dtype;
     auto w = eval::LogitsWriter::open(path, o);
     if (!w.ok()) raise(w.status());
     w_ = std::move(*w);
@@ -55,12 +56,13 @@ class PyLogitsWriter {
 };
 
 std::string compare_ppl_json(const std::string& golden, const std::string& target, const std::string& labels,
-                             int rank, const std::string& kld_dtype) {
+                             int rank, std::string kld_dtype) {
   auto g = eval::open_token_source(golden, rank, labels);
   if (!g.ok()) raise(g.status());
   auto t = eval::open_token_source(target, rank, labels);
   if (!t.ok()) raise(t.status());
   eval::PplOptions o;
+  if (kld_dtype.empty()) kld_dtype = (*t)->source_dtype().empty() ? "bf16" : (*t)->source_dtype();
   o.thresholds = eval::default_ppl_thresholds(kld_dtype);
   Result<eval::PplResult> r = Status::Internal("not run");
   {
@@ -75,13 +77,13 @@ std::string compare_ppl_json(const std::string& golden, const std::string& targe
 
 void bind_eval(py::module_& m) {
   py::class_<PyLogitsWriter>(m, "LogitsWriter", "Appends scored tokens to a parity.logits/1 file (docs/eval.md)")
-      .def(py::init<const std::string&, int, int, int64_t>(), py::arg("path"), py::arg("top_k") = 256,
-           py::arg("tail_bits") = 16, py::arg("step") = -1)
+      .def(py::init<const std::string&, int, int, int64_t, const std::string&>(), py::arg("path"),
+           py::arg("top_k") = 256, py::arg("tail_bits") = 16, py::arg("step") = -1, py::arg("source_dtype") = "")
       .def("append", &PyLogitsWriter::append, py::arg("logits"), py::arg("labels"), py::arg("ignore_index") = -100,
            "logits float32 [n, vocab], labels int64 [n]; returns the number of tokens stored")
       .def("close", &PyLogitsWriter::close);
   m.def("eval_ppl_json", &compare_ppl_json, py::arg("golden"), py::arg("target"), py::arg("labels") = "",
-        py::arg("rank") = 0, py::arg("kld_dtype") = "bf16",
+        py::arg("rank") = 0, py::arg("kld_dtype") = "",
         "parity.eval.ppl/1 JSON text comparing two runs / .plg files / logits tensors");
   m.def("mcnemar_exact_p", &eval::mcnemar_exact_p, py::arg("b"), py::arg("c"));
 }

@@ -53,6 +53,7 @@ def log_logits(dest, logits, labels, *, top_k=256, tail_bits=16, ignore_index=-1
 
     if step is None:
         step = getattr(dest, "step", -1)
+    source_dtype = str(getattr(logits, "dtype", "")).replace("torch.", "")
     x = _as_numpy(logits, "float32")
     y = _as_numpy(labels, "int64")
     if shift:
@@ -69,7 +70,7 @@ def log_logits(dest, logits, labels, *, top_k=256, tail_bits=16, ignore_index=-1
     parent = os.path.dirname(path)
     if parent:
         os.makedirs(parent, exist_ok=True)
-    w = core.LogitsWriter(path, int(top_k), int(tail_bits), int(step))
+    w = core.LogitsWriter(path, int(top_k), int(tail_bits), int(step), source_dtype)
     try:
         return w.append(x, y, int(ignore_index))
     finally:

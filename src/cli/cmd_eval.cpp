@@ -18,7 +18,7 @@ struct EvalArgs {
   int rank = 0;
   double ppl_rel = 0.05, ppl_diff = 0.5;
   std::optional<double> kld;
-  std::string kld_dtype = "bf16";
+  std::string kld_dtype;  // "" = the target's logits dtype when known, else bf16
   // mc
   std::string mc_golden, mc_target;
   bool length_norm = false;
@@ -95,7 +95,10 @@ int run_ppl(const EvalArgs& a, const GlobalOptions& global) {
   auto t = eval::open_token_source(a.target, a.rank, lt);
   if (!t.ok()) return usage_error(t.status().message());
   eval::PplOptions o;
-  o.thresholds = eval::default_ppl_thresholds(a.kld_dtype);
+  // The seed KL threshold follows the target's dtype (bf16 0.005, fp16 1e-4) unless named.
+  std::string dtype = a.kld_dtype;
+  if (dtype.empty()) dtype = (*t)->source_dtype().empty() ? "bf16" : (*t)->source_dtype();
+  o.thresholds = eval::default_ppl_thresholds(dtype);
   o.thresholds.ppl_rel = a.ppl_rel;
   o.thresholds.ppl_diff = a.ppl_diff;
   if (a.kld) o.thresholds.kld = *a.kld;
@@ -167,8 +170,9 @@ CommandAction setup_eval(CLI::App& sub, const GlobalOptions& global) {
   ppl->add_option("--ppl-rel", a->ppl_rel, "Allowed |PPL ratio − 1| (seed: 5 %)")->capture_default_str();
   ppl->add_option("--ppl-diff", a->ppl_diff, "Allowed |PPL difference| (seed: 0.5)")->capture_default_str();
   ppl->add_option("--kld", a->kld, "Mean KLD threshold (overrides --kld-dtype)");
-  ppl->add_option("--kld-dtype", a->kld_dtype, "Seed KLD threshold of this dtype: bf16 0.005, f16 1e-4, f32 1e-6")
-      ->capture_default_str();
+  ppl->add_option("--kld-dtype", a->kld_dtype,
+                  "Seed KLD threshold of this dtype: bf16 0.005, f16 1e-4, f32 1e-6 (default: the target's logits dtype, "
+                  "else bf16)");
   add_output_options(ppl, *a, "parity.eval.ppl/1");
 
   CLI::App* mc = sub.add_subcommand("mc", "Multiple-choice accuracy with exact McNemar and paired bootstrap");

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "eval/logits_format.h"
+#include "parity/dtype.h"
 #include "parity/dump.h"
 #include "parity/eval.h"
 
@@ -142,6 +143,10 @@ Result<int64_t> LogitsWriter::append(const float* logits, int64_t n, int64_t voc
   h.top_k = static_cast<uint16_t>(std::min<int64_t>(options_.top_k, vocab));
   h.tail_bits = static_cast<uint8_t>(options_.tail_bits);
   h.step = options_.step;
+  if (!options_.source_dtype.empty()) {
+    auto d = dtype_from_name(options_.source_dtype);
+    if (d) h.source_dtype = static_cast<uint8_t>(1 + static_cast<int>(*d));
+  }
   const size_t block = detail::token_block_bytes(h);
   // Frames of at most ~16 MiB (and at least one token) keep each write bounded.
   const size_t per_frame = std::max<size_t>(1, (16u << 20) / block);
@@ -181,7 +186,13 @@ class LogitsFileSource final : public TokenSource {
   int64_t vocab() const override { return vocab_; }
   const std::vector<Status>& problems() const override { return problems_; }
   std::string representation_json() const override {
-    return fmt::format(R"({{"format": "parity.logits/1", "top_k": {}, "tail_bits": {}}})", top_k_, tail_bits_);
+    std::string dt = source_dtype();
+    return fmt::format(R"({{"format": "parity.logits/1", "top_k": {}, "tail_bits": {}, "source_dtype": {}}})", top_k_,
+                       tail_bits_, dt.empty() ? std::string("null") : "\"" + dt + "\"");
+  }
+  std::string source_dtype() const override {
+    if (source_dtype_ == 0 || source_dtype_ > kNumDTypes) return "";
+    return dtype_name(static_cast<DType>(source_dtype_ - 1));
   }
 
   Status decode(int64_t i, TokenDist& out) const override {
@@ -273,7 +284,12 @@ class LogitsFileSource final : public TokenSource {
         s->problems_.push_back(Status::Corrupt(fmt::format("{}: frame at byte {}: {}", file.string(), pos, problem)));
         break;
       }
-      if (s->vocab_ == 0) { s->vocab_ = h.vocab; s->top_k_ = h.top_k; s->tail_bits_ = h.tail_bits; }
+      if (s->vocab_ == 0) {
+        s->vocab_ = h.vocab;
+        s->top_k_ = h.top_k;
+        s->tail_bits_ = h.tail_bits;
+        s->source_dtype_ = h.source_dtype;
+      }
       if (h.vocab != s->vocab_) {
         s->problems_.push_back(Status::Invalid(fmt::format(
             "{}: frame at byte {} has vocabulary {} but the file started with {}; frame skipped", file.string(), pos,
@@ -304,6 +320,7 @@ class LogitsFileSource final : public TokenSource {
   std::vector<Status> problems_;
   int64_t vocab_ = 0;
   int top_k_ = 0, tail_bits_ = 0;
+  uint8_t source_dtype_ = 0;
 };
 
 }  // namespace

@@ -2,7 +2,8 @@
 // "Representation", "Crash safety").
 //   frame   = [u32 magic "PLG1"][u32 payload length][u32 crc32c(length bytes ‖ payload)][payload]
 //   payload = header (24 bytes) + tokens × token block
-//   header  = u32 version (1) | u32 tokens | u32 vocab | u16 top_k | u8 tail_bits | u8 0 | i64 step
+//   header  = u32 version (1) | u32 tokens | u32 vocab | u16 top_k | u8 tail_bits |
+//             u8 source dtype (0 = unknown, else 1 + parity::DType of the logits as produced) | i64 step
 //   token   = i32 label | u8 flags | 3 × u8 0 | f64 log p(label) | f64 tail lo | f64 tail step η |
 //             top_k × i32 id | top_k × f64 log-prob | (vocab − top_k) × tail code (u8 or u16, id order)
 #pragma once
@@ -29,6 +30,7 @@ struct FrameHeader {
   uint32_t vocab = 0;
   uint16_t top_k = 0;
   uint8_t tail_bits = 16;
+  uint8_t source_dtype = 0;  // 0 = unknown, else 1 + static_cast<int>(parity::DType)
   int64_t step = -1;
 };
 
@@ -40,7 +42,7 @@ inline void write_header(const FrameHeader& h, char* p) {
   std::memcpy(p + 8, &h.vocab, 4);
   std::memcpy(p + 12, &h.top_k, 2);
   p[14] = static_cast<char>(h.tail_bits);
-  p[15] = 0;
+  p[15] = static_cast<char>(h.source_dtype);
   std::memcpy(p + 16, &h.step, 8);
 }
 
@@ -51,6 +53,7 @@ inline bool read_header(const char* p, uint32_t len, FrameHeader& h, std::string
   std::memcpy(&h.vocab, p + 8, 4);
   std::memcpy(&h.top_k, p + 12, 2);
   h.tail_bits = static_cast<uint8_t>(p[14]);
+  h.source_dtype = static_cast<uint8_t>(p[15]);
   std::memcpy(&h.step, p + 16, 8);
   if (h.version != kLogitsVersion) { problem = "unsupported version " + std::to_string(h.version); return false; }
   if (h.vocab == 0 || h.top_k == 0 || h.top_k > h.vocab || (h.tail_bits != 8 && h.tail_bits != 16)) {

@@ -36,6 +36,7 @@ class TensorTokenSource final : public TokenSource {
  public:
   std::string describe() const override { return desc_; }
   int64_t tokens() const override { return static_cast<int64_t>(rows_.size()); }
+  std::string source_dtype() const override { return dtype_name(logits_.dtype); }
   int64_t vocab() const override { return vocab_; }
   const std::vector<Status>& problems() const override { return problems_; }
   std::string representation_json() const override {

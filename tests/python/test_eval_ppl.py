@@ -119,7 +119,7 @@ def test_compact_file_agrees_with_full_logits_within_its_bound(random_logits, tm
     assert j["ppl"]["golden"]["value"] == pytest.approx(ref["ppl_g"], rel=1e-12)
     assert abs(j["kld"]["mean"] - ref["kld"][0]) <= j["kld"]["error_bound_mean"]
     assert j["kld"]["error_bound_mean"] < 0.05 * ref["kld"][0]
-    assert j["golden"]["representation"] == {"format": "parity.logits/1", "top_k": 64, "tail_bits": 16}
+    assert j["golden"]["representation"] == {"format": "parity.logits/1", "top_k": 64, "tail_bits": 16, "source_dtype": "f32"}
 
 
 def test_identical_runs_exactly_zero_and_bad_inputs(random_logits, tmp_path):
@@ -178,6 +178,7 @@ def test_real_model_fp32_vs_bf16(tmp_path):
     assert j["kld"]["error_bound_mean"] < 0.01 * j["kld"]["mean"], "representation error far below the effect"
     assert rc == 0, out + err
     assert j["verdict"] == "pass"
+    assert j["thresholds"]["kld_dtype"] == "bf16" and j["thresholds"]["kld"] == 0.005  # from the target's logits
     rc, out, err = run_cli("eval", "ppl", tmp_path / "fp32", tmp_path / "q8", "--json", "-")
     q = json.loads(out)
     assert abs(q["kld"]["mean"] - j["kld"]["mean"]) <= q["kld"]["error_bound_mean"] + j["kld"]["error_bound_mean"]
