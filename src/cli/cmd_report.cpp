@@ -1,6 +1,7 @@
 // parity report RESULT.json... -o report.html — one self-contained HTML report from saved results.
 // Parses options, loads the results, calls write_html_report (src/report/html_report.cpp), prints the path.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -37,8 +38,20 @@ CommandAction setup_report(CLI::App& sub, const GlobalOptions& global) {
     std::vector<nlohmann::json> docs;
     std::vector<std::string> origins;
     int skipped = 0;
+    // Large results (a 100,000-event comparison is ~150 MB) take seconds to read: a progress bar on a
+    // terminal (nothing in pipes, CI or under --quiet).
+    std::unique_ptr<ProgressSink> progress = make_progress(global);
+    std::error_code ec;
+    int64_t total = 0;
     for (const std::string& path : o->inputs) {
+      const auto n = std::filesystem::file_size(path, ec);
+      if (!ec) total += static_cast<int64_t>(n);
+    }
+    if (progress) progress->begin("reading results", total, "B");
+    for (const std::string& path : o->inputs) {
+      const auto size = std::filesystem::file_size(path, ec);
       Result<nlohmann::json> doc = load_result_json(path);
+      if (progress && !ec) progress->advance(static_cast<int64_t>(size));
       if (!doc.ok()) {
         std::fprintf(stderr, "parity report: %s\n", doc.status().message().c_str());
         ++skipped;
@@ -47,6 +60,7 @@ CommandAction setup_report(CLI::App& sub, const GlobalOptions& global) {
       docs.push_back(std::move(doc).value());
       origins.push_back(path);
     }
+    if (progress) progress->end();
     if (docs.empty()) {
       std::fprintf(stderr, "parity report: no usable result among %zu file(s); nothing written\n", o->inputs.size());
       return kExitUsage;
