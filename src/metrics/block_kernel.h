@@ -28,7 +28,7 @@ struct KernelParams {
   double min_normal_t = 0;    // smallest normal of the target dtype (0: integer target, no subnormals)
   double ftz_tiny = 0;        // FTZ signature bound on |g| (0: no FTZ counting)
   UlpMode ulp_mode = UlpMode::kOne;
-  int64_t ulp_pow2_base = 0;  // kPow2: (2046 + mantissa_bits) << 52, see block_kernel_impl.h
+  uint64_t ulp_pow2_base = 0; // kPow2: (2046 + mantissa_bits) << 52 (mod 2^64), see block_kernel_impl.h
   double ulp_sub = 0;         // kPow2: 1/min_subnormal; kDivide: min_subnormal (ulp below min_normal)
   double ulp_mant_scale = 0;  // kDivide: 2^-mantissa_bits
 };

@@ -31,6 +31,7 @@ namespace parity::metrics_detail::PARITY_BLOCK_NS {
 
 typedef double v4d __attribute__((vector_size(32)));
 typedef int64_t v4i __attribute__((vector_size(32)));
+typedef uint64_t v4u __attribute__((vector_size(32)));  // bit arithmetic that may wrap
 
 static inline v4d splat(double a) { return v4d{a, a, a, a}; }
 static inline v4i splati(int64_t a) { return v4i{a, a, a, a}; }
@@ -69,8 +70,9 @@ static inline v4d ulp_error(v4d ad, v4d ag, const KernelParams& p) {
     // For |g| ≥ min_normal_t (a normal double with biased exponent E), ulp_at = 2^(E−1023−m), so
     // 1/ulp = 2^(1023−E+m): the double whose exponent field is 2046 + m − E. Exact, hence equal to
     // |d| / ulp_at.
-    const v4i expo = (v4i)ag & splati(0x7ff0000000000000LL);
-    const v4d inv = (v4d)(splati(p.ulp_pow2_base) - expo);
+    const v4u expo = (v4u)ag & (v4u)splati(0x7ff0000000000000LL);
+    const v4u base = {p.ulp_pow2_base, p.ulp_pow2_base, p.ulp_pow2_base, p.ulp_pow2_base};
+    const v4d inv = (v4d)(base - expo);  // modulo 2^64: the base itself exceeds INT64_MAX
     const v4i sub = (v4i)(ag < splat(p.min_normal_t));
     return ad * (sub ? splat(p.ulp_sub) : inv);
   } else {

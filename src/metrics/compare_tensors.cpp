@@ -51,7 +51,7 @@ KernelParams make_params(DType target, const MetricOptions& options) {
       p.ulp_mant_scale = std::ldexp(1.0, -f->mantissa_bits);
     } else {
       p.ulp_mode = UlpMode::kPow2;
-      p.ulp_pow2_base = static_cast<int64_t>(2046 + f->mantissa_bits) << 52;
+      p.ulp_pow2_base = static_cast<uint64_t>(2046 + f->mantissa_bits) << 52;
       p.ulp_sub = 1.0 / f->min_subnormal;
     }
   }

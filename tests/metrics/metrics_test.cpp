@@ -292,7 +292,7 @@ TEST(Metrics, KernelVariantsAgreeBitForBit) {
   p.min_normal_t = 0x1p-14;
   p.ftz_tiny = 0x1p-14;
   p.ulp_mode = UlpMode::kPow2;
-  p.ulp_pow2_base = int64_t{2046 + 10} << 52;
+  p.ulp_pow2_base = uint64_t{2046 + 10} << 52;
   p.ulp_sub = 0x1p24;
   int variants = 0;
   for (BlockFn fast : {block_kernel_avx2(), block_kernel_avx512()}) {
