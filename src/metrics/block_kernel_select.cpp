@@ -1,5 +1,7 @@
 // Run-time choice of the block kernel variant, and the scalar index scan that goes with it.
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "metrics/block_kernel.h"
 
@@ -8,9 +10,14 @@ namespace {
 
 enum class Variant { kBaseline, kAvx2, kAvx512 };
 
+// PARITY_METRICS_KERNEL=baseline|avx2|avx512vl caps the choice (tests and benchmarks of the slower
+// variants); a variant the CPU lacks is never chosen.
 Variant best_variant() {
+  const char* cap = std::getenv("PARITY_METRICS_KERNEL");
+  if (cap != nullptr && std::strcmp(cap, "baseline") == 0) return Variant::kBaseline;
+  const bool allow_avx512 = cap == nullptr || std::strcmp(cap, "avx2") != 0;
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (block_kernel_avx512() != nullptr && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+  if (allow_avx512 && block_kernel_avx512() != nullptr && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
       __builtin_cpu_supports("avx512dq")) {
     return Variant::kAvx512;
   }

@@ -2,8 +2,10 @@
 implementation in bench/baseline_numpy.py (exact=True: math.fsum for every sum), on random and
 adversarial data. Counts, indices, maxima and fractions must agree exactly; sums 1e-12 relative
 (see docs/metrics.md, "Accuracy")."""
+import json
 import math
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -190,3 +192,30 @@ def test_errors():
         core.compare_arrays(np.zeros(3, np.float32), np.zeros(3, np.float32), target_dtype="bf16")
     with pytest.raises(TypeError):
         core.compare_arrays(np.zeros(3, np.complex64), np.zeros(3, np.complex64))
+
+
+VARIANT_SCRIPT = """
+import json, sys, numpy as np, _parity_core as core
+r = np.random.default_rng(12)
+g = r.standard_normal(200_003).astype(np.float32)
+t = g + np.float32(1e-3) * r.standard_normal(g.size).astype(np.float32)
+g[5] = np.nan; t[5] = np.nan; t[7] = 0; g[8] = 0
+out = core.compare_arrays(g, t, kl=True)
+out["variant"] = core.metrics_kernel()
+print(json.dumps(out))
+"""
+
+
+def test_kernel_variants_give_identical_results():
+    # The baseline (SSE2), AVX2 and AVX-512VL builds of the kernel must agree bit for bit (same lane
+    # count, same operation order, no FMA contraction); variants this CPU lacks fall back.
+    results = {}
+    for cap in ("baseline", "avx2", "avx512vl"):
+        env = dict(os.environ, PARITY_METRICS_KERNEL=cap)
+        out = subprocess.run([sys.executable, "-c", VARIANT_SCRIPT], env=env, capture_output=True, text=True, check=True)
+        r = json.loads(out.stdout)
+        results[r.pop("variant")] = r
+    assert "baseline" in results
+    first = next(iter(results.values()))
+    for name, r in results.items():
+        assert json.dumps(r, sort_keys=True) == json.dumps(first, sort_keys=True), name
