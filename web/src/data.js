@@ -76,6 +76,7 @@ P.toEvent = function toEvent(row, idx) {
     ulp_max: m ? P.num(m.ulp_max) : NaN,
     raw: row,
   };
+  ev.modParts = ev.module.split(/[.\/]/);  // module path components, split once (grouping reads them often)
   // Relative error in units of the dtype's rounding noise: the analysis pass's ratio when present,
   // else rel_l2 / u(dtype) (docs/report.md explains the difference).
   const u = P.unitRoundoff[tdt];

@@ -19,7 +19,7 @@ P.groupByModule = function groupByModule(events, maxRows) {
   for (let d = 1; d <= 8; ++d) {
     const map = new Map();
     for (const e of events) {
-      const key = e.module.split(/[.\/]/).slice(0, d).join('.') || '(root)';
+      const key = e.modParts.slice(0, d).join('.') || '(root)';
       let g = map.get(key);
       if (!g) map.set(key, (g = { key, events: [] }));
       g.events.push(e);

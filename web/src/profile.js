@@ -14,7 +14,7 @@ P.profileMetrics = [
 P.moduleBands = function moduleBands(events, depth) {
   const bands = [];
   for (const e of events) {
-    const key = e.module.split(/[.\/]/).slice(0, depth).join('.');
+    const key = e.modParts.slice(0, depth).join('.');
     const last = bands[bands.length - 1];
     if (last && last.key === key) last.end = e.idx;
     else bands.push({ key, start: e.idx, end: e.idx });
