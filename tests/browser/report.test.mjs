@@ -17,7 +17,7 @@ after(() => fs.rmSync(work, { recursive: true, force: true }));
 
 function synthReport() {
   const json = path.join(work, 'synth.json');
-  execFileSync('node', [path.join(sourceDir, 'bench/report_synth.mjs'), '300', json, '--steps', '3', '--xss', '--nan'], { stdio: 'pipe' });
+  execFileSync(process.execPath, [path.join(sourceDir, 'bench/report_synth.mjs'), '300', json, '--steps', '3', '--xss', '--nan'], { stdio: 'pipe' });
   const html = path.join(work, 'synth.html');
   execFileSync(parityBin, ['report', json, '-o', html], { stdio: 'pipe' });
   return { json: JSON.parse(fs.readFileSync(json, 'utf8')), html };
