@@ -101,7 +101,10 @@ Judgement judge_tensor(const PairMetrics& m, const DTypeThresholds& th) {
 namespace {
 
 // msprobe statistics mode: relative error |t − g| / |g|; 0 when both are 0; NaN when g = 0 ≠ t.
-double stat_rel(double g, double diff) {
+// Both NaN (a statistic of a side with no finite element, e.g. an all-NaN tensor) agree: 0.
+double stat_rel(double g, double t) {
+  if (std::isnan(g) && std::isnan(t)) return 0.0;
+  const double diff = t - g;
   if (diff == 0.0) return 0.0;
   if (g == 0.0) return kNaN;
   return std::fabs(diff) / std::fabs(g);
@@ -117,10 +120,10 @@ StatsComparison compare_stats(const TensorStats& golden, const TensorStats& targ
   s.min_diff = target.min - golden.min;
   s.mean_diff = target.mean - golden.mean;
   s.norm_diff = target.l2norm - golden.l2norm;
-  s.max_rel = stat_rel(golden.max, s.max_diff);
-  s.min_rel = stat_rel(golden.min, s.min_diff);
-  s.mean_rel = stat_rel(golden.mean, s.mean_diff);
-  s.norm_rel = stat_rel(golden.l2norm, s.norm_diff);
+  s.max_rel = stat_rel(golden.max, target.max);
+  s.min_rel = stat_rel(golden.min, target.min);
+  s.mean_rel = stat_rel(golden.mean, target.mean);
+  s.norm_rel = stat_rel(golden.l2norm, target.l2norm);
   s.worst_rel = 0.0;
   for (double r : {s.max_rel, s.min_rel, s.mean_rel, s.norm_rel}) {
     if (std::isnan(r) || std::isnan(s.worst_rel)) {

@@ -370,6 +370,14 @@ TEST(CompareStatistics, GoldenZeroStatisticIsUnboundedRelativeError) {
   EXPECT_EQ(compare::judge_stats(s, default_thresholds().for_dtype(DType::kF32)).verdict, Verdict::kWarn);
 }
 
+TEST(CompareStatistics, AllNanOnBothSidesAgrees) {
+  TensorStats g = stats(kNaN, kNaN, kNaN, kNaN);
+  g.nan_count = 10;
+  StatsComparison s = compare::compare_stats(g, g);
+  EXPECT_EQ(s.worst_rel, 0.0);
+  EXPECT_EQ(compare::judge_stats(s, default_thresholds().for_dtype(DType::kF32)).verdict, Verdict::kPass);
+}
+
 TEST(CompareStatistics, DataOnOneSideIsSummarisedThenCompared) {
   MemorySource g, t;
   std::vector<float> v = {1, -2, 3, 4};
