@@ -280,3 +280,16 @@ def test_device_statistics_match_the_cpu_kernel():
         assert got[:5] == pytest.approx(list(ref[:5]), rel=1e-12, abs=1e-300), dt
     allnan = torch.full((4,), float("nan"))
     assert device_stats(allnan).tolist()[:5] == [0, 0, 0, 0, 0]
+
+
+def test_each_rank_writes_its_own_part(tmp_path):
+    model = build_model("llama", "tiny")
+    x, _ = CORPUS.batch(0, 1, 8)
+    for rank in (0, 1):
+        with parity.capture(model, tmp_path / "r", rank=rank):
+            model(x)
+    run = parity.load(tmp_path / "r")
+    assert sorted(p["rank"] for p in run.parts) == [0, 1]
+    assert run.names(rank=0) == run.names(rank=1)
+    assert sorted(run.fingerprints) == [0, 1] and run.fingerprints[1]["capture"]["rank"] == 1
+    assert callable(parity.log_logits)
