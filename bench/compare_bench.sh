@@ -56,9 +56,10 @@ timed() {
   tail -1 "$DATA/time.$label" | awk '{ printf "%.3f %.3f\n", $1, $2 + $3 }'
 }
 
-rate() { awk -v b="$1" -v s="$2" 'BEGIN { printf "%.3f", b / s / 1e9 }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-pct() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f%%", 100 * a / b }'; }
+# GB/s; "n/a" when the time is below /usr/bin/time's 10 ms resolution (tiny BENCH_SCALE runs).
+rate() { awk -v b="$1" -v s="$2" 'BEGIN { if (s > 0) printf "%.3f", b / s / 1e9; else printf "n/a" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else printf "n/a" }'; }
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.0f%%", 100 * a / b; else printf "n/a" }'; }
 
 declare -A WALL CPU
 rows=()
@@ -108,5 +109,5 @@ if [ "$CONTENDER" = "parity compare" ]; then
   set -e
   grep -E "Maximum resident set size|Elapsed \(wall" "$DATA/time.txt" | sed 's/^\s*/  /'
   echo "  peak anonymous memory (RssAnon, sampled every 20 ms): $((peak_anon / 1024)) MiB"
-  echo "  target: <= 256 MiB beyond the memory-mapped pages (2 GiB of mapped input here)"
+  echo "  target: <= 256 MiB beyond the memory-mapped pages ($(( $(input_bytes "$G" "$T") / 1048576 )) MiB of mapped input here)"
 fi
