@@ -105,7 +105,12 @@ void finish(const Partial& p, int64_t numel, PairMetrics& m) {
   } else if (norm_t <= kNormZero || norm_g <= kNormZero) {
     m.cosine = kNaN;
   } else {
-    m.cosine = p.sum_tg / (norm_t * norm_g);
+    // sqrt(Σt²·Σg²) is exact for identical sides (sqrt(s·s) = s), so identical tensors give exactly 1;
+    // fall back to the product of norms when Σt²·Σg² leaves the double range. Cauchy–Schwarz bounds
+    // |cos| by 1; a rounding excess of an ulp is clamped so "cosine 1.0000000000000002" never appears.
+    const double prod = p.sum_tt * p.sum_gg;
+    const double denom = (std::isfinite(prod) && prod > 0) ? std::sqrt(prod) : norm_t * norm_g;
+    m.cosine = std::clamp(p.sum_tg / denom, -1.0, 1.0);
   }
 
   m.max_abs = p.max_ad;

@@ -44,8 +44,8 @@ def test_identical_fp32_reruns_compare_identical(tmp_path, kind, level):
         assert row["mode"] == "tensor" and row["verdict"] == "pass", row["name"]
         assert row["metrics"]["max_abs"] == 0, row["name"]  # bit-identical
         if np.prod(row["golden"]["shape"]) > 1 and row["metrics"]["cosine"] != "NaN":  # NaN: all-zero tensor
-            # identical vectors: cosine 1 up to the rounding of the dot-product / norm evaluation
-            assert abs(row["metrics"]["cosine"] - 1) <= 4e-16, row["name"]
+            # identical vectors: cosine exactly 1 (issue 3 §5; the kernel evaluates Σtg/√(Σt²Σg²))
+            assert row["metrics"]["cosine"] == 1.0, row["name"]
 
 
 def test_fp32_vs_bf16_aligned_one_to_one_with_differences(tmp_path):
