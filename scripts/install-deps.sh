@@ -5,9 +5,9 @@ set -euo pipefail
 
 PACKAGES=(
   # build
-  build-essential cmake pkg-config
+  build-essential cmake
   # C++ libraries
-  libcli11-dev libfmt-dev nlohmann-json3-dev libzip-dev zlib1g-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev zlib1g-dev
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   # Python side: pybind11 extension, PyTorch capture, tests

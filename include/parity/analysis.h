@@ -123,6 +123,11 @@ struct Analysis {
 // are not classified yet (all kUnknown).
 Analysis analyse(CompareResult& result, const AnalysisOptions& options = {});
 
+// After classify_rows: rows that only warned under the fixed thresholds and whose noise class is
+// `noise` become pass (reason keeps both). Fails, elevated and structural rows are untouched. Recounts
+// the summary. Returns how many rows changed (src/analysis/noise_verdict.cpp, docs/judgement.md).
+int64_t accept_rounding_noise(CompareResult& result);
+
 // ---- configuration differences -------------------------------------------------------------------------
 struct ConfigDifference {
   std::string key;          // flattened JSON path, "torch.backends.cuda.matmul.allow_tf32"

@@ -43,6 +43,7 @@ struct CompareArgs {
   bool all = false;
   std::string map_file;   // --map: target→golden name rules (docs/alignment.md)
   bool no_align = false;  // --no-align: no order-based alignment of unmatched events
+  bool fixed_thresholds = false;  // --fixed-thresholds: warn rows stay warn even when within rounding noise
 };
 
 // The command line as typed, shell-quoted where needed (for the verdict line and the JSON).
@@ -157,6 +158,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   CompareResult& res = *result;
   // Noise classes, first divergence, suspects, NaN/Inf origin and diagnoses (docs/diagnosis.md).
   const Findings findings = analyse_and_diagnose(res, golden->get(), target->get());
+  if (!a.fixed_thresholds) accept_rounding_noise(res);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const std::string command = command_line();
 
@@ -281,6 +283,9 @@ CommandAction setup_compare(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--map", a->map_file,
                  "Name mapping file for records left unmatched: 'TARGET => GOLDEN' or 're:REGEX => GOLDEN' per line (docs/alignment.md)");
   sub.add_flag("--no-align", a->no_align, "Do not pair unmatched capture events by execution-order alignment");
+  sub.add_flag("--fixed-thresholds", a->fixed_thresholds,
+               "Judge by the fixed thresholds alone: by default a row that only warns but whose error the "
+               "noise model classes as rounding noise passes (docs/judgement.md)");
   return [a, &global] { return run(*a, global); };
 }
 

@@ -73,8 +73,18 @@ def test_statistics_and_checksum_runs_compare_by_what_they_hold(tmp_path):
     capture_run(tmp_path / "s3", level="module", mode="statistics", dtype=torch.bfloat16)
     rc, res = compare_json(tmp_path, tmp_path / "s1", tmp_path / "s2")
     assert rc == 0 and {r["mode"] for r in res["rows"]} == {"statistics"}
-    rc, res = compare_json(tmp_path, tmp_path / "s1", tmp_path / "s3")
+    # fp32 vs bf16 statistics: the fixed 0.5 % statistics rule warns on some rows ...
+    rc, res = compare_json(tmp_path, tmp_path / "s1", tmp_path / "s3", "--fixed-thresholds")
     assert rc == 1 and {r["mode"] for r in res["rows"]} == {"statistics"}
+    assert res["summary"]["warn"] > 0
+    # ... and the noise model, which knows bf16's rounding unit, accepts every such row as noise.
+    rc, res = compare_json(tmp_path, tmp_path / "s1", tmp_path / "s3")
+    assert {r["mode"] for r in res["rows"]} == {"statistics"}
+    for r in res["rows"]:
+        if r["verdict"] == "pass" and r["reason"].startswith("within rounding noise"):
+            assert r["noise"] == "noise"
+    assert rc == (0 if res["summary"]["verdict"] == "pass" else 1)
+    assert all(r["noise"] != "structural" for r in res["rows"])
     capture_run(tmp_path / "c1", level="module", mode="checksum")
     capture_run(tmp_path / "c2", level="module", mode="checksum")
     rc, res = compare_json(tmp_path, tmp_path / "c1", tmp_path / "c2")
