@@ -68,6 +68,23 @@ fi
 echo "The full PPL/KLD result (schema parity.eval.ppl/1, docs/eval.md) is in $OUT/eval-ppl.json."
 
 echo
-echo "== 8. one self-contained HTML report of everything above: $PARITY report =="
-"$PARITY" report "$OUT/compare.json" "$OUT/train-compare.json" "$OUT/curve.json" "$OUT/eval-ppl.json" -o report.html
+echo "== 8. a hidden fault: layer 1's softmax in fp16 without max subtraction (captured at op level) =="
+rm -rf "$OUT/overflow"
+PYTHONPATH="$PWD/python:$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
+  /usr/bin/python3 python/parity/examples/demo_overflow.py "$OUT/overflow"
+echo
+echo "-- $PARITY overflow $OUT/overflow/target (one run, no golden needed)"
+status=0
+"$PARITY" overflow "$OUT/overflow/target" --json "$OUT/overflow.json" || status=$?
+[ "$status" -le 1 ] || { echo "demo: parity overflow failed (exit $status)" >&2; exit 1; }
+echo
+echo "-- $PARITY compare $OUT/overflow/golden $OUT/overflow/target --limit 8"
+status=0
+"$PARITY" compare "$OUT/overflow/golden" "$OUT/overflow/target" --limit 8 --json "$OUT/overflow-compare.json" || status=$?
+[ "$status" -eq 1 ] || { echo "demo: expected parity compare to find the overflow (exit 1), got $status" >&2; exit 1; }
+
+echo
+echo "== 9. one self-contained HTML report of everything above: $PARITY report =="
+"$PARITY" report "$OUT/overflow-compare.json" "$OUT/compare.json" "$OUT/train-compare.json" "$OUT/curve.json" \
+  "$OUT/eval-ppl.json" "$OUT/overflow.json" -o report.html
 echo "Open $PWD/report.html in a browser (offline; docs/report.md)."
