@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/output.h"
 #include "cli/html_option.h"
 #include "cli/ui.h"
 #include "parity/compare.h"
@@ -110,20 +111,6 @@ Result<Thresholds> build_thresholds(const CompareArgs& a) {
   return th;
 }
 
-Status write_text(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    return Status::OK();
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status::IOError(path + ": cannot open for writing");
-  out << text;
-  out.close();
-  if (!out) return Status::IOError(path + ": error while writing");
-  return Status::OK();
-}
-
 int run(const CompareArgs& a, const GlobalOptions& global) {
   const auto t0 = std::chrono::steady_clock::now();
   Result<Thresholds> th = build_thresholds(a);
@@ -199,7 +186,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
     // replace: a file name that is not valid UTF-8 (legal on Linux) must not abort the output.
     Status st = a.json_path.empty()
                     ? Status::OK()
-                    : write_text(a.json_path, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+                    : write_output(a.json_path, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
     if (!st.ok()) {
       std::fprintf(stderr, "parity compare: %s\n", st.message().c_str());
       code = kExitUsage;

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/output.h"
 #include "cli/html_option.h"
 #include "cli/ui.h"
 #include "parity/curves.h"
@@ -26,18 +27,6 @@ struct CurveArgs {
 int usage_error(const std::string& m) {
   std::fprintf(stderr, "parity curve: %s\n", m.c_str());
   return kExitUsage;
-}
-
-Status write_output(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return Status::OK();
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status::IOError(path + ": cannot open for writing");
-  out << text;
-  out.close();
-  return out ? Status::OK() : Status::IOError(path + ": error while writing");
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "cli/command.h"
+#include "cli/output.h"
 #include "cli/html_option.h"
 #include "cli/ui.h"
 #include "parity/eval.h"
@@ -36,18 +37,6 @@ struct EvalArgs {
 int usage_error(const std::string& m) {
   std::fprintf(stderr, "parity eval: %s\n", m.c_str());
   return kExitUsage;
-}
-
-Status write_output(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    return Status::OK();
-  }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status::IOError(path + ": cannot open for writing");
-  out << text;
-  out.close();
-  return out ? Status::OK() : Status::IOError(path + ": error while writing");
 }
 
 // Prints the text summary unless a machine output goes to stdout; writes the JSON/CSV files.

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/output.h"
 #include "cli/ui.h"
 #include "parity/dump.h"
 
@@ -134,10 +135,9 @@ CommandAction setup_info(CLI::App& sub, const GlobalOptions& global) {
       std::fputs(text.c_str(), stderr);
     } else {
       if (!o->json_path.empty()) {
-        std::ofstream out(o->json_path);
-        out << j.dump(2) << "\n";
-        if (!out) {
-          std::fprintf(stderr, "parity info: %s: cannot write\n", o->json_path.c_str());
+        Status st = write_output(o->json_path, j.dump(2) + "\n");
+        if (!st.ok()) {
+          std::fprintf(stderr, "parity info: %s\n", st.message().c_str());
           return kExitUsage;
         }
       }

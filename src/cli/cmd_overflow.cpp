@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/output.h"
 #include "cli/html_option.h"
 #include "cli/ui.h"
 #include "parity/analysis.h"
@@ -43,16 +44,10 @@ int run_overflow(const OverflowArgs& a, const GlobalOptions& global) {
   }
   const bool json_stdout = a.json_path == "-";
   if (!a.json_path.empty()) {
-    const std::string text = overflow_to_json(rep).dump(2) + "\n";
-    if (json_stdout) {
-      std::fwrite(text.data(), 1, text.size(), stdout);
-    } else {
-      std::ofstream out(a.json_path, std::ios::binary | std::ios::trunc);
-      out << text;
-      if (!out) {
-        std::fprintf(stderr, "parity overflow: %s: cannot write\n", a.json_path.c_str());
-        return kExitUsage;
-      }
+    Status st = write_output(a.json_path, overflow_to_json(rep).dump(2) + "\n");
+    if (!st.ok()) {
+      std::fprintf(stderr, "parity overflow: %s\n", st.message().c_str());
+      return kExitUsage;
     }
   }
   if (!a.html_path.empty() && !write_html_option(a.html_path, overflow_to_json(rep), "overflow", global)) return kExitUsage;

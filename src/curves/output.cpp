@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "parity/json_number.h"
+
 #include "parity/curves.h"
 
 namespace parity::curves {
@@ -15,12 +17,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-// JSON has no NaN/Inf: they are written as the strings "NaN", "Infinity", "-Infinity".
-json num(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  return v;
-}
 
 json problems_json(const std::vector<Status>& problems) {
   json a = json::array();
@@ -67,42 +63,42 @@ std::string curve_comparison_json(const CurveComparison& c, int indent) {
     o["aligned_steps"] = m.points.size();
     o["missing_in_golden"] = m.missing_in_golden;
     o["missing_in_target"] = m.missing_in_target;
-    o["mean_rel_dev"] = num(m.mean_rel_dev);
-    o["max_rel_dev"] = num(m.max_rel_dev);
+    o["mean_rel_dev"] = json_number<json>(m.mean_rel_dev);
+    o["max_rel_dev"] = json_number<json>(m.max_rel_dev);
     o["max_rel_dev_step"] = m.max_rel_dev_step >= 0 ? json(m.max_rel_dev_step) : json(nullptr);
-    o["mean_abs_diff"] = num(m.mean_abs_diff);
-    o["max_abs_diff"] = num(m.max_abs_diff);
+    o["mean_abs_diff"] = json_number<json>(m.mean_abs_diff);
+    o["max_abs_diff"] = json_number<json>(m.max_abs_diff);
     json windows = json::array();
     for (const Window& w : m.windows)
       windows.push_back({{"first_step", w.first_step}, {"last_step", w.last_step}, {"points", w.points},
-                         {"mean_rel_dev", num(w.mean_rel_dev)}, {"max_rel_dev", num(w.max_rel_dev)}});
+                         {"mean_rel_dev", json_number<json>(w.mean_rel_dev)}, {"max_rel_dev", json_number<json>(w.max_rel_dev)}});
     o["windows"] = windows;
     o["divergence_step"] = m.divergence_step ? json(*m.divergence_step) : json(nullptr);
     o["nonfinite"] = {{"golden", m.nonfinite_golden}, {"target", m.nonfinite_target}};
     auto spikes = [](const std::vector<Spike>& v) {
       json a = json::array();
       for (const Spike& s : v)
-        a.push_back({{"step", s.step}, {"value", num(s.value)}, {"median", num(s.median)},
-                     {"threshold", num(s.threshold)}});
+        a.push_back({{"step", s.step}, {"value", json_number<json>(s.value)}, {"median", json_number<json>(s.median)},
+                     {"threshold", json_number<json>(s.threshold)}});
       return a;
     };
     o["spikes"] = {{"golden", spikes(m.spikes_golden)}, {"target", spikes(m.spikes_target)}};
-    o["final"] = {{"window", m.final_window}, {"golden", num(m.final_golden)}, {"target", num(m.final_target)},
-                  {"abs_diff", num(m.final_abs_diff)}, {"rel_diff", num(m.final_rel_diff)}};
+    o["final"] = {{"window", m.final_window}, {"golden", json_number<json>(m.final_golden)}, {"target", json_number<json>(m.final_target)},
+                  {"abs_diff", json_number<json>(m.final_abs_diff)}, {"rel_diff", json_number<json>(m.final_rel_diff)}};
     o["best"] = {{"mode", m.best_mode},
-                 {"golden", num(m.best_golden)},
+                 {"golden", json_number<json>(m.best_golden)},
                  {"golden_step", m.best_golden_step >= 0 ? json(m.best_golden_step) : json(nullptr)},
-                 {"target", num(m.best_target)},
+                 {"target", json_number<json>(m.best_target)},
                  {"target_step", m.best_target_step >= 0 ? json(m.best_target_step) : json(nullptr)},
-                 {"abs_diff", num(m.best_abs_diff)},
-                 {"rel_diff", num(m.best_rel_diff)}};
-    o["area"] = {{"between", num(m.area_between)}, {"golden", num(m.area_golden)}, {"relative", num(m.rel_area)}};
-    o["trend"] = {{"golden_slope", num(m.slope_golden)}, {"target_slope", num(m.slope_target)},
+                 {"abs_diff", json_number<json>(m.best_abs_diff)},
+                 {"rel_diff", json_number<json>(m.best_rel_diff)}};
+    o["area"] = {{"between", json_number<json>(m.area_between)}, {"golden", json_number<json>(m.area_golden)}, {"relative", json_number<json>(m.rel_area)}};
+    o["trend"] = {{"golden_slope", json_number<json>(m.slope_golden)}, {"target_slope", json_number<json>(m.slope_target)},
                   {"consistent", m.trend_consistent}};
     json points = json::array();
     for (const AlignedPoint& p : m.points)
-      points.push_back({{"step", p.step}, {"golden", num(p.golden)}, {"target", num(p.target)},
-                        {"abs_diff", num(p.abs_diff)}, {"rel_dev", num(p.rel_dev)}});
+      points.push_back({{"step", p.step}, {"golden", json_number<json>(p.golden)}, {"target", json_number<json>(p.target)},
+                        {"abs_diff", json_number<json>(p.abs_diff)}, {"rel_dev", json_number<json>(p.rel_dev)}});
     o["points"] = points;
     metrics.push_back(o);
   }
@@ -156,7 +152,7 @@ std::string rank_comparison_json(const RankComparison& c, int indent) {
     json inc = json::array();
     for (const RankDeviation& d : m.inconsistent)
       inc.push_back({{"rank", d.rank}, {"from_step", d.from_step}, {"steps", d.steps},
-                     {"max_rel_dev", num(d.max_rel_dev)}, {"max_rel_dev_step", d.max_rel_dev_step}});
+                     {"max_rel_dev", json_number<json>(d.max_rel_dev)}, {"max_rel_dev_step", d.max_rel_dev_step}});
     o["inconsistent"] = inc;
     json missing = json::object();
     for (const auto& [rank, steps] : m.missing_steps) missing[std::to_string(rank)] = steps;

@@ -3,22 +3,17 @@
 #include <cmath>
 
 #include "parity/diagnosis.h"
+#include "parity/json_number.h"
 
 namespace parity {
 namespace {
 
 using nlohmann::json;
 
-// Non-finite doubles as "NaN" / "Infinity" / "-Infinity", as the compare JSON spells them.
-json number(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  return v;
-}
 
 json range_json(const ValueRange& r) {
-  return {{"name", r.name}, {"role", r.role}, {"dtype", dtype_name(r.dtype)}, {"min", number(r.min)},
-          {"max", number(r.max)}, {"absmax", number(r.absmax)}, {"numel", r.numel}, {"nan", r.nan_count},
+  return {{"name", r.name}, {"role", r.role}, {"dtype", dtype_name(r.dtype)}, {"min", json_number<json>(r.min)},
+          {"max", json_number<json>(r.max)}, {"absmax", json_number<json>(r.absmax)}, {"numel", r.numel}, {"nan", r.nan_count},
           {"inf", r.inf_count}};
 }
 
@@ -38,13 +33,13 @@ json overflow_to_json(const OverflowReport& r) {
   json near = json::array();
   for (const NearOverflow& n : r.near_overflow)
     near.push_back({{"name", n.name}, {"event", n.event}, {"direction", n.direction}, {"step", n.step},
-                    {"rank", n.rank}, {"dtype", dtype_name(n.dtype)}, {"absmax", number(n.absmax)},
-                    {"limit", number(n.limit)}});
+                    {"rank", n.rank}, {"dtype", dtype_name(n.dtype)}, {"absmax", json_number<json>(n.absmax)},
+                    {"limit", json_number<json>(n.limit)}});
   json under = json::array();
   for (const GradUnderflow& g : r.grad_underflow)
     under.push_back({{"name", g.name}, {"module", g.module}, {"step", g.step}, {"rank", g.rank},
-                     {"dtype", dtype_name(g.dtype)}, {"numel", g.numel}, {"zero_fraction", number(g.zero_fraction)},
-                     {"subnormal_fraction", number(g.subnormal_fraction)}});
+                     {"dtype", dtype_name(g.dtype)}, {"numel", g.numel}, {"zero_fraction", json_number<json>(g.zero_fraction)},
+                     {"subnormal_fraction", json_number<json>(g.subnormal_fraction)}});
   json problems = json::array();
   for (const Status& st : r.problems) problems.push_back({{"code", status_code_name(st.code())}, {"message", st.message()}});
   return {{"schema", kOverflowSchema},
@@ -75,7 +70,7 @@ json findings_to_json(const Findings& f, const CompareResult& result) {
                              {"module", d.module},     {"op", d.op},           {"direction", d.direction},
                              {"role", d.role},         {"step", d.step},       {"rank", d.rank},
                              {"verdict", verdict_name(d.verdict)},             {"reason", d.reason},
-                             {"noise", noise_class_name(d.noise)},             {"noise_ratio", number(d.noise_ratio)}};
+                             {"noise", noise_class_name(d.noise)},             {"noise_ratio", json_number<json>(d.noise_ratio)}};
   } else {
     j["first_divergence"] = nullptr;
   }
@@ -83,9 +78,9 @@ json findings_to_json(const Findings& f, const CompareResult& result) {
   json suspects = json::array();
   for (const Suspect& s : f.analysis.suspects)
     suspects.push_back({{"kind", suspect_kind_name(s.kind)}, {"event", s.name}, {"module", s.module}, {"op", s.op},
-                        {"direction", s.direction}, {"step", s.step}, {"rank", s.rank}, {"score", number(s.score)},
-                        {"input_ratio", number(s.input_ratio)}, {"param_ratio", number(s.param_ratio)},
-                        {"output_ratio", number(s.output_ratio)}, {"weak_evidence", s.weak_evidence}, {"why", s.why}});
+                        {"direction", s.direction}, {"step", s.step}, {"rank", s.rank}, {"score", json_number<json>(s.score)},
+                        {"input_ratio", json_number<json>(s.input_ratio)}, {"param_ratio", json_number<json>(s.param_ratio)},
+                        {"output_ratio", json_number<json>(s.output_ratio)}, {"weak_evidence", s.weak_evidence}, {"why", s.why}});
   j["suspects"] = suspects;
 
   json diag = json::array();

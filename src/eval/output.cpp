@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "parity/json_number.h"
+
 #include "parity/eval.h"
 
 namespace parity::eval {
@@ -14,11 +16,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-json num(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  return v;
-}
 
 std::string csv_num(double v) {
   if (std::isnan(v)) return "nan";
@@ -26,23 +23,23 @@ std::string csv_num(double v) {
   return fmt::format("{}", v);
 }
 
-json vu(const ValueUnc& v) { return {{"value", num(v.value)}, {"unc", num(v.unc)}}; }
+json vu(const ValueUnc& v) { return {{"value", json_number<json>(v.value)}, {"unc", json_number<json>(v.unc)}}; }
 
 json pct(const Percentiles& p, bool quartiles) {
   json j;
-  j["max"] = num(p.max);
-  j["p99_9"] = num(p.p99_9);
-  j["p99"] = num(p.p99);
-  j["p95"] = num(p.p95);
-  j["p90"] = num(p.p90);
-  if (quartiles) j["p75"] = num(p.p75);
-  j["median"] = num(p.median);
-  if (quartiles) j["p25"] = num(p.p25);
-  j["p10"] = num(p.p10);
-  j["p5"] = num(p.p5);
-  j["p1"] = num(p.p1);
-  j["p0_1"] = num(p.p0_1);
-  j["min"] = num(p.min);
+  j["max"] = json_number<json>(p.max);
+  j["p99_9"] = json_number<json>(p.p99_9);
+  j["p99"] = json_number<json>(p.p99);
+  j["p95"] = json_number<json>(p.p95);
+  j["p90"] = json_number<json>(p.p90);
+  if (quartiles) j["p75"] = json_number<json>(p.p75);
+  j["median"] = json_number<json>(p.median);
+  if (quartiles) j["p25"] = json_number<json>(p.p25);
+  j["p10"] = json_number<json>(p.p10);
+  j["p5"] = json_number<json>(p.p5);
+  j["p1"] = json_number<json>(p.p1);
+  j["p0_1"] = json_number<json>(p.p0_1);
+  j["min"] = json_number<json>(p.min);
   return j;
 }
 
@@ -56,16 +53,16 @@ json paired_json(const PairedAccuracy& a) {
   json j;
   j["group"] = a.group;
   j["questions"] = a.questions;
-  j["golden_acc"] = num(a.golden_acc);
-  j["target_acc"] = num(a.target_acc);
-  j["diff"] = num(a.diff);
-  j["golden_stderr"] = num(a.golden_stderr);
-  j["target_stderr"] = num(a.target_stderr);
-  j["agreement"] = num(a.agreement);
+  j["golden_acc"] = json_number<json>(a.golden_acc);
+  j["target_acc"] = json_number<json>(a.target_acc);
+  j["diff"] = json_number<json>(a.diff);
+  j["golden_stderr"] = json_number<json>(a.golden_stderr);
+  j["target_stderr"] = json_number<json>(a.target_stderr);
+  j["agreement"] = json_number<json>(a.agreement);
   j["mcnemar"] = {{"both_correct", a.mcnemar.both_correct}, {"only_golden", a.mcnemar.only_golden},
                   {"only_target", a.mcnemar.only_target},   {"both_wrong", a.mcnemar.both_wrong},
-                  {"p_value", num(a.mcnemar.p_value)}};
-  j["bootstrap"] = {{"low", num(a.bootstrap.low)}, {"high", num(a.bootstrap.high)}, {"level", a.bootstrap.level},
+                  {"p_value", json_number<json>(a.mcnemar.p_value)}};
+  j["bootstrap"] = {{"low", json_number<json>(a.bootstrap.low)}, {"high", json_number<json>(a.bootstrap.high)}, {"level", a.bootstrap.level},
                     {"samples", a.bootstrap.samples}, {"seed", a.bootstrap.seed}};
   j["distinguishable"] = a.distinguishable;
   j["verdict"] = verdict_name(a.verdict);
@@ -88,20 +85,20 @@ std::string ppl_json(const PplResult& r, int indent) {
   j["ln_ppl_ratio"] = vu(r.ln_ppl_ratio);
   j["ppl_ratio"] = vu(r.ppl_ratio);
   j["ppl_diff"] = vu(r.ppl_diff);
-  j["ln_ppl_correlation"] = num(r.ln_ppl_correlation);
-  j["kld"] = {{"mean", num(r.kld.value)},
-              {"unc", num(r.kld.unc)},
-              {"error_bound_mean", num(r.kld_bound_mean)},
-              {"error_bound_max", num(r.kld_bound_max)},
+  j["ln_ppl_correlation"] = json_number<json>(r.ln_ppl_correlation);
+  j["kld"] = {{"mean", json_number<json>(r.kld.value)},
+              {"unc", json_number<json>(r.kld.unc)},
+              {"error_bound_mean", json_number<json>(r.kld_bound_mean)},
+              {"error_bound_max", json_number<json>(r.kld_bound_max)},
               {"percentiles", pct(r.kld_pct, false)}};
-  j["delta_p"] = {{"mean", num(r.delta_p.value)}, {"unc", num(r.delta_p.unc)}, {"rms", num(r.delta_p_rms.value)},
-                  {"rms_unc", num(r.delta_p_rms.unc)}, {"percentiles", pct(r.delta_p_pct, true)}};
+  j["delta_p"] = {{"mean", json_number<json>(r.delta_p.value)}, {"unc", json_number<json>(r.delta_p.unc)}, {"rms", json_number<json>(r.delta_p_rms.value)},
+                  {"rms_unc", json_number<json>(r.delta_p_rms.unc)}, {"percentiles", pct(r.delta_p_pct, true)}};
   j["same_top"] = vu(r.same_top);
   j["thresholds"] = {{"ppl_rel", r.thresholds.ppl_rel}, {"ppl_diff", r.thresholds.ppl_diff},
                      {"kld", r.thresholds.kld}, {"kld_dtype", r.thresholds.kld_dtype}};
   json checks = json::array();
   for (const Check& c : r.checks)
-    checks.push_back({{"name", c.name}, {"value", num(c.value)}, {"limit", num(c.limit)}, {"pass", c.pass}});
+    checks.push_back({{"name", c.name}, {"value", json_number<json>(c.value)}, {"limit", json_number<json>(c.limit)}, {"pass", c.pass}});
   j["checks"] = checks;
   j["verdict"] = verdict_name(r.verdict);
   j["notes"] = r.notes;
@@ -165,15 +162,15 @@ std::string lm_eval_json(const LmEvalResult& r, int indent) {
     o["task"] = m.task;
     o["metric"] = m.metric;
     o["filter"] = m.filter;
-    o["a"] = num(m.a);
-    o["a_stderr"] = num(m.a_stderr);
-    o["b"] = num(m.b);
-    o["b_stderr"] = num(m.b_stderr);
+    o["a"] = json_number<json>(m.a);
+    o["a_stderr"] = json_number<json>(m.a_stderr);
+    o["b"] = json_number<json>(m.b);
+    o["b_stderr"] = json_number<json>(m.b_stderr);
     o["n_a"] = m.n_a >= 0 ? json(m.n_a) : json(nullptr);
     o["n_b"] = m.n_b >= 0 ? json(m.n_b) : json(nullptr);
-    o["diff"] = num(m.diff);
-    o["z"] = num(m.z);
-    o["p_value"] = num(m.p_value);
+    o["diff"] = json_number<json>(m.diff);
+    o["z"] = json_number<json>(m.z);
+    o["p_value"] = json_number<json>(m.p_value);
     o["paired"] = m.paired ? paired_json(*m.paired) : json(nullptr);
     o["distinguishable"] = m.distinguishable;
     o["verdict"] = verdict_name(m.verdict);

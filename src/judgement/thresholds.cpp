@@ -6,6 +6,8 @@
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
+
+#include "parity/json_number.h"
 #include <sstream>
 
 namespace parity {
@@ -111,15 +113,10 @@ DType lower_precision(DType a, DType b) {
 
 namespace {
 
-nlohmann::ordered_json number_json(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  return v;
-}
 
 nlohmann::ordered_json entry_json(const DTypeThresholds& d) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  for (const Field& f : kFields) j[f.name] = number_json(d.*(f.member));
+  for (const Field& f : kFields) j[f.name] = json_number<nlohmann::ordered_json>(d.*(f.member));
   return j;
 }
 

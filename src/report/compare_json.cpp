@@ -1,17 +1,14 @@
 // parity.compare/1: the JSON form of a CompareResult (docs/compare-json.md is the contract).
 #include <cmath>
 
+#include "parity/json_number.h"
 #include "report/compare_report.h"
 
 namespace parity::report {
 
 using nlohmann::json;
 
-json json_number(double v) {
-  if (std::isnan(v)) return "NaN";
-  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
-  return v;
-}
+json json_number(double v) { return parity::json_number<json>(v); }
 
 namespace {
 
