@@ -56,11 +56,9 @@ fi
 echo "The full curve comparison (schema parity.curve/1, docs/curves.md) is in $OUT/curve.json."
 
 echo
-echo "== 7. held-out evaluation of the tiny model in fp32 (golden) and bf16 (target): $PARITY eval ppl =="
-PYTHONPATH="$PWD/python:$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
-  /usr/bin/python3 python/parity/examples/demo_eval.py "$OUT/eval"
+echo "== 7. the two runs' held-out evaluation (PPL, KLD, top-1): $PARITY eval ppl $OUT/train/golden $OUT/train/target =="
 status=0
-"$PARITY" eval ppl "$OUT/eval/golden" "$OUT/eval/target" --json "$OUT/eval-ppl.json" || status=$?
+"$PARITY" eval ppl "$OUT/train/golden" "$OUT/train/target" --json "$OUT/eval-ppl.json" || status=$?
 if [ "$status" -gt 1 ]; then
   echo "demo: parity eval ppl failed (exit $status)" >&2
   exit 1

@@ -2,9 +2,9 @@
 bf16 (target) with capture on, then print both loss series side by side.
 
 usage: demo_train.py OUT_DIR [--steps 30]
-Writes OUT_DIR/golden and OUT_DIR/target (capture runs: module level, tensors of step 0, statistics of
-every later step is not needed, scalars every step). scripts/demo.sh then runs
-`parity compare OUT_DIR/golden OUT_DIR/target --step 0`.
+Writes OUT_DIR/golden and OUT_DIR/target (capture runs: module level, tensors of step 0, scalars every
+step, and the logits of held-out batches scored by the trained model). scripts/demo.sh then runs
+`parity compare OUT_DIR/golden OUT_DIR/target --step 0`, `parity curve` and `parity eval ppl` on them.
 """
 import argparse
 import os
@@ -24,6 +24,7 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--seq", type=int, default=64)
+    ap.add_argument("--eval-batches", type=int, default=8)
     args = ap.parse_args()
     corpus = SyntheticCorpus(256, 1 << 15)
     series = {}
@@ -36,6 +37,13 @@ def main():
         with parity.capture(model, run, level="module", mode="tensor", steps=[0]) as cap:
             series[name] = train(model, corpus, steps=args.steps, batch_size=args.batch, seq_len=args.seq,
                                  lr=3e-3, capture=cap)
+            # Business layer: score held-out batches (steps the training never saw) with the trained
+            # model; `parity eval ppl OUT/golden OUT/target` compares the two runs' PPL / KLD / top-1.
+            model.eval()
+            with torch.no_grad():
+                for b in range(args.eval_batches):
+                    x, y = corpus.batch(100000 + b, args.batch, args.seq)
+                    cap.log_logits(model(x), y)
         n = sum(p.numel() for p in model.parameters())
         print("{:<6} {:>5} run: {} steps of {} tokens, {:.2f} M parameters, {:.1f} s -> {}".format(
             name, str(dtype).replace("torch.", ""), args.steps, args.batch * args.seq, n / 1e6,
