@@ -8,6 +8,9 @@
 // classifies by bit pattern, and splits the work into fixed 64 Ki-element chunks (OpenMP) whose partial
 // sums are added in chunk order — the result is independent of the thread count.
 #include <algorithm>
+#include <cstdlib>
+
+#include <omp.h>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -159,6 +162,14 @@ void dispatch_chunk(DType dt, const std::byte* base, int64_t begin, int64_t n, P
 
 }  // namespace
 
+// Threads for the statistics of one captured tensor. PyTorch sets the process-wide OpenMP thread count
+// to its own intra-op choice (often 1 on small machines) and a hook runs between torch's ops, when
+// those cores are idle: use every processor unless the user pinned OMP_NUM_THREADS.
+int capture_threads() {
+  static const int n = std::getenv("OMP_NUM_THREADS") != nullptr ? 0 : omp_get_num_procs();
+  return n > 0 ? n : omp_get_max_threads();
+}
+
 TensorStats fused_stats(DType dtype, const void* data, int64_t numel) {
   TensorStats s;
   s.numel = numel;
@@ -166,8 +177,8 @@ TensorStats fused_stats(DType dtype, const void* data, int64_t numel) {
   const auto* base = static_cast<const std::byte*>(data);
   const int64_t chunks = (numel + kChunk - 1) / kChunk;
   std::vector<Partial> parts(static_cast<size_t>(chunks));
-// Threads only pay off for large tensors (and hurt on a busy machine): >= 16 chunks = 1 Mi elements.
-#pragma omp parallel for schedule(static) if (chunks >= 16)
+// Threads only pay off for large tensors (and hurt on a busy machine): >= 4 chunks = 256 Ki elements.
+#pragma omp parallel for schedule(static) if (chunks >= 4) num_threads(capture_threads())
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = c * kChunk;
     dispatch_chunk(dtype, base, begin, std::min(kChunk, numel - begin), parts[static_cast<size_t>(c)]);
