@@ -20,6 +20,7 @@ SOURCE_DIR = os.environ.get("PARITY_SOURCE_DIR", os.path.dirname(os.path.dirname
 sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
 
 import parity  # noqa: E402
+from capture_helpers import parity_bin  # noqa: E402  (tests/python is on sys.path under pytest)
 from parity.examples import SyntheticCorpus, build_model  # noqa: E402
 from parity.examples.models import PrecisionPolicy, apply_precision  # noqa: E402
 
@@ -37,15 +38,6 @@ PATHS = {
 }
 
 
-def parity_bin():
-    b = os.environ.get("PARITY_BIN")
-    if b and os.path.exists(b):
-        return b
-    for build in ("build", "build-analysis"):
-        cand = os.path.join(SOURCE_DIR, build, "parity")
-        if os.path.exists(cand):
-            return cand
-    raise RuntimeError("parity binary not found: set PARITY_BIN")
 
 
 # ---- fault implementations -----------------------------------------------------------------------------
