@@ -1,6 +1,7 @@
 """Capture overhead (issue 3 §6): median training-step time of the Llama-style example model with no
 capture, and with capture at module / op / mix level in statistics mode, and module level in tensor
-mode writing to local disk. Also times the statistics of one activation-sized tensor with the C++
+mode writing to local disk, measured in interleaved rounds (one step of each configuration per round)
+and reported as the median over rounds of the ratio to the uninstrumented step of the same round. Also times the statistics of one activation-sized tensor with the C++
 fused kernel (what capture uses on CPU) against the torch reductions it replaces.
 
 usage: capture_overhead.py [--size bench] [--batch 4] [--seq 512] [--steps 3] [--dir DIR]
@@ -20,25 +21,62 @@ from parity._stats import device_stats
 from parity.examples import SyntheticCorpus, build_model, train
 
 
-def step_times(model, corpus, args, cap_kwargs, run_dir):
-    torch.manual_seed(0)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    times = []
+def timed_step(model, corpus, args, opt, cap_kwargs, run_dir):
+    """One training step, with capture started fresh for it when cap_kwargs is given."""
+    shutil.rmtree(run_dir, ignore_errors=True)
     cap = parity.capture(model, run_dir, steps=None, **cap_kwargs) if cap_kwargs is not None else None
     if cap is not None:
         cap.start()
     try:
-        for step in range(args.steps + 1):  # the first step warms up allocators and is not counted
-            t0 = time.perf_counter()
-            train(model, corpus, steps=1, batch_size=args.batch, seq_len=args.seq, capture=cap, optimizer=opt)
-            if cap is not None:
-                cap.flush()  # tensor mode: the step is only done when its bytes are written
-            if step:
-                times.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        train(model, corpus, steps=1, batch_size=args.batch, seq_len=args.seq, capture=cap, optimizer=opt)
+        if cap is not None:
+            cap.flush()  # tensor mode: the step is only done when its bytes are written
+        return time.perf_counter() - t0
     finally:
         if cap is not None:
             cap.stop()
-    return times
+
+
+def interleaved_times(model, corpus, args, configs, base):
+    """Rounds of one step per configuration, side by side (none, module, op, ... none, module, ...), so
+    that slow drifts of a shared machine hit every configuration alike. The first round warms up
+    allocators and the capture's code paths and is not counted. Returns {name: [seconds per round]} and,
+    per run directory, what the last round wrote."""
+    torch.manual_seed(0)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    times = {name: [] for name in configs}
+    written = {}
+    for rnd in range(args.steps + 1):
+        for name, kwargs in configs.items():
+            run_dir = os.path.join(base, name)
+            t = timed_step(model, corpus, args, opt, kwargs, run_dir)
+            if rnd:
+                times[name].append(t)
+            if kwargs is not None:
+                r = parity.load(run_dir)
+                written[name] = (len(r.records), sum(p["data_bytes"] for p in r.parts))
+                if written[name][1] and rnd:  # the disk's own time for the same bytes, this round
+                    times.setdefault("disk:" + name, []).append(plain_write(run_dir + ".plain", written[name][1]))
+            shutil.rmtree(run_dir, ignore_errors=True)
+    return times, written
+
+
+def plain_write(path, nbytes, block=8 << 20):
+    """Seconds to write nbytes sequentially in 8 MiB blocks to a new file on the same disk, as the
+    capture writer does (buffered, no fsync): the floor for a tensor-mode step's extra time."""
+    buf = os.urandom(block)
+    t0 = time.perf_counter()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        left = nbytes
+        while left > 0:
+            left -= os.write(fd, buf[:min(block, left)])
+    finally:
+        os.close(fd)
+    t = time.perf_counter() - t0
+    os.unlink(path)
+    return t
 
 
 def stats_kernel(n=1 << 20, reps=20):
@@ -69,35 +107,43 @@ def main():
     n_params = sum(p.numel() for p in model.parameters())
     corpus = SyntheticCorpus(model.config.vocab_size, 1 << 16)
     print("capture overhead: Llama-style {} ({:.1f} M parameters), batch {} x seq {} = {} tokens/step, "
-          "{} torch threads, median of {} steps".format(args.size, n_params / 1e6, args.batch, args.seq,
+          "{} torch threads, {} interleaved rounds".format(args.size, n_params / 1e6, args.batch, args.seq,
                                                         args.batch * args.seq, torch.get_num_threads(), args.steps))
     cpp, tor = stats_kernel()
     print("statistics of a 1 Mi-element f32 tensor: C++ fused kernel {:.2f} ms, torch reductions {:.2f} ms"
           .format(cpp * 1e3, tor * 1e3))
-    configs = {
+    known = {
         "none": None,
         "module": dict(level="module", mode="statistics"),
         "op": dict(level="op", mode="statistics"),
         "mix": dict(level="mix", mode="statistics"),
         "module-tensor": dict(level="module", mode="tensor"),
     }
-    results = {}
-    for name in args.configs.split(","):
-        run_dir = os.path.join(base, name)
-        shutil.rmtree(run_dir, ignore_errors=True)
-        times = step_times(model, corpus, args, configs[name], run_dir)
-        results[name] = statistics.median(times)
+    names = args.configs.split(",")
+    if names[0] != "none" or any(n not in known for n in names):
+        ap.error("--configs: a comma-separated list starting with none, from: " + ", ".join(known))
+    times, written = interleaved_times(model, corpus, args, {n: known[n] for n in names}, base)
+    for name in names:
+        med = statistics.median(times[name])
+        # ratio: median over rounds of (this configuration / none) within the same round
+        ratio = statistics.median(t / b for t, b in zip(times[name], times["none"]))
         extra = ""
-        if configs[name] is not None:
-            r = parity.load(run_dir)
-            nbytes = sum(p["data_bytes"] for p in r.parts)
-            extra = "; {} events/step".format(len(r.records) // max(1, len(r.steps())))
+        if name in written:
+            events, nbytes = written[name]
+            extra = "; {} events/step".format(events)
             if nbytes:
-                extra += "; {:.0f} MiB/step written ({:.0f} MiB/s)".format(
-                    nbytes / len(r.steps()) / 2**20, nbytes / len(r.steps()) / 2**20 / results[name])
-        ratio = results[name] / results["none"] if "none" in results else float("nan")
-        print("{:<14} median step {:7.3f} s   {:5.2f}x{}".format(name, results[name], ratio, extra), flush=True)
-        shutil.rmtree(run_dir, ignore_errors=True)
+                extra += "; {:.0f} MiB/step written ({:.0f} MiB/s)".format(nbytes / 2**20, nbytes / 2**20 / med)
+        print("{:<14} median step {:7.3f} s   {:5.2f}x{}   (steps: {})".format(
+            name, med, ratio, extra, " ".join("{:.2f}".format(t) for t in times[name])), flush=True)
+        if "disk:" + name in times:
+            # Disk-bound means the step takes about as long as the disk needs for its bytes alone (the
+            # writer thread overlaps the writes with the step's compute): step / max(none, disk) ~ 1.
+            disk_s = statistics.median(times["disk:" + name])
+            bound = statistics.median(t / max(b, d) for t, b, d in zip(times[name], times["none"],
+                                                                          times["disk:" + name]))
+            print("{:<14} a plain sequential write of the same bytes takes {:.3f} s ({:.0f} MiB/s); "
+                  "step / max(uninstrumented step, that write) = {:.2f}".format(
+                      "", disk_s, written[name][1] / 2**20 / disk_s, bound), flush=True)
     if args.dir is None:
         shutil.rmtree(base, ignore_errors=True)
 

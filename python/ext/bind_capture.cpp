@@ -11,19 +11,19 @@ using namespace parity;
 void bind_capture(py::module_& m) {
   m.def(
       "fused_stats",
-      [](uintptr_t ptr, const std::string& dtype, int64_t numel) {
+      [](uintptr_t ptr, const std::string& dtype, int64_t numel, int threads) {
         auto d = dtype_from_name(dtype);
         if (!d) throw py::value_error("unknown dtype \"" + dtype + "\"");
         if (ptr == 0 && numel > 0) throw py::value_error("fused_stats: null buffer");
         TensorStats s;
         {
           py::gil_scoped_release nogil;
-          s = dump::fused_stats(*d, reinterpret_cast<const void*>(ptr), numel);
+          s = dump::fused_stats(*d, reinterpret_cast<const void*>(ptr), numel, threads);
         }
         return py::make_tuple(s.min, s.max, s.mean, s.l2norm, s.absmax, s.nan_count, s.inf_count, s.zero_count,
                               s.subnormal_count, s.numel);
       },
-      py::arg("ptr"), py::arg("dtype"), py::arg("numel"),
+      py::arg("ptr"), py::arg("dtype"), py::arg("numel"), py::arg("threads") = 1,
       "Statistics of a C-contiguous host buffer: (min, max, mean, l2norm, absmax, nan, inf, zero, subnormal, numel)");
   m.def(
       "crc32c",

@@ -6,17 +6,18 @@
 // field is all zeros in the tensor's own dtype (so a bf16 tensor is judged by bf16's range, not fp32's).
 // Capture differs from compute_stats in speed only: it reads native contiguous buffers directly,
 // classifies by bit pattern, and splits the work into fixed 64 Ki-element chunks (OpenMP) whose partial
-// sums are added in chunk order — the result is independent of the thread count.
+// sums are added in chunk order — the result is independent of the thread count. Within a chunk the
+// float formats use 8 lanes in a fixed order (stats_lanes.h), computed with AVX2 where the CPU has it
+// and bit-identical without.
 #include <algorithm>
-#include <cstdlib>
 
-#include <omp.h>
 #include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
+#include "dump/stats_lanes.h"
 #include "parity/dump.h"
 
 namespace parity::dump {
@@ -32,65 +33,24 @@ struct Partial {
   int64_t nan = 0, inf = 0, zero = 0, sub = 0, finite = 0;
 };
 
-// Classification of one element: 0 finite, 1 NaN, 2 Inf; `sub` set for nonzero subnormals.
-struct F32Traits {
-  using Raw = uint32_t;
-  static float value(Raw b) { float f; std::memcpy(&f, &b, 4); return f; }
-  static int cls(Raw b) { return (b & 0x7F800000u) != 0x7F800000u ? 0 : ((b & 0x007FFFFFu) ? 1 : 2); }
-  static bool sub(Raw b) { return (b & 0x7F800000u) == 0 && (b & 0x007FFFFFu) != 0; }
-};
-struct BF16Traits {
-  using Raw = uint16_t;
-  static float value(Raw b) { uint32_t u = uint32_t(b) << 16; float f; std::memcpy(&f, &u, 4); return f; }
-  static int cls(Raw b) { return (b & 0x7F80u) != 0x7F80u ? 0 : ((b & 0x007Fu) ? 1 : 2); }
-  static bool sub(Raw b) { return (b & 0x7F80u) == 0 && (b & 0x007Fu) != 0; }
-};
-struct F16Traits {
-  using Raw = uint16_t;
-  static float value(Raw b) {
-    // IEEE binary16 -> binary32, exact and branch-free (vectorisable). Exponent 31 (Inf/NaN) never
-    // reaches here: cls() filters it.
-    const uint32_t sign = uint32_t(b & 0x8000u) << 16;
-    const uint32_t exp = (b >> 10) & 0x1Fu, man = b & 0x3FFu;
-    const uint32_t nbits = sign | ((exp + 112u) << 23) | (man << 13);
-    float normal;
-    std::memcpy(&normal, &nbits, 4);
-    const float subn = static_cast<float>(man) * 5.9604644775390625e-8f;  // man x 2^-24
-    return exp == 0 ? (sign ? -subn : subn) : normal;
-  }
-  static int cls(Raw b) { return (b & 0x7C00u) != 0x7C00u ? 0 : ((b & 0x03FFu) ? 1 : 2); }
-  static bool sub(Raw b) { return (b & 0x7C00u) == 0 && (b & 0x03FFu) != 0; }
-};
-
-// Branch-free body so that `omp simd` vectorises it: the declared reductions allow the compiler to
-// keep one partial per SIMD lane and combine them in a fixed order, so the result is still the same on
-// every run of the same binary. Non-finite elements contribute 0 to the sums and ±inf to min/max.
+// F32 / BF16 / F16: the 8-lane definition (stats_lanes.h), SIMD where the CPU has it, the portable
+// loop for the tail and elsewhere; the lanes are folded in lane order.
 template <typename Tr>
-void run_chunk(const typename Tr::Raw* p, int64_t n, Partial& r) {
-  double sum = 0, sq = 0;
+void run_chunk(DType dt, const typename Tr::Raw* p, int64_t n, Partial& r) {
+  detail::Lanes a;
+  const int64_t done = detail::lanes_simd(dt, p, n, a);
+  detail::lanes_scalar<Tr>(p, done, n, a);
   float mn = std::numeric_limits<float>::infinity(), mx = -mn, amax = 0;
-  int64_t nan = 0, inf = 0, zero = 0, sub = 0;
-  const float pinf = std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(+ : sum, sq, nan, inf, zero, sub) reduction(min : mn) reduction(max : mx, amax)
-  for (int64_t i = 0; i < n; ++i) {
-    const auto b = p[i];
-    const int c = Tr::cls(b);
-    const bool fin = c == 0;
-    const float v = fin ? Tr::value(b) : 0.0f;
-    nan += c == 1;
-    inf += c == 2;
-    zero += fin && v == 0.0f;
-    sub += Tr::sub(b);
-    mn = std::min(mn, fin ? v : pinf);
-    mx = std::max(mx, fin ? v : -pinf);
-    amax = std::max(amax, std::fabs(v));
-    const double d = v;
-    sum += d;
-    sq += d * d;
+  for (int j = 0; j < detail::kLanes; ++j) {
+    r.sum += a.sum[j];
+    r.sq += a.sq[j];
+    mn = std::min(mn, a.mn[j]);
+    mx = std::max(mx, a.mx[j]);
+    amax = std::max(amax, a.amax[j]);
   }
-  r.sum = sum; r.sq = sq; r.amax = amax;
-  r.nan = nan; r.inf = inf; r.zero = zero; r.sub = sub;
-  r.finite = n - nan - inf;
+  r.nan = a.nan; r.inf = a.inf; r.zero = a.zero; r.sub = a.sub;
+  r.finite = n - a.nan - a.inf;
+  r.amax = amax;
   r.mn = r.finite ? mn : r.mn;
   r.mx = r.finite ? mx : r.mx;
 }
@@ -145,9 +105,9 @@ void run_chunk_f8(DType dt, const uint8_t* p, int64_t n, Partial& r) {
 void dispatch_chunk(DType dt, const std::byte* base, int64_t begin, int64_t n, Partial& r) {
   const std::byte* p = base + begin * dtype_size(dt);
   switch (dt) {
-    case DType::kF32: run_chunk<F32Traits>(reinterpret_cast<const uint32_t*>(p), n, r); break;
-    case DType::kBF16: run_chunk<BF16Traits>(reinterpret_cast<const uint16_t*>(p), n, r); break;
-    case DType::kF16: run_chunk<F16Traits>(reinterpret_cast<const uint16_t*>(p), n, r); break;
+    case DType::kF32: run_chunk<detail::F32Traits>(dt, reinterpret_cast<const uint32_t*>(p), n, r); break;
+    case DType::kBF16: run_chunk<detail::BF16Traits>(dt, reinterpret_cast<const uint16_t*>(p), n, r); break;
+    case DType::kF16: run_chunk<detail::F16Traits>(dt, reinterpret_cast<const uint16_t*>(p), n, r); break;
     case DType::kF64: run_chunk_f64(reinterpret_cast<const double*>(p), n, r); break;
     case DType::kF8E4M3:
     case DType::kF8E5M2: run_chunk_f8(dt, reinterpret_cast<const uint8_t*>(p), n, r); break;
@@ -162,23 +122,14 @@ void dispatch_chunk(DType dt, const std::byte* base, int64_t begin, int64_t n, P
 
 }  // namespace
 
-// Threads for the statistics of one captured tensor. PyTorch sets the process-wide OpenMP thread count
-// to its own intra-op choice (often 1 on small machines) and a hook runs between torch's ops, when
-// those cores are idle: use every processor unless the user pinned OMP_NUM_THREADS.
-int capture_threads() {
-  static const int n = std::getenv("OMP_NUM_THREADS") != nullptr ? 0 : omp_get_num_procs();
-  return n > 0 ? n : omp_get_max_threads();
-}
-
-TensorStats fused_stats(DType dtype, const void* data, int64_t numel) {
+TensorStats fused_stats(DType dtype, const void* data, int64_t numel, int threads) {
   TensorStats s;
   s.numel = numel;
   if (numel <= 0) return s;
   const auto* base = static_cast<const std::byte*>(data);
   const int64_t chunks = (numel + kChunk - 1) / kChunk;
   std::vector<Partial> parts(static_cast<size_t>(chunks));
-// Threads only pay off for large tensors (and hurt on a busy machine): >= 4 chunks = 256 Ki elements.
-#pragma omp parallel for schedule(static) if (chunks >= 4) num_threads(capture_threads())
+#pragma omp parallel for schedule(static) if (threads > 1 && chunks > 1) num_threads(std::max(threads, 1))
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = c * kChunk;
     dispatch_chunk(dtype, base, begin, std::min(kChunk, numel - begin), parts[static_cast<size_t>(c)]);

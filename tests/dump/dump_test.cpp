@@ -9,6 +9,7 @@
 #include <fstream>
 #include <random>
 
+#include "dump/stats_lanes.h"
 #include "parity/dump.h"
 
 namespace fs = std::filesystem;
@@ -107,6 +108,11 @@ TEST(FusedStats, MatchesComputeStatsDefinitions) {
   struct Case { DType dt; const void* p; };
   for (const Case& c : {Case{DType::kF32, f.data()}, Case{DType::kBF16, bf.data()}, Case{DType::kF16, h.data()}}) {
     auto got = dump::fused_stats(c.dt, c.p, n);
+    auto threaded = dump::fused_stats(c.dt, c.p, n, 3);  // same chunks, same order: identical bits
+    EXPECT_EQ(std::memcmp(&threaded.mean, &got.mean, 8), 0);
+    EXPECT_EQ(std::memcmp(&threaded.l2norm, &got.l2norm, 8), 0);
+    EXPECT_EQ(threaded.min, got.min);
+    EXPECT_EQ(threaded.zero_count, got.zero_count);
     TensorView tv;
     tv.dtype = c.dt;
     tv.shape = {n};
@@ -130,6 +136,59 @@ TEST(FusedStats, MatchesComputeStatsDefinitions) {
   }
 }
 
+// The SIMD kernel must equal the portable 8-lane loop bit for bit (sums, min/max, every count), for
+// every length remainder and with NaN, ±Inf, ±0 and subnormals sprinkled in, in all three formats.
+template <typename Tr>
+void expect_simd_equals_scalar(DType dt, const std::vector<typename Tr::Raw>& raw) {
+  for (int64_t n : {int64_t(0), int64_t(1), int64_t(7), int64_t(8), int64_t(9), int64_t(31), int64_t(1000),
+                    static_cast<int64_t>(raw.size())}) {
+    dump::detail::Lanes simd, ref;
+    const int64_t done = dump::detail::lanes_simd(dt, raw.data(), n, simd);
+    ASSERT_EQ(done % dump::detail::kLanes, 0);
+    if (dump::detail::lanes_simd_available()) {
+      ASSERT_EQ(done, n - n % dump::detail::kLanes) << dtype_name(dt);
+    }
+    dump::detail::lanes_scalar<Tr>(raw.data(), done, n, simd);
+    dump::detail::lanes_scalar<Tr>(raw.data(), 0, n, ref);
+    SCOPED_TRACE(std::string(dtype_name(dt)) + " n=" + std::to_string(n));
+    EXPECT_EQ(simd.nan, ref.nan);
+    EXPECT_EQ(simd.inf, ref.inf);
+    EXPECT_EQ(simd.zero, ref.zero);
+    EXPECT_EQ(simd.sub, ref.sub);
+    for (int j = 0; j < dump::detail::kLanes; ++j) {
+      EXPECT_EQ(std::memcmp(&simd.sum[j], &ref.sum[j], 8), 0) << simd.sum[j] << " vs " << ref.sum[j];
+      EXPECT_EQ(std::memcmp(&simd.sq[j], &ref.sq[j], 8), 0) << simd.sq[j] << " vs " << ref.sq[j];
+      EXPECT_EQ(std::memcmp(&simd.mn[j], &ref.mn[j], 4), 0) << simd.mn[j] << " vs " << ref.mn[j];
+      EXPECT_EQ(std::memcmp(&simd.mx[j], &ref.mx[j], 4), 0) << simd.mx[j] << " vs " << ref.mx[j];
+      EXPECT_EQ(std::memcmp(&simd.amax[j], &ref.amax[j], 4), 0);
+    }
+  }
+}
+
+TEST(FusedStats, SimdKernelEqualsPortableLanesBitForBit) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  const size_t n = 65536 + 13;
+  std::vector<uint32_t> f32(n);
+  std::vector<uint16_t> bf(n), h(n);
+  const float specials[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -3e-39f, 6e-8f, -1e-7f};
+  for (size_t i = 0; i < n; ++i) {
+    float x = nd(rng) * (rng() % 4 == 0 ? 1e-5f : 1.0f);
+    if (rng() % 50 == 0) x = specials[rng() % 10];
+    std::memcpy(&f32[i], &x, 4);
+    bf[i] = static_cast<uint16_t>(encode_rne(DType::kBF16, x));
+    h[i] = static_cast<uint16_t>(encode_rne(DType::kF16, x));
+  }
+  expect_simd_equals_scalar<dump::detail::F32Traits>(DType::kF32, f32);
+  expect_simd_equals_scalar<dump::detail::BF16Traits>(DType::kBF16, bf);
+  expect_simd_equals_scalar<dump::detail::F16Traits>(DType::kF16, h);
+  // every one of the 65,536 f16 and bf16 bit patterns, once each
+  std::vector<uint16_t> all(65536);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+  expect_simd_equals_scalar<dump::detail::F16Traits>(DType::kF16, all);
+  expect_simd_equals_scalar<dump::detail::BF16Traits>(DType::kBF16, all);
+}
+
 TEST(Frames, TornAndCorruptTailsAreReportedNotFatal) {
   fs::path d = fresh_dir("frames");
   fs::create_directories(d);
@@ -145,7 +204,9 @@ TEST(Frames, TornAndCorruptTailsAreReportedNotFatal) {
     } else {
       EXPECT_EQ(s->payloads.size(), 1u) << cut;
       EXPECT_EQ(s->valid_bytes, a.size());
-      if (cut > a.size()) EXPECT_NE(s->tail_problem.find("torn record at byte"), std::string::npos) << s->tail_problem;
+      if (cut > a.size()) {
+        EXPECT_NE(s->tail_problem.find("torn record at byte"), std::string::npos) << s->tail_problem;
+      }
     }
   }
   std::string bad = whole;
