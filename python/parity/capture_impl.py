@@ -131,6 +131,9 @@ class Capture:
         self._mode_obj = None
         self._lock = threading.RLock()
         self._handles = []
+        # Route host tensors through the accelerator pipeline (torch reductions, non-blocking copy,
+        # resolution at the end of the step): lets the tests exercise that path on a CPU-only machine.
+        self._device_path_on_host = False
         self._reset_step_state()
 
     # ---- lifecycle -----------------------------------------------------------------------------------
@@ -316,7 +319,7 @@ class Capture:
         want_crc = self.mode == "checksum"
         want_data = self.mode == "tensor"
         numel = x.numel()
-        if x.device.type == "cpu":
+        if x.device.type == "cpu" and not self._device_path_on_host:
             known = self._known.get(id(t))
             stats = crc = None
             if known is not None and known[0]() is t and known[1] == t._version:
@@ -343,7 +346,7 @@ class Capture:
             return self.writer.append_event(name, module, op, direction, role, index, call, self.step, order, dtype,
                                             shape, stride, device, h.data_ptr(), numel, st.cpu().tolist(), want_crc,
                                             want_data, args_json, extra_json)
-        host = torch.empty(9, dtype=torch.float64, pin_memory=torch.cuda.is_available() and x.is_cuda)
+        host = torch.empty(9, dtype=torch.float64, pin_memory=x.is_cuda)
         host.copy_(st, non_blocking=True)
         ev = None
         if x.is_cuda:
