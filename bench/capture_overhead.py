@@ -4,7 +4,7 @@ mode writing to local disk, measured in interleaved rounds (one step of each con
 and reported as the median over rounds of the ratio to the uninstrumented step of the same round. Also times the statistics of one activation-sized tensor with the C++
 fused kernel (what capture uses on CPU) against the torch reductions it replaces.
 
-usage: capture_overhead.py [--size bench] [--batch 4] [--seq 512] [--steps 3] [--dir DIR]
+usage: capture_overhead.py [--size bench] [--batch 4] [--seq 512] [--steps 5] [--dir DIR]
 """
 import argparse
 import os
@@ -80,16 +80,30 @@ def plain_write(path, nbytes, block=8 << 20):
 
 
 def stats_kernel(n=1 << 20, reps=20):
+    """Statistics of one n-element f32 tensor: the C++ kernel capture uses (one thread), the same kernel
+    on every processor, both timed right after a torch matmul as inside a training step (the BLAS
+    pool's threads then spin on the other cores), and the torch reductions it replaces. Medians."""
     x = torch.randn(n)
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        core.fused_stats(x.data_ptr(), "f32", n)
-    cpp = (time.perf_counter() - t0) / reps
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        device_stats(x).tolist()
-    tor = (time.perf_counter() - t0) / reps
-    return cpp, tor
+    y = torch.randn(1024, 1024)
+
+    def median_ms(fn, after_matmul):
+        ts = []
+        for _ in range(reps):
+            if after_matmul:
+                y @ y
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+        return statistics.median(ts) * 1e3
+
+    procs = os.cpu_count() or 1
+    return {
+        "kernel, 1 thread": median_ms(lambda: core.fused_stats(x.data_ptr(), "f32", n), False),
+        "kernel, 1 thread, after a matmul": median_ms(lambda: core.fused_stats(x.data_ptr(), "f32", n), True),
+        "kernel, {} threads, after a matmul".format(procs):
+            median_ms(lambda: core.fused_stats(x.data_ptr(), "f32", n, procs), True),
+        "torch reductions": median_ms(lambda: device_stats(x).tolist(), False),
+    }
 
 
 def main():
@@ -97,7 +111,7 @@ def main():
     ap.add_argument("--size", default="bench")
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--seq", type=int, default=512)
-    ap.add_argument("--steps", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--dir", default=None, help="where tensor-mode runs are written (default: a temp dir)")
     ap.add_argument("--configs", default="none,module,op,mix,module-tensor")
     args = ap.parse_args()
@@ -109,9 +123,8 @@ def main():
     print("capture overhead: Llama-style {} ({:.1f} M parameters), batch {} x seq {} = {} tokens/step, "
           "{} torch threads, {} interleaved rounds".format(args.size, n_params / 1e6, args.batch, args.seq,
                                                         args.batch * args.seq, torch.get_num_threads(), args.steps))
-    cpp, tor = stats_kernel()
-    print("statistics of a 1 Mi-element f32 tensor: C++ fused kernel {:.2f} ms, torch reductions {:.2f} ms"
-          .format(cpp * 1e3, tor * 1e3))
+    print("statistics of a 1 Mi-element f32 tensor (median ms): " + "; ".join(
+        "{} {:.2f}".format(k, v) for k, v in stats_kernel().items()))
     known = {
         "none": None,
         "module": dict(level="module", mode="statistics"),
