@@ -72,3 +72,43 @@ def test_sigkill_mid_step_leaves_a_readable_dump(tmp_path):
         cmp = capture_helpers.run_cli("compare", golden, torn, "--step", step)
         assert cmp.returncode == 1, cmp.stdout[-2000:] + cmp.stderr[-2000:]
         assert " 0 warn, 0 fail, 0 error" in cmp.stdout and "torn record at byte" in cmp.stdout
+
+
+EXIT_CHILD = r"""
+import sys, torch, parity
+from parity.examples import SyntheticCorpus, build_model, train
+corpus = SyntheticCorpus(64, 1 << 13)
+torch.manual_seed(0)
+model = build_model("llama", "tiny")
+how = sys.argv[2]
+cap = parity.capture(model, sys.argv[1], level="mix", mode="tensor", steps=None)
+if how != "stopped":
+    cap.start()  # never stopped by this script: the interpreter's exit must flush and close
+    train(model, corpus, steps=2, capture=cap)
+else:
+    with cap:
+        train(model, corpus, steps=2, capture=cap)
+if how == "exit":
+    sys.exit(3)
+if how == "raise":
+    raise RuntimeError("boom")
+"""
+
+
+def test_interpreter_exit_flushes_and_closes_without_stop(tmp_path):
+    """Everything queued is written on interpreter exit, whether the script ends, calls sys.exit or
+    dies of an uncaught exception, without ever calling stop(): the same events as a stopped run."""
+    runs = {}
+    for how, rc in (("stopped", 0), ("end", 0), ("exit", 3), ("raise", 1)):
+        p = subprocess.run([sys.executable, "-c", EXIT_CHILD, str(tmp_path / how), how], capture_output=True,
+                           text=True, timeout=120, env=capture_helpers.child_env())
+        assert p.returncode == rc, (how, p.stderr[-2000:])
+        runs[how] = parity.load(tmp_path / how)
+        assert not runs[how].problems, (how, runs[how].problems)
+        assert all(part["closed"] for part in runs[how].parts), how
+    want = [(r.step, r.order, r.name) for r in runs["stopped"]]
+    assert len(want) > 100
+    for how in ("end", "exit", "raise"):
+        assert [(r.step, r.order, r.name) for r in runs[how]] == want, how
+        last = runs[how].records[-1]
+        assert last.array is not None and last.array.shape == tuple(last.shape)
