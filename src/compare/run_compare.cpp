@@ -53,9 +53,9 @@ bool looks_like_logits(const std::string& name) {
 Result<TensorView> load_checked(const RecordSource& src, const Record& r, int64_t expected_numel) {
   Result<TensorView> v = src.load(r);
   if (!v.ok()) {
-    const std::string& msg = v.status().message();
-    if (!r.file.empty() && msg.find(r.file) == std::string::npos) return v.status().WithContext(r.file);
-    return v.status();
+    Status st = v.status();  // status() returns a copy: keep it alive while its message is searched
+    if (!r.file.empty() && st.message().find(r.file) == std::string::npos) return st.WithContext(r.file);
+    return st;
   }
   if (v->numel != expected_numel) {
     return Status::Invalid((r.file.empty() ? r.name : r.file) + ": tensor '" + r.name + "' holds " +

@@ -433,7 +433,7 @@ PairMetrics metrics(double cosine, double max_abs, double rel_l2 = 1e-4) {
 }
 
 TEST(Judge, CosineAndMaxAbsEdgesForF32) {
-  const DTypeThresholds& th = default_thresholds().for_dtype(DType::kF32);
+  const DTypeThresholds th = default_thresholds().for_dtype(DType::kF32);  // a copy: the Thresholds is a temporary
   using compare::judge_tensor;
   EXPECT_EQ(judge_tensor(metrics(0.999, 1e-3), th).verdict, Verdict::kPass);  // "≥ 0.999" passes
   EXPECT_EQ(judge_tensor(metrics(0.99899, 1e-3), th).verdict, Verdict::kWarn);
@@ -467,7 +467,7 @@ TEST(Judge, Bf16HasNoAbsoluteRuleAndLooserKl) {
 }
 
 TEST(Judge, NonFiniteMismatchIsAnErrorAndEdgeCasesAreNamed) {
-  const DTypeThresholds& th = default_thresholds().for_dtype(DType::kF32);
+  const DTypeThresholds th = default_thresholds().for_dtype(DType::kF32);  // a copy: the Thresholds is a temporary
   PairMetrics m = metrics(1.0, 0.0);
   m.nonfinite_agree = false;
   m.nonfinite_mismatch = 3;
