@@ -45,9 +45,12 @@ TEST(Analysis, SourceRanksFirstEvenWhenTheFirstFailureIsDownstream) {
   }
   // Downstream events only carry it.
   for (const EventError& e : a.events) {
-    if (e.name == "layers.0.attn/forward" || e.name == "layers.1/forward" || e.name == "head/forward")
+    if (e.name == "layers.0.attn/forward" || e.name == "layers.1/forward" || e.name == "head/forward") {
       EXPECT_EQ(e.role, EventRole::kCarrier) << e.name;
-    if (e.name == "layers.0/forward") EXPECT_EQ(e.explained_by, "layers.0.attn_norm/forward");
+    }
+    if (e.name == "layers.0/forward") {
+      EXPECT_EQ(e.explained_by, "layers.0.attn_norm/forward");
+    }
   }
 }
 
@@ -71,8 +74,12 @@ TEST(Analysis, AmbientBf16NoiseDoesNotHideTheInjectedNorm) {
   EXPECT_EQ(a.suspects[0].module, "layers.2.attn_norm");
   // Rows before the fault are noise-level in bf16 units.
   for (const CompareRow& row : s.result.rows) {
-    if (row.golden.module.rfind("layers.0", 0) == 0) EXPECT_NE(row.noise, NoiseClass::kStructural) << row.golden.name;
-    if (row.golden.name == "layers.2.attn_norm/forward/output/0") EXPECT_EQ(row.noise, NoiseClass::kStructural);
+    if (row.golden.module.rfind("layers.0", 0) == 0) {
+      EXPECT_NE(row.noise, NoiseClass::kStructural) << row.golden.name;
+    }
+    if (row.golden.name == "layers.2.attn_norm/forward/output/0") {
+      EXPECT_EQ(row.noise, NoiseClass::kStructural);
+    }
   }
   EXPECT_EQ(a.suspects.size(), 1u) << a.suspects.back().name;
 }

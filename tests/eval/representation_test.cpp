@@ -164,7 +164,7 @@ TEST(LogitsFile, IgnoreIndexMaskedLogitsAndBadLabels) {
   std::vector<int64_t> labels = {2, -100, 1};
   fs::path p = temp_file("m.plg");
   {
-    auto w = LogitsWriter::open(p, {.top_k = 2, .tail_bits = 16, .step = 3});
+    auto w = LogitsWriter::open(p, {.top_k = 2, .tail_bits = 16, .step = 3, .source_dtype = ""});
     ASSERT_TRUE(w.ok());
     EXPECT_EQ(*(*w)->append(x.data(), 3, V, labels.data()), 2);
     std::vector<int64_t> bad = {7};
