@@ -7,20 +7,15 @@
 #include <nlohmann/json.hpp>
 
 #include "parity/dump.h"
+#include "raise_status.h"
 
 namespace py = pybind11;
 using namespace parity;
 
 namespace {
 
-[[noreturn]] void raise(const Status& st) {
-  if (st.code() == StatusCode::kNotFound) throw py::value_error(st.message());  // FileNotFoundError below
-  if (st.code() == StatusCode::kIOError) throw std::runtime_error(st.message());
-  throw py::value_error(st.message());
-}
-void check(const Status& st) {
-  if (!st.ok()) raise(st);
-}
+using parity_py::check_status;
+using parity_py::raise_status;
 
 DType parse_dtype(const std::string& s) {
   auto d = dtype_from_name(s);
@@ -56,7 +51,7 @@ class PyWriter {
     o.queue_bytes = queue_bytes;
     o.shard_bytes = shard_bytes;
     auto w = dump::DumpWriter::create(run_dir, o);
-    check(w.status());
+    check_status(w.status());
     w_ = std::move(w).value();
   }
 
@@ -102,14 +97,14 @@ class PyWriter {
       }
       st = w_->append_event(m, std::move(buf));
     }
-    check(st);
+    check_status(st);
     py::dict out = stats_dict(*m.stats);
     if (m.crc32c) out["crc32c"] = *m.crc32c;
     return out;
   }
 
-  void append_scalars(int64_t step, const std::string& json) { alive(); check(w_->append_scalars(step, json)); }
-  void write_fingerprint(const std::string& json) { alive(); check(w_->write_fingerprint(json)); }
+  void append_scalars(int64_t step, const std::string& json) { alive(); check_status(w_->append_scalars(step, json)); }
+  void write_fingerprint(const std::string& json) { alive(); check_status(w_->write_fingerprint(json)); }
   void flush() {
     alive();
     Status st;
@@ -117,7 +112,7 @@ class PyWriter {
       py::gil_scoped_release nogil;
       st = w_->flush();
     }
-    check(st);
+    check_status(st);
   }
   void close() {
     if (!w_) return;
@@ -126,7 +121,7 @@ class PyWriter {
       py::gil_scoped_release nogil;
       st = w_->close();
     }
-    check(st);
+    check_status(st);
   }
   py::dict counters() const {
     alive();
@@ -153,13 +148,7 @@ class PyReader {
       py::gil_scoped_release nogil;
       r = dump::RunReader::open(path);
     }
-    if (!r.ok()) {
-      if (r.status().code() == StatusCode::kNotFound) {
-        PyErr_SetString(PyExc_FileNotFoundError, r.status().message().c_str());
-        throw py::error_already_set();
-      }
-      raise(r.status());
-    }
+    if (!r.ok()) raise_status(r.status());
     r_ = std::move(r).value();
   }
 

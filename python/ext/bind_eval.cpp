@@ -7,16 +7,14 @@
 #include <stdexcept>
 
 #include "parity/eval.h"
+#include "raise_status.h"
 
 namespace py = pybind11;
 using namespace parity;
 
 namespace {
 
-[[noreturn]] void raise(const Status& st) {
-  if (st.code() == StatusCode::kIOError || st.code() == StatusCode::kNotFound) throw std::runtime_error(st.message());
-  throw std::invalid_argument(st.message());
-}
+using parity_py::raise_status;
 
 class PyLogitsWriter {
  public:
@@ -27,7 +25,7 @@ class PyLogitsWriter {
     o.step = step;
     o.source_dtype = source_dtype;
     auto w = eval::LogitsWriter::open(path, o);
-    if (!w.ok()) raise(w.status());
+    if (!w.ok()) raise_status(w.status());
     w_ = std::move(*w);
   }
   int64_t append(py::array_t<float, py::array::c_style | py::array::forcecast> logits,
@@ -41,14 +39,14 @@ class PyLogitsWriter {
       py::gil_scoped_release release;
       n = w_->append(logits.data(), logits.shape(0), logits.shape(1), labels.data(), ignore_index);
     }
-    if (!n.ok()) raise(n.status());
+    if (!n.ok()) raise_status(n.status());
     return *n;
   }
   void close() {
     if (!w_) return;
     Status st = w_->close();
     w_.reset();
-    if (!st.ok()) raise(st);
+    if (!st.ok()) raise_status(st);
   }
 
  private:
@@ -58,9 +56,9 @@ class PyLogitsWriter {
 std::string compare_ppl_json(const std::string& golden, const std::string& target, const std::string& labels,
                              int rank, std::string kld_dtype) {
   auto g = eval::open_token_source(golden, rank, labels);
-  if (!g.ok()) raise(g.status());
+  if (!g.ok()) raise_status(g.status());
   auto t = eval::open_token_source(target, rank, labels);
-  if (!t.ok()) raise(t.status());
+  if (!t.ok()) raise_status(t.status());
   eval::PplOptions o;
   if (kld_dtype.empty()) kld_dtype = (*t)->source_dtype().empty() ? "bf16" : (*t)->source_dtype();
   o.thresholds = eval::default_ppl_thresholds(kld_dtype);
@@ -69,7 +67,7 @@ std::string compare_ppl_json(const std::string& golden, const std::string& targe
     py::gil_scoped_release release;
     r = eval::compare_ppl(**g, **t, o);
   }
-  if (!r.ok()) raise(r.status());
+  if (!r.ok()) raise_status(r.status());
   return eval::ppl_json(*r);
 }
 

@@ -11,6 +11,7 @@
 #include "parity/dtype.h"
 #include "metrics/block_kernel.h"
 #include "parity/metrics.h"
+#include "raise_status.h"
 
 namespace py = pybind11;
 
@@ -124,7 +125,7 @@ py::dict compare_arrays(py::array golden, py::array target, bool kl, std::option
     py::gil_scoped_release release;
     r = parity::compare_tensors(g, t, options);
   }
-  if (!r.ok()) throw py::value_error(r.status().message());
+  if (!r.ok()) parity_py::raise_status(r.status());
   return metrics_dict(*r);
 }
 
