@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "parity/csv_cell.h"
 #include "parity/json_number.h"
 
 #include "parity/curves.h"
@@ -18,18 +19,7 @@ namespace {
 using json = nlohmann::ordered_json;
 
 
-json problems_json(const std::vector<Status>& problems) {
-  json a = json::array();
-  for (const auto& p : problems) a.push_back(p.message());
-  return a;
-}
 
-// CSV number: shortest round-trip form; empty for "not present".
-std::string csv_num(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return fmt::format("{}", v);
-}
 
 }  // namespace
 
@@ -51,7 +41,7 @@ std::string curve_comparison_json(const CurveComparison& c, int indent) {
   j["verdict"] = verdict_name(c.verdict);
   j["only_golden"] = c.only_golden;
   j["only_target"] = c.only_target;
-  j["problems"] = problems_json(c.problems);
+  j["problems"] = json_problems<json>(c.problems);
   json metrics = json::array();
   for (const MetricComparison& m : c.metrics) {
     json o;
@@ -122,11 +112,11 @@ std::string curve_comparison_csv(const CurveComparison& c) {
       if (!std::isfinite(p.target)) flags.push_back("nonfinite_target");
       if (p.rel_dev > m.tolerance.rel_tol) flags.push_back("above_tol");
       if (m.divergence_step && p.step >= *m.divergence_step) flags.push_back("diverged");
-      out << fmt::format("{},{},{},{},{},{},{}\n", m.metric, p.step, csv_num(p.golden), csv_num(p.target),
-                         csv_num(p.abs_diff), csv_num(p.rel_dev), fmt::join(flags, ";"));
+      out << fmt::format("{},{},{},{},{},{},{}\n", csv_escape(m.metric), p.step, csv_number(p.golden), csv_number(p.target),
+                         csv_number(p.abs_diff), csv_number(p.rel_dev), fmt::join(flags, ";"));
     }
-    for (int64_t s : m.missing_in_golden) out << fmt::format("{},{},,,,,missing_golden\n", m.metric, s);
-    for (int64_t s : m.missing_in_target) out << fmt::format("{},{},,,,,missing_target\n", m.metric, s);
+    for (int64_t s : m.missing_in_golden) out << fmt::format("{},{},,,,,missing_golden\n", csv_escape(m.metric), s);
+    for (int64_t s : m.missing_in_target) out << fmt::format("{},{},,,,,missing_target\n", csv_escape(m.metric), s);
   }
   return out.str();
 }
@@ -139,7 +129,7 @@ std::string rank_comparison_json(const RankComparison& c, int indent) {
   j["run"] = {{"path", c.path}, {"format", c.format}, {"ranks", std::vector<int>(ranks.begin(), ranks.end())}};
   j["verdict"] = verdict_name(c.verdict);
   j["code"] = c.rank_inconsistent ? json("RANK_INCONSISTENT") : json(nullptr);
-  j["problems"] = problems_json(c.problems);
+  j["problems"] = json_problems<json>(c.problems);
   json metrics = json::array();
   for (const RankMetricResult& m : c.metrics) {
     json o;
@@ -169,7 +159,7 @@ std::string rank_comparison_csv(const RankComparison& c) {
   out << "metric,rank,from_step,steps,max_rel_dev,max_rel_dev_step\n";
   for (const auto& m : c.metrics)
     for (const auto& d : m.inconsistent)
-      out << fmt::format("{},{},{},{},{},{}\n", m.metric, d.rank, d.from_step, d.steps, csv_num(d.max_rel_dev),
+      out << fmt::format("{},{},{},{},{},{}\n", csv_escape(m.metric), d.rank, d.from_step, d.steps, csv_number(d.max_rel_dev),
                          d.max_rel_dev_step);
   return out.str();
 }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "parity/csv_cell.h"
 #include "parity/json_number.h"
 
 #include "parity/eval.h"
@@ -17,11 +18,6 @@ namespace {
 using json = nlohmann::ordered_json;
 
 
-std::string csv_num(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  return fmt::format("{}", v);
-}
 
 json vu(const ValueUnc& v) { return {{"value", json_number<json>(v.value)}, {"unc", json_number<json>(v.unc)}}; }
 
@@ -43,11 +39,6 @@ json pct(const Percentiles& p, bool quartiles) {
   return j;
 }
 
-json problems_json(const std::vector<Status>& problems) {
-  json a = json::array();
-  for (const auto& p : problems) a.push_back(p.message());
-  return a;
-}
 
 json paired_json(const PairedAccuracy& a) {
   json j;
@@ -102,7 +93,7 @@ std::string ppl_json(const PplResult& r, int indent) {
   j["checks"] = checks;
   j["verdict"] = verdict_name(r.verdict);
   j["notes"] = r.notes;
-  j["problems"] = problems_json(r.problems);
+  j["problems"] = json_problems<json>(r.problems);
   return j.dump(indent);
 }
 
@@ -112,8 +103,8 @@ std::string ppl_tokens_csv(const PplResult& r) {
   out << "token,nll_golden,nll_target,kld,kld_bound,delta_p,same_top\n";
   for (size_t i = 0; i < r.per_token.size(); ++i) {
     const TokenComparison& t = r.per_token[i];
-    out << fmt::format("{},{},{},{},{},{},{}\n", i, csv_num(t.nll_golden), csv_num(t.nll_target), csv_num(t.kld),
-                       csv_num(t.kld_bound), csv_num(t.delta_p), t.same_top ? 1 : 0);
+    out << fmt::format("{},{},{},{},{},{},{}\n", i, csv_number(t.nll_golden), csv_number(t.nll_target), csv_number(t.kld),
+                       csv_number(t.kld_bound), csv_number(t.delta_p), t.same_top ? 1 : 0);
   }
   return out.str();
 }
@@ -131,7 +122,7 @@ std::string mc_json(const McResult& r, int indent) {
   for (const auto& s : r.subjects) subjects.push_back(paired_json(s));
   j["subjects"] = subjects;
   j["unmatched"] = r.unmatched;
-  j["problems"] = problems_json(r.problems);
+  j["problems"] = json_problems<json>(r.problems);
   return j.dump(indent);
 }
 
@@ -140,9 +131,9 @@ std::string mc_csv(const McResult& r) {
   out << "# schema: parity.eval.mc.csv/1\n";
   out << "group,questions,golden_acc,target_acc,diff,mcnemar_p,ci_low,ci_high,verdict\n";
   auto row = [&](const PairedAccuracy& a, const std::string& name) {
-    out << fmt::format("{},{},{},{},{},{},{},{},{}\n", name, a.questions, csv_num(a.golden_acc), csv_num(a.target_acc),
-                       csv_num(a.diff), csv_num(a.mcnemar.p_value), csv_num(a.bootstrap.low),
-                       csv_num(a.bootstrap.high), verdict_name(a.verdict));
+    out << fmt::format("{},{},{},{},{},{},{},{},{}\n", csv_escape(name), a.questions, csv_number(a.golden_acc), csv_number(a.target_acc),
+                       csv_number(a.diff), csv_number(a.mcnemar.p_value), csv_number(a.bootstrap.low),
+                       csv_number(a.bootstrap.high), verdict_name(a.verdict));
   };
   row(r.overall, "overall");
   for (const auto& s : r.subjects) row(s, s.group);
@@ -179,7 +170,7 @@ std::string lm_eval_json(const LmEvalResult& r, int indent) {
   j["metrics"] = metrics;
   j["only_a"] = r.only_a;
   j["only_b"] = r.only_b;
-  j["problems"] = problems_json(r.problems);
+  j["problems"] = json_problems<json>(r.problems);
   return j.dump(indent);
 }
 
@@ -188,11 +179,11 @@ std::string lm_eval_csv(const LmEvalResult& r) {
   out << "# schema: parity.eval.lmeval.csv/1\n";
   out << "task,metric,filter,a,b,diff,z,p_value,paired_p,ci_low,ci_high,verdict\n";
   for (const auto& m : r.metrics)
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", m.task, m.metric, m.filter, csv_num(m.a), csv_num(m.b),
-                       csv_num(m.diff), csv_num(m.z), csv_num(m.p_value),
-                       m.paired ? csv_num(m.paired->mcnemar.p_value) : "",
-                       m.paired ? csv_num(m.paired->bootstrap.low) : "",
-                       m.paired ? csv_num(m.paired->bootstrap.high) : "", verdict_name(m.verdict));
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_escape(m.task), csv_escape(m.metric), csv_escape(m.filter), csv_number(m.a), csv_number(m.b),
+                       csv_number(m.diff), csv_number(m.z), csv_number(m.p_value),
+                       m.paired ? csv_number(m.paired->mcnemar.p_value) : "",
+                       m.paired ? csv_number(m.paired->bootstrap.low) : "",
+                       m.paired ? csv_number(m.paired->bootstrap.high) : "", verdict_name(m.verdict));
   return out.str();
 }
 

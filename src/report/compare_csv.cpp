@@ -1,34 +1,20 @@
 // parity.compare.csv/1: one line per compared pair, for spreadsheets and pandas.
-// RFC 4180 quoting; numbers with 17 significant digits (round-trip exact); non-finite as nan/inf/-inf
+// Cells spelled as parity/csv_cell.h says: RFC 4180 quoting; numbers in the shortest round-trip form;
+// non-finite as nan/inf/-inf
 // (what pandas.read_csv and numpy parse); a cell that does not apply to the row's mode is empty.
 #include <cerrno>
 #include <cinttypes>
 #include <cmath>
 #include <cstring>
 
+#include "parity/csv_cell.h"
 #include "report/compare_report.h"
 
 namespace parity::report {
 
 namespace {
 
-std::string csv_escape(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
-std::string num(double v) {
-  if (std::isnan(v)) return "nan";
-  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
+std::string num(double v) { return csv_number(v); }
 
 std::string num(int64_t v) { return std::to_string(v); }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "parity/csv_cell.h"
 #include "parity/curves.h"
 
 using namespace parity::curves;
@@ -166,6 +167,23 @@ TEST(CurveAnalysis, JsonAndCsvSchema) {
   std::string text = curve_comparison_text(*c, 100, false, nullptr);
   EXPECT_NE(text.find("FAIL"), std::string::npos);
   EXPECT_NE(text.find("×"), std::string::npos) << "the NaN cell in the sparkline";
+}
+
+// A metric name holding a comma or a quote (regex-named series can) stays one CSV cell; numbers are
+// spelled in their shortest round-trip form.
+TEST(CurveAnalysis, CsvQuotesNamesAndRoundTripsNumbers) {
+  Series g = loss_curve(4), t = g;
+  g.metric = t.metric = "loss, \"scaled\"";
+  t.values[1] = 0.1;
+  auto c = compare_curves(run_of({g}, "g"), run_of({t}, "t"));
+  ASSERT_TRUE(c.ok());
+  const std::string csv = curve_comparison_csv(*c);
+  EXPECT_NE(csv.find("\n\"loss, \"\"scaled\"\"\",1,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0.1,"), std::string::npos) << csv;
+  EXPECT_EQ(parity::csv_number(0.1), "0.1");
+  EXPECT_EQ(std::stod(parity::csv_number(1.0 / 3)), 1.0 / 3);
+  EXPECT_EQ(parity::csv_number(-INFINITY), "-inf");
+  EXPECT_EQ(parity::csv_escape("plain"), "plain");
 }
 
 TEST(CurveAnalysis, Sparkline) {

@@ -1,0 +1,30 @@
+// parity/csv_cell.h — how every CSV output of parity spells a cell (compare, curve, ranks, eval).
+// Numbers in the shortest form that reads back to the same double (round-trip exact); non-finite as
+// nan / inf / -inf, which pandas.read_csv and numpy parse; text quoted as RFC 4180 says when it holds
+// a comma, a quote or a line break.
+#pragma once
+
+#include <cmath>
+#include <string>
+
+#include "fmt/format.h"
+
+namespace parity {
+
+inline std::string csv_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{}", v);
+}
+
+inline std::string csv_escape(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace parity
