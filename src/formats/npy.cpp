@@ -203,13 +203,7 @@ Status list_npy(const MappedFile& file, std::vector<TensorEntry>& entries, std::
                            shape_to_string(h->shape) + " " + dtype_name(h->dtype) + "), file has " +
                            std::to_string(present));
   }
-  TensorEntry e;
-  e.what = name;
-  e.dtype = h->dtype;
-  e.shape = h->shape;
-  e.strides = h->strides();
-  e.byteswapped = h->byteswapped;
-  e.numel = h->numel;
+  TensorEntry e = npy_entry(*h, name);
   e.offset = h->data_offset;
   e.size = h->data_bytes;
   entries.push_back(std::move(e));
@@ -221,6 +215,17 @@ Result<std::unique_ptr<RecordSource>> open_npy(const std::filesystem::path& p) {
 }
 
 }  // namespace
+
+TensorEntry npy_entry(const NpyHeader& h, const std::string& what) {
+  TensorEntry e;
+  e.what = what;
+  e.dtype = h.dtype;
+  e.shape = h.shape;
+  e.strides = h.strides();
+  e.byteswapped = h.byteswapped;
+  e.numel = h.numel;
+  return e;
+}
 
 std::vector<int64_t> NpyHeader::strides() const {
   if (!fortran_order || shape.size() < 2) return {};

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "formats/mapped_file.h"
+#include "formats/tensor_file_source.h"
 #include "parity/source.h"
 #include "parity/tensor.h"
 
@@ -33,6 +34,10 @@ Result<uint64_t> npy_header_end(ByteRange bytes);
 // Parses and validates the header at the start of `bytes`. Does not check that the data is present;
 // callers compare data_offset + data_bytes with what they have. Messages do not name the file.
 Result<NpyHeader> parse_npy_header(ByteRange bytes);
+
+// The listing entry of an .npy stream: what, dtype, shape, strides, byte order and element count from
+// its header (storage, offset and size are the caller's: a plain file and a zip member differ there).
+TensorEntry npy_entry(const NpyHeader& h, const std::string& what);
 
 // The "npy" FormatSpec (registry.cpp).
 const FormatSpec& npy_format_spec();

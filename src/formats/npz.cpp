@@ -75,15 +75,9 @@ Status list_npz(const MappedFile& file, std::vector<TensorEntry>& entries, std::
                               std::to_string(present)));
       continue;
     }
-    TensorEntry e;
+    TensorEntry e = npy_entry(*h, what);
     e.key = m.name;
     if (has_extension(e.key, ".npy")) e.key.resize(e.key.size() - 4);
-    e.what = what;
-    e.dtype = h->dtype;
-    e.shape = h->shape;
-    e.strides = h->strides();
-    e.byteswapped = h->byteswapped;
-    e.numel = h->numel;
     if (m.method == 0) {
       e.storage = TensorEntry::Storage::kInPlace;
       e.offset = m.data_offset + h->data_offset;
