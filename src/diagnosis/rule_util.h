@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,13 @@ std::string row_summary(const CompareRow& row);
 // The event of an analysis suspect.
 inline const EventError& event_of(const DiagnosisContext& ctx, const Suspect& s) {
   return ctx.analysis->events[s.event];
+}
+
+// Evidence line "<worst output row>: <row_summary>" for an event, when it has an output row.
+inline void add_worst_output_row(const DiagnosisContext& ctx, const EventError& e, std::vector<std::string>& evidence) {
+  if (e.worst_output_row == SIZE_MAX) return;
+  const CompareRow& row = ctx.result->rows[e.worst_output_row];
+  evidence.push_back(fmt::format("{}: {}", row.golden.name, row_summary(row)));
 }
 
 // The first forward source suspect that is not explained by a contained event, or null.

@@ -39,9 +39,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     d.evidence.push_back(fmt::format("{} ({}) turns inputs at {} into output at {} (×{:.3g}); {}", e.name,
                                      e.op.empty() ? e.module : e.op, units(e.input_ratio), units(e.output_ratio),
                                      e.amplification, dtypes_of(ctx, e)));
-    if (e.worst_output_row != SIZE_MAX)
-      d.evidence.push_back(fmt::format("{}: {}", ctx.result->rows[e.worst_output_row].golden.name,
-                                       row_summary(ctx.result->rows[e.worst_output_row])));
+    add_worst_output_row(ctx, e, d.evidence);
     if (e.statistics_only) d.evidence.push_back("measured on statistics only: weaker evidence");
     d.advice =
         "Compute this op in fp32 and cast the result back (seed 004 §3.1):\n"

@@ -24,9 +24,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     d.evidence.push_back(fmt::format("{} ({}) is a random op: inputs {}, output {} (×{:.3g})", e.name,
                                      e.op.empty() ? e.module : e.op, units(e.input_ratio), units(e.output_ratio),
                                      e.amplification));
-    if (e.worst_output_row != SIZE_MAX)
-      d.evidence.push_back(fmt::format("{}: {}", ctx.result->rows[e.worst_output_row].golden.name,
-                                       row_summary(ctx.result->rows[e.worst_output_row])));
+    add_worst_output_row(ctx, e, d.evidence);
     d.advice =
         "Seed every generator identically on both sides before the step (parity.seed_all), or put the model "
         "in eval() / set dropout p=0 for the comparison; a random op only compares once its random stream is "
