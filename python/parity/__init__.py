@@ -18,7 +18,6 @@ from ._core import core_version as __version__  # noqa: F401
 from .load import Run, RunRecord, load  # noqa: F401
 from .logits import log_choices, log_logits  # noqa: F401  (eval layer, docs/eval.md)
 from .seed import seed_all  # noqa: F401
-from .logits import log_choices, log_logits  # noqa: F401  (eval layer, docs/eval.md)
 
 
 def capture(model, run_dir, **options):

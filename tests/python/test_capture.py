@@ -2,7 +2,6 @@
 modules, parameters and grads, hooks removed, bit-identical training with and without capture, no
 overwrite, scalars and the fingerprint."""
 import dataclasses
-import json
 import os
 
 import numpy as np

@@ -6,7 +6,6 @@ import json
 import os
 import struct
 import subprocess
-import zipfile
 
 import numpy as np
 import pytest

@@ -18,7 +18,6 @@ def run_cli(*args):
 
 
 def train_run(run_dir, dtype, rank=0, on_step=None, steps=STEPS):
-    import torch
     from parity.examples import SyntheticCorpus, build_model, train
 
     corpus = SyntheticCorpus(vocab_size=64, n_tokens=1 << 13)
