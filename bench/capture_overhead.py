@@ -1,8 +1,9 @@
 """Capture overhead (issue 3 §6): median training-step time of the Llama-style example model with no
 capture, and with capture at module / op / mix level in statistics mode, and module level in tensor
 mode writing to local disk, measured in interleaved rounds (one step of each configuration per round)
-and reported as the median over rounds of the ratio to the uninstrumented step of the same round. Also times the statistics of one activation-sized tensor with the C++
-fused kernel (what capture uses on CPU) against the torch reductions it replaces.
+and reported as the median over rounds of the ratio to the uninstrumented step of the same round.
+Also times the statistics of one activation-sized tensor with the C++ fused kernel (what capture uses
+on CPU) against the torch reductions it replaces.
 
 usage: capture_overhead.py [--size bench] [--batch 4] [--seq 512] [--steps 5] [--dir DIR]
 """
@@ -64,7 +65,7 @@ def interleaved_times(model, corpus, args, configs, base):
 
 def plain_write(path, nbytes, block=8 << 20):
     """Seconds to write nbytes sequentially in 8 MiB blocks to a new file on the same disk, as the
-    capture writer does (buffered, no fsync): the floor for a tensor-mode step's extra time."""
+    capture writer does (buffered, no fsync): a tensor-mode step cannot end sooner than this."""
     buf = os.urandom(block)
     t0 = time.perf_counter()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -111,7 +112,7 @@ def main():
     ap.add_argument("--size", default="bench")
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--seq", type=int, default=512)
-    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=5, help="rounds counted, after one warm-up round")
     ap.add_argument("--dir", default=None, help="where tensor-mode runs are written (default: a temp dir)")
     ap.add_argument("--configs", default="none,module,op,mix,module-tensor")
     args = ap.parse_args()
