@@ -116,16 +116,6 @@ def main():
     ap.add_argument("--dir", default=None, help="where tensor-mode runs are written (default: a temp dir)")
     ap.add_argument("--configs", default="none,module,op,mix,module-tensor")
     args = ap.parse_args()
-    base = args.dir or tempfile.mkdtemp(prefix="parity_bench_")
-    os.makedirs(base, exist_ok=True)
-    model = build_model("llama", args.size, max_seq_len=max(args.seq, 128))
-    n_params = sum(p.numel() for p in model.parameters())
-    corpus = SyntheticCorpus(model.config.vocab_size, 1 << 16)
-    print("capture overhead: Llama-style {} ({:.1f} M parameters), batch {} x seq {} = {} tokens/step, "
-          "{} torch threads, {} interleaved rounds".format(args.size, n_params / 1e6, args.batch, args.seq,
-                                                        args.batch * args.seq, torch.get_num_threads(), args.steps))
-    print("statistics of a 1 Mi-element f32 tensor (median ms): " + "; ".join(
-        "{} {:.2f}".format(k, v) for k, v in stats_kernel().items()))
     known = {
         "none": None,
         "module": dict(level="module", mode="statistics"),
@@ -136,6 +126,18 @@ def main():
     names = args.configs.split(",")
     if names[0] != "none" or any(n not in known for n in names):
         ap.error("--configs: a comma-separated list starting with none, from: " + ", ".join(known))
+    if args.steps < 1:
+        ap.error("--steps: at least 1 round")
+    base = args.dir or tempfile.mkdtemp(prefix="parity_bench_")
+    os.makedirs(base, exist_ok=True)
+    model = build_model("llama", args.size, max_seq_len=max(args.seq, 128))
+    n_params = sum(p.numel() for p in model.parameters())
+    corpus = SyntheticCorpus(model.config.vocab_size, 1 << 16)
+    print("capture overhead: Llama-style {} ({:.1f} M parameters), batch {} x seq {} = {} tokens/step, "
+          "{} torch threads, {} interleaved rounds".format(args.size, n_params / 1e6, args.batch, args.seq,
+                                                        args.batch * args.seq, torch.get_num_threads(), args.steps))
+    print("statistics of a 1 Mi-element f32 tensor (median ms): " + "; ".join(
+        "{} {:.2f}".format(k, v) for k, v in stats_kernel().items()))
     times, written = interleaved_times(model, corpus, args, {n: known[n] for n in names}, base)
     for name in names:
         med = statistics.median(times[name])
