@@ -41,8 +41,9 @@ bool crc32c_uses_hardware();
 // result depends neither on `threads` nor on the CPU (identical reruns give identical statistics).
 // `threads` > 1 splits the chunks over OpenMP threads. Capture uses 1: between a framework's ops the
 // other cores are held by its BLAS / OpenMP pools spinning for their next task, and a second thread
-// there waits for a time slice (measured: 5 ms instead of 0.3 ms for 1 Mi fp32 elements, see
-// docs/benchmarks.md "Capture overhead"), while one thread already streams at ~0.5 ns per element.
+// there often waits for a time slice (one module-level training step: 0.68 s of statistics on two
+// threads, 0.20 s on one; docs/benchmarks.md "Capture overhead"), while one thread streams at ~0.5 ns
+// per element.
 TensorStats fused_stats(DType dtype, const void* data, int64_t numel, int threads = 1);
 
 // ---- frames: the unit of every append-only file --------------------------------------------------
