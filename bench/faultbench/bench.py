@@ -9,8 +9,9 @@ booleans:
   "warn" is not caught.
 - ``location``: fault -> the top suspect (``suspects[0]``) names the injected module or something inside
   it (its ``module`` equals the location or starts with ``location + "."``; ``<root>`` for changed
-  inputs), and is on the injected rank where one is declared; ``None`` (n/a, not counted) for faults
-  without a module (loss scale, optimizer settings). Benign -> no suspect claims structural error: none
+  inputs), and is on the injected rank / in the injected step where declared (``location_rank``,
+  ``location_step``: the optimizer scenarios have no module but must point at step 1); ``None`` (n/a,
+  not counted) for faults with neither (the loss scale acts on every gradient). Benign -> no suspect claims structural error: none
   with a ratio (output ratio for sources, input / parameter ratio for inputs / parameters suspects)
   above the noise model's structural bound 32 u (docs/judgement.md). Elevated suspects (4-32 u) are
   tolerated: accumulated rounding legitimately reaches there.
@@ -69,14 +70,15 @@ def score(sc, res, exit_code):
         out["code"] = set(codes) <= ok_codes
     else:
         out["verdict"] = exit_code == 1 and summary.get("verdict") in ("fail", "error")
-        if sc.location is None:
+        if sc.location is None and sc.location_step is None:
             out["location"] = None
         elif not suspects:
             out["location"] = False
         else:
             top = suspects[0]
-            out["location"] = in_location(top.get("module", ""), sc.location) and (
-                sc.location_rank is None or top.get("rank") == sc.location_rank)
+            out["location"] = ((sc.location is None or in_location(top.get("module", ""), sc.location))
+                               and (sc.location_rank is None or top.get("rank") == sc.location_rank)
+                               and (sc.location_step is None or top.get("step") == sc.location_step))
         out["code"] = any(c in codes for c in sc.expected)
     out["no_false"] = set(strong) <= ok_codes
     return out
@@ -97,8 +99,9 @@ def run_scenario(sc, workdir, binary=None, keep=True):
         shutil.rmtree(d)
     d.mkdir(parents=True)
     r = {"name": sc.name, "family": sc.family, "kind": sc.kind, "mode": sc.mode, "location": sc.location,
-         "location_rank": sc.location_rank, "expected": list(sc.expected), "allowed": sorted(sc.acceptable() - set(sc.expected)),
-         "fast": sc.fast, "dir": str(d), "error": None}
+         "location_rank": sc.location_rank, "location_step": sc.location_step, "expected": list(sc.expected),
+         "allowed": sorted(sc.acceptable() - set(sc.expected)), "fast": sc.fast, "why": sc.why, "dir": str(d),
+         "error": None}
     t0 = time.perf_counter()
     try:
         sc.build(d)
@@ -175,7 +178,10 @@ def top_text(r):
 def codes_text(r):
     if r.get("error"):
         return "ERROR"
-    return " ".join("{}({})".format(c["code"], c["strength"]) for c in r.get("codes", [])) or "-"
+    grouped = {}  # code -> strengths, in order of first appearance (a rule may fire on several events)
+    for c in r.get("codes", []):
+        grouped.setdefault(c["code"], []).append(str(c["strength"]))
+    return " ".join("{}({})".format(k, ",".join(v)) for k, v in grouped.items()) or "-"
 
 
 COLUMNS = ("scenario", "family", "kind", "verdict", "location", "code", "no false", "exit", "top suspect", "codes")

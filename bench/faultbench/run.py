@@ -44,8 +44,13 @@ def main(argv=None):
 
     if a.list:
         for s in SCENARIOS:
-            print("{:36s} {:8s} {:7s} {:10s} {}{}".format(s.name, s.family, s.kind, s.mode,
-                                                         ",".join(s.expected), "  [fast]" if s.fast else ""))
+            loc = s.location or ("step {}".format(s.location_step) if s.location_step is not None else "-")
+            if s.location_rank is not None:
+                loc += " (rank {})".format(s.location_rank)
+            print("{:36s} {:8s} {:7s} {:10s} {:22s} expected {}{}{}".format(
+                s.name, s.family, s.kind, s.mode, loc, "|".join(s.expected),
+                "; allowed " + ",".join(sorted(s.acceptable() - set(s.expected))) if s.acceptable() - set(s.expected) else "",
+                "  [fast]" if s.fast else ""))
         return 0
     names = [s.name for s in SCENARIOS]
     if a.only:
