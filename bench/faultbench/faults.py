@@ -193,12 +193,16 @@ def layernorm_fp16_no_upcast(ln):
 
 
 def flush_to_zero_input(mod, threshold=FP16_MIN_NORMAL):
-    """An FTZ kernel: inputs below fp16's smallest normal (2^-14) flushed to zero before the op
-    (tests/python/test_fault_injection.py norm_flush_to_zero)."""
+    """An FTZ/DAZ kernel: inputs below fp16's smallest normal (2^-14) flushed to zero before the op
+    (tests/python/test_fault_injection.py norm_flush_to_zero). The flush passes gradients straight
+    through, as a real kernel's backward (evaluated at the flushed values) does."""
     inner = mod.forward
 
+    def flush(x):
+        return torch.where(x.abs() < threshold, torch.zeros_like(x), x)
+
     def forward(x, *a, **k):
-        return inner(torch.where(x.abs() < threshold, torch.zeros_like(x), x), *a, **k)
+        return inner(_StraightThrough.apply(x, flush), *a, **k)
     mod.forward = forward
 
 
@@ -228,11 +232,16 @@ def reordered_linear(lin, seed=7):
     lin.forward = forward
 
 
+def _tf32(x):
+    return round_mantissa(x, 10)
+
+
 def tf32_linear(lin):
-    """The Linear with TF32 inputs (10 mantissa bits, as a GPU with TF32 matmuls enabled) and fp32
-    accumulation."""
+    """The Linear with TF32 operands (10 mantissa bits, as a GPU with TF32 matmuls enabled) and fp32
+    accumulation; the rounding passes gradients straight through (the backward matmuls then use the
+    rounded operands, as TF32 backward kernels do)."""
     def forward(x):
-        return F.linear(round_mantissa(x, 10), round_mantissa(lin.weight, 10), lin.bias)
+        return F.linear(_StraightThrough.apply(x, _tf32), _StraightThrough.apply(lin.weight, _tf32), lin.bias)
     lin.forward = forward
 
 

@@ -360,13 +360,13 @@ def _(d):
 @scenario(name="llama_norm_ftz", family="llama", kind="fault", location="layers.0.attn_norm",
           expected=("FLUSH_TO_ZERO",))
 def _(d):
-    """Embeddings scaled by 1e-3 (activations ~2e-5, below fp16's smallest normal 2^-14 = 6.1e-5); the
-    target's layers.0.attn_norm is an FTZ kernel: inputs below 2^-14 become 0 before the normalisation,
-    which then scales the survivors up. The golden keeps them."""
+    """Embeddings scaled by 1e-2 (activations ~2e-4, a quarter of them below fp16's smallest normal
+    2^-14 = 6.1e-5); the target's layers.0.attn_norm is an FTZ/DAZ kernel: inputs below 2^-14 become 0
+    before the normalisation. The golden keeps them."""
     def make():
         m = build("llama")
         with torch.no_grad():
-            m.embed.weight.mul_(1e-3)
+            m.embed.weight.mul_(1e-2)
         return m
     pair(d, "llama", make, target=lambda m: fx.flush_to_zero_input(mod(m, "layers.0.attn_norm")))
 
@@ -375,7 +375,8 @@ def _(d):
           expected=("FLUSH_TO_ZERO",))
 def _(d):
     """Images at 1e-4 scale: blocks.0.conv's outputs are ~5e-5, half of them below 2^-14; the target's
-    blocks.0.bn flushes those inputs to zero (an FTZ kernel) before normalising."""
+    blocks.0.bn flushes those inputs to zero (an FTZ/DAZ kernel) before normalising: the zeros are in
+    the batch norm's input, its output (x - mean) / std is not zero there."""
     pair(d, "cnn", lambda: build("cnn"), edit_batch=lambda x: 1e-4 * x,
          target=lambda m: fx.flush_to_zero_input(mod(m, "blocks.0.bn")))
 
