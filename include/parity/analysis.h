@@ -83,11 +83,17 @@ struct EventError {
   // Worst noise ratio over the event's rows of each role (NaN when the event has no row of that role).
   double input_ratio = kNaN, param_ratio = kNaN, output_ratio = kNaN;
   bool input_inferred = false;  // no input recorded: the previous event's output was used
-  // output_ratio / max(input_ratio, 1): how much error the event adds (inf when non-finite values are
+  // Output error that the first input's error explains after propagation through the op (first order,
+  // from the tensors; src/analysis/conditioning.h), in units of the output's expected rounding. NaN
+  // when not modelled: input_ratio is then used as it is.
+  double explained_ratio = kNaN;
+  // output_ratio / max(explained_ratio (else input_ratio), param_ratio, 1): how much error the event adds (inf when non-finite values are
   // born here; NaN when the output cannot be measured).
   double amplification = kNaN;
   EventRole role = EventRole::kClean;
   bool statistics_only = false;  // measured on statistics, not tensors: weaker evidence
+  bool aligned_only = false;     // every measured output row was paired by order alignment: weaker evidence
+  bool nonfinite_born = false;   // the target's outputs hold NaN/Inf that its inputs and the golden do not
   std::string explained_by;      // a contained event that creates the same error ("" = none)
   size_t worst_output_row = SIZE_MAX;
 };
@@ -105,7 +111,7 @@ struct Suspect {
   // log2(ratio) for differing inputs or parameters. +inf when NaN/Inf are born here.
   double score = 0;
   double input_ratio = kNaN, param_ratio = kNaN, output_ratio = kNaN;
-  bool weak_evidence = false;  // statistics-only
+  bool weak_evidence = false;  // statistics-only, or resting only on order-aligned pairs
   std::string why;             // one line: "output 412 u from inputs 1.3 u (×317)"
 };
 
@@ -121,12 +127,11 @@ struct Analysis {
 
 // Groups rows into events, computes local error and ranks suspects. Calls classify_rows when the rows
 // are not classified yet (all kUnknown).
-Analysis analyse(CompareResult& result, const AnalysisOptions& options = {});
+// With both sources, the input error of ops whose conditioning parity models (softmax, log-softmax,
+// norms, exp/log) is propagated through the op from the recorded tensors (EventError::explained_ratio).
+Analysis analyse(CompareResult& result, const AnalysisOptions& options = {}, const RecordSource* golden = nullptr,
+                 const RecordSource* target = nullptr);
 
-// After classify_rows: rows that only warned under the fixed thresholds and whose noise class is
-// `noise` become pass (reason keeps both). Fails, elevated and structural rows are untouched. Recounts
-// the summary. Returns how many rows changed (src/analysis/noise_verdict.cpp, docs/judgement.md).
-int64_t accept_rounding_noise(CompareResult& result);
 
 // ---- configuration differences -------------------------------------------------------------------------
 struct ConfigDifference {

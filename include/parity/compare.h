@@ -52,6 +52,7 @@ struct CompareRow {
   Record golden;               // metadata of each side (name, file, dtype, shape, module, step, ...)
   Record target;
   MatchKind match = MatchKind::kExact;
+  double match_confidence = 1.0;  // < 1 only for order-aligned pairs (matching/mapping.h PairMatch)
   CompareMode mode = CompareMode::kNone;
   bool shape_differs = false;  // same element count, different shape: compared flat, flagged
 
@@ -59,8 +60,12 @@ struct CompareRow {
   std::optional<StatsComparison> stats;   // mode == kStatistics
   std::optional<bool> checksum_equal;     // mode == kChecksum
 
+  // The fixed-threshold judgement (compare/judge.h) and the final verdict under the policy in effect
+  // (parity/verdict_policy.h is their only writer after measurement).
+  Verdict fixed_verdict = Verdict::kError;
+  std::string fixed_reason;
   Verdict verdict = Verdict::kError;
-  std::string reason;          // why this verdict ("cosine 0.9871 < 0.999", "shapes differ: ...")
+  std::string reason;          // why this verdict ("beyond rounding (410 u); fixed thresholds pass: ...")
 
   NoiseClass noise = NoiseClass::kUnknown;
   double noise_ratio = kNaN;   // observed relative error / expected rounding noise (docs/judgement.md)
@@ -92,6 +97,7 @@ struct CompareResult {
   std::vector<std::string> notes;            // what could not be compared and why (mode mismatches, ...)
   CompareSummary summary;
   Thresholds thresholds;                     // in effect
+  VerdictPolicy policy = VerdictPolicy::kFixedThresholds;  // run_compare's verdicts are the fixed ones
   std::optional<std::string> golden_fingerprint, target_fingerprint;  // environment JSON, when known
 };
 

@@ -70,9 +70,6 @@ Findings analyse_and_diagnose(CompareResult& result, const RecordSource* golden,
 // ---- outputs (docs/diagnosis.md) ------------------------------------------------------------------------
 inline constexpr const char* kOverflowSchema = "parity.overflow/1";
 
-// The analysis keys `parity compare --json` adds to its parity.compare/1 object: config_diff,
-// first_divergence, suspects, diagnosis, alignment, overflow, noise_summary.
-nlohmann::json findings_to_json(const Findings& f, const CompareResult& result);
 // One run's NaN/Inf report as a parity.overflow/1 object.
 nlohmann::json overflow_to_json(const OverflowReport& r);
 

@@ -160,6 +160,7 @@ class RunReader : public RecordSource {
   Result<TensorView> load(const Record& r) const override;
   const std::vector<Status>& problems() const override;
   std::optional<std::string> fingerprint_json() const override;  // rank 0's (the lowest rank's)
+  std::string op_arguments_json(const Record& r) const override { return args_json(r); }
 
   const std::vector<PartSummary>& parts() const;
   const std::vector<ScalarRecord>& scalars() const;

@@ -54,8 +54,8 @@ NoiseJudgement classify_noise(double observed, double u, int64_t reduction_lengt
 NoiseClass noise_class_of_ratio(double ratio, const NoiseParams& params = {});
 
 // Observed relative error of a compared row: rel_l2 for tensors (structural +inf when non-finite
-// values disagree), the largest relative difference of norm/max/min for statistics (mean is left out:
-// it cancels; a *lower bound* on the tensor error, weaker evidence), 0 or +inf for checksums.
+// values disagree); for statistics a proven *lower bound* of rel_l2, max(|Δnorm|, |Δmax|, |Δmin|,
+// √n·|Δmean|) / ‖golden‖ (docs/judgement.md "Statistics mode"); 0 for equal checksums.
 // NaN when the row has nothing to measure.
 double row_observed_error(const CompareRow& row);
 

@@ -58,6 +58,9 @@ class RecordSource {
   virtual const std::vector<Status>& problems() const = 0;
   // The environment fingerprint of a capture run as a JSON text, when the source has one.
   virtual std::optional<std::string> fingerprint_json() const { return std::nullopt; }
+  // The recorded non-tensor arguments of an op event as a JSON object text ({"args": [...], "kwargs":
+  // {...}}, docs/dump-format.md), "" when the source records none for this record.
+  virtual std::string op_arguments_json(const Record& r) const { return ""; }
 };
 
 struct FormatSpec {

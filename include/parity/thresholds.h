@@ -5,7 +5,9 @@
 // and per-dtype relative-error bounds. Every value can be overridden by a thresholds file (JSON) or flags.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "parity/dtype.h"
@@ -33,9 +35,16 @@ struct DTypeThresholds {
   double stats_rel_warn = 0.5;  // statistics mode: any of Max/Min/Mean/Norm relative error > this warns (msprobe)
 };
 
+// Which judgement has the last word on a row's verdict: the rounding-noise model (default) or these
+// fixed thresholds alone (parity/verdict_policy.h, docs/judgement.md "Verdict policy").
+enum class VerdictPolicy : uint8_t { kNoiseModel, kFixedThresholds };
+const char* verdict_policy_name(VerdictPolicy p);  // "noise-model" | "fixed-thresholds"
+std::optional<VerdictPolicy> verdict_policy_from_name(const std::string& name);
+
 struct Thresholds {
   std::map<std::string, DTypeThresholds> by_dtype;  // key: dtype_name() of the lower-precision side
   DTypeThresholds fallback;                          // for dtypes without an entry
+  VerdictPolicy policy = VerdictPolicy::kNoiseModel;  // thresholds-file key "policy"
   const DTypeThresholds& for_dtype(DType t) const;
 };
 

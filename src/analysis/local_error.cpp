@@ -12,15 +12,20 @@
 #include <map>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
+#include "analysis/conditioning.h"
 #include "analysis/event_index.h"
 #include "fmt/format.h"
+#include "nlohmann/json.hpp"
 #include "parity/analysis.h"
 
 namespace parity {
 
 using analysis_detail::direction_rank;
 using analysis_detail::has_capture_metadata;
+using analysis_detail::has_conditioning_model;
+using analysis_detail::propagated_relative_error;
 using analysis_detail::rows_in_execution_order;
 using analysis_detail::Slot;
 using analysis_detail::slot_of;
@@ -40,6 +45,78 @@ std::string ratio_text(double r) {
   if (std::isinf(r)) return "non-finite";
   if (r >= 100) return fmt::format("{:.0f} u", r);
   return fmt::format("{:.3g} u", r);
+}
+
+// NaN/Inf the target holds beyond the golden's, in one row (0 when unknown).
+int64_t target_extra_nonfinite(const CompareRow& row) {
+  if (row.metrics) {
+    const SideStats& g = row.metrics->golden;
+    const SideStats& t = row.metrics->target;
+    return std::max<int64_t>(0, (t.nan_count + t.pinf_count + t.ninf_count) - (g.nan_count + g.pinf_count + g.ninf_count));
+  }
+  if (row.stats) {
+    const TensorStats& g = row.stats->golden;
+    const TensorStats& t = row.stats->target;
+    return std::max<int64_t>(0, (t.nan_count + t.inf_count) - (g.nan_count + g.inf_count));
+  }
+  return 0;
+}
+
+// Loads a record's tensor as doubles (empty on any failure: the caller then falls back).
+std::vector<double> load_doubles(const RecordSource& src, const Record& r) {
+  if (!r.has_data) return {};
+  Result<TensorView> v = src.load(r);
+  if (!v.ok()) return {};
+  std::vector<double> out(static_cast<size_t>(v->numel));
+  decode_to_double(*v, 0, v->numel, out.data());
+  return out;
+}
+
+// The op's reduced dimension is the last one: softmax's `dim` argument is -1 or ndim-1; a norm's
+// normalized_shape has one entry (module norms normalise the last dimension).
+bool reduces_last_dim(const RecordSource& src, const Record& out, size_t ndim) {
+  const std::string text = src.op_arguments_json(out);
+  if (text.empty()) return out.op.find("orm") != std::string::npos;  // module events: RMSNorm, LayerNorm
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return false;
+  const nlohmann::json args = j.value("args", nlohmann::json::array());
+  const nlohmann::json kwargs = j.value("kwargs", nlohmann::json::object());
+  if (out.op.find("norm") != std::string::npos) {
+    const nlohmann::json shape = kwargs.contains("normalized_shape") ? kwargs["normalized_shape"]
+                                 : args.size() > 1                    ? args[1]
+                                                                      : nlohmann::json();
+    return shape.is_array() && shape.size() == 1;
+  }
+  if (out.op == "exp" || out.op == "log") return true;
+  const nlohmann::json dim = kwargs.contains("dim") ? kwargs["dim"] : args.size() > 1 ? args[1] : nlohmann::json();
+  if (!dim.is_number_integer()) return false;
+  const int64_t d = dim.get<int64_t>();
+  return d == -1 || d == static_cast<int64_t>(ndim) - 1;
+}
+
+// The event's output error that its first input's error explains, in units of the output's expected
+// rounding (NaN when the op has no conditioning model or the tensors are not there).
+double explained_output_ratio(const CompareResult& result, const EventError& e, const RecordSource& golden,
+                              const RecordSource& target) {
+  if (!has_conditioning_model(e.op)) return kNaN;
+  const CompareRow* in = nullptr;
+  const CompareRow* out = nullptr;
+  for (size_t i : e.rows) {
+    const CompareRow& row = result.rows[i];
+    if (row.golden.index != 0 || row.mode != CompareMode::kTensor || !row.metrics) continue;
+    if (slot_of(row.golden) == Slot::kInput) in = &row;
+    if (slot_of(row.golden) == Slot::kOutput) out = &row;
+  }
+  if (!in || !out || in->golden.shape.empty() || in->golden.shape != out->golden.shape) return kNaN;
+  if (!(out->metrics->rel_l2 > 0) || !(out->noise_ratio > 0) || std::isinf(out->noise_ratio)) return kNaN;
+  if (!reduces_last_dim(golden, out->golden, in->golden.shape.size())) return kNaN;
+  const std::vector<double> xg = load_doubles(golden, in->golden);
+  const std::vector<double> xt = load_doubles(target, in->target);
+  const std::vector<double> yg = load_doubles(golden, out->golden);
+  const std::optional<double> rel = propagated_relative_error(e.op, xg, xt, yg, in->golden.shape.back());
+  if (!rel) return kNaN;
+  // noise_ratio = rel_l2 / expected, so expected = rel_l2 / noise_ratio.
+  return *rel * out->noise_ratio / out->metrics->rel_l2;
 }
 
 double log2_score(double ratio) {
@@ -67,7 +144,8 @@ bool contains(const EventError& outer, const EventError& inner) {
 
 }  // namespace
 
-Analysis analyse(CompareResult& result, const AnalysisOptions& options) {
+Analysis analyse(CompareResult& result, const AnalysisOptions& options, const RecordSource* golden,
+                 const RecordSource* target) {
   Analysis a;
   const bool any_classified = std::any_of(result.rows.begin(), result.rows.end(),
                                           [](const CompareRow& r) { return r.noise != NoiseClass::kUnknown; });
@@ -98,6 +176,8 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options) {
 
   // ---- group rows into events, in execution order -------------------------------------------------------
   std::unordered_map<std::string, size_t> by_key;
+  std::unordered_set<size_t> inputs_nonfinite;               // events whose target inputs hold NaN/Inf
+  std::unordered_map<size_t, int> aligned_outputs, measured_outputs;
   for (size_t i : rows_in_execution_order(result)) {
     const CompareRow& row = result.rows[i];
     const Record& g = row.golden;
@@ -123,11 +203,18 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options) {
       e.last_order = std::max(e.last_order, g.order);
     }
     if (row.noise != NoiseClass::kUnknown && row.mode != CompareMode::kStatistics) e.statistics_only = false;
+    const int64_t extra_nonfinite = target_extra_nonfinite(row);
+    if (slot_of(g) == Slot::kInput && extra_nonfinite > 0) inputs_nonfinite.insert(it->second);
     switch (slot_of(g)) {
       case Slot::kInput: take_max(e.input_ratio, row.noise_ratio); break;
       case Slot::kParameter: take_max(e.param_ratio, row.noise_ratio); break;
       case Slot::kOutput:
       case Slot::kOther:
+        if (extra_nonfinite > 0) e.nonfinite_born = true;
+        if (row.noise != NoiseClass::kUnknown) {
+          aligned_outputs[it->second] += row.match == MatchKind::kAligned ? 1 : 0;
+          measured_outputs[it->second] += 1;
+        }
         if (!std::isnan(row.noise_ratio) &&
             (std::isnan(e.output_ratio) || row.noise_ratio > e.output_ratio || e.worst_output_row == SIZE_MAX)) {
           if (std::isnan(e.output_ratio) || row.noise_ratio >= e.output_ratio) e.worst_output_row = i;
@@ -135,6 +222,11 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options) {
         take_max(e.output_ratio, row.noise_ratio);
         break;
     }
+  }
+  for (size_t k = 0; k < a.events.size(); ++k) {
+    EventError& e = a.events[k];
+    if (inputs_nonfinite.count(k)) e.nonfinite_born = false;  // carried in, not born here
+    e.aligned_only = measured_outputs[k] > 0 && aligned_outputs[k] == measured_outputs[k];
   }
   std::stable_sort(a.events.begin(), a.events.end(), [](const EventError& x, const EventError& y) {
     return std::make_tuple(x.rank, x.step, direction_rank(x.direction), x.first_order) <
@@ -174,8 +266,11 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options) {
         break;
       }
     }
+    // Input error as it reaches the output: propagated through the op where its conditioning is known
+    // (softmax, norms, exp/log), else taken at face value (docs/judgement.md "Conditioning").
+    if (golden && target) e.explained_ratio = explained_output_ratio(result, e, *golden, *target);
     double in = 0;
-    take_max(in, e.input_ratio);
+    take_max(in, std::isnan(e.explained_ratio) ? e.input_ratio : e.explained_ratio);
     take_max(in, e.param_ratio);
     take_max(in, contained_params[k]);
     const double out = e.output_ratio;
@@ -227,7 +322,7 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options) {
     s.input_ratio = e.input_ratio;
     s.param_ratio = e.param_ratio;
     s.output_ratio = e.output_ratio;
-    s.weak_evidence = e.statistics_only;
+    s.weak_evidence = e.statistics_only || e.aligned_only;
     s.why = std::move(why);
     suspects.push_back(std::move(s));
   };
@@ -257,10 +352,17 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options) {
   for (size_t k = 0; k < a.events.size(); ++k) {
     const EventError& e = a.events[k];
     if (e.role != EventRole::kSource || !e.explained_by.empty()) continue;
-    std::string why = std::isinf(e.amplification)
-                          ? fmt::format("NaN/Inf born here from inputs at {}", ratio_text(std::max(0.0, std::isnan(e.input_ratio) ? 0.0 : e.input_ratio)))
-                          : fmt::format("output {} from inputs {}{} (×{:.3g})", ratio_text(e.output_ratio),
+    const double in_ratio = std::isnan(e.input_ratio) ? 0.0 : std::max(0.0, e.input_ratio);
+    std::string why = std::isinf(e.amplification) && e.nonfinite_born
+                          ? fmt::format("NaN/Inf born here from inputs at {}", ratio_text(in_ratio))
+                      : std::isinf(e.amplification)
+                          ? fmt::format("output differs where the golden's is all zero, from inputs at {}",
+                                        ratio_text(in_ratio))
+                          : fmt::format("output {} from inputs {}{}{} (×{:.3g})", ratio_text(e.output_ratio),
                                         ratio_text(e.input_ratio), e.input_inferred ? " (previous event)" : "",
+                                        std::isnan(e.explained_ratio)
+                                            ? ""
+                                            : fmt::format(", which explain {} through the op", ratio_text(e.explained_ratio)),
                                         e.amplification);
     make(SuspectKind::kSource, k, log2_score(e.amplification), std::move(why));
   }
@@ -277,6 +379,8 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options) {
     const int dy = forward_has_suspect ? direction_rank(y.direction) : 0;
     if (dx != dy) return dx < dy;
     if (kind_rank(x.kind) != kind_rank(y.kind)) return kind_rank(x.kind) < kind_rank(y.kind);
+    // Weak evidence (statistics only, or pairs found only by order alignment) ranks below strong.
+    if (x.weak_evidence != y.weak_evidence) return !x.weak_evidence;
     if (x.kind == SuspectKind::kSource && x.score != y.score) return x.score > y.score;
     return std::make_tuple(x.rank, x.step, a.events[x.event].first_order) <
            std::make_tuple(y.rank, y.step, a.events[y.event].first_order);

@@ -1,6 +1,6 @@
-// `parity compare GOLDEN TARGET`: open both sources, run_compare, render (table, CSV, JSON).
-// Parse, call, render — the maths lives in src/compare, the rules in src/judgement.
-#include <chrono>
+// `parity compare GOLDEN TARGET`: open both sources, compare_runs, render (table, CSV, JSON, HTML).
+// Parse, call, render — the pipeline lives in src/pipeline, the maths in src/compare, the rules in
+// src/judgement and src/diagnosis.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -17,6 +17,7 @@
 #include "cli/html_option.h"
 #include "cli/ui.h"
 #include "parity/compare.h"
+#include "parity/compare_runs.h"
 #include "parity/diagnosis.h"
 #include "parity/source.h"
 #include "parity/thresholds.h"
@@ -112,9 +113,9 @@ Result<Thresholds> build_thresholds(const CompareArgs& a) {
 }
 
 int run(const CompareArgs& a, const GlobalOptions& global) {
-  const auto t0 = std::chrono::steady_clock::now();
   Result<Thresholds> th = build_thresholds(a);
   if (!th.ok()) return usage_error(th.status().message());
+  if (a.fixed_thresholds) th->policy = VerdictPolicy::kFixedThresholds;
   if (a.show_thresholds) {
     std::printf("%s\n", thresholds_to_json(*th).c_str());
     return kExitOk;
@@ -129,25 +130,22 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   Result<std::unique_ptr<RecordSource>> target = open_source(a.target, a.target_format);
   if (!target.ok()) return usage_error("cannot open target: " + target.status().message());
 
-  CompareOptions opts;
-  opts.thresholds = *th;
-  opts.step = a.step;
-  opts.rank = a.rank;
-  opts.jobs = a.jobs;
-  opts.kl_patterns = a.kl_patterns;
-  opts.map_file = a.map_file;
-  opts.align = !a.no_align;
+  CompareRunOptions opts;
+  opts.compare.thresholds = *th;
+  opts.compare.step = a.step;
+  opts.compare.rank = a.rank;
+  opts.compare.jobs = a.jobs;
+  opts.compare.kl_patterns = a.kl_patterns;
+  opts.compare.map_file = a.map_file;
+  opts.compare.align = !a.no_align;
   std::unique_ptr<ProgressSink> progress = make_progress(global);
-  opts.progress = progress.get();
+  opts.compare.progress = progress.get();
+  opts.command = command_line();
 
-  Result<CompareResult> result = run_compare(**golden, **target, opts);
-  if (!result.ok()) return usage_error(result.status().message());
-  CompareResult& res = *result;
-  // Noise classes, first divergence, suspects, NaN/Inf origin and diagnoses (docs/diagnosis.md).
-  const Findings findings = analyse_and_diagnose(res, golden->get(), target->get());
-  if (!a.fixed_thresholds) accept_rounding_noise(res);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const std::string command = command_line();
+  Result<CompareReport> report = compare_runs(**golden, **target, opts);
+  if (!report.ok()) return usage_error(report.status().message());
+  const CompareResult& res = report->result;
+  int code = report->exit_code;
 
   // Human output goes to stdout, or to stderr when stdout carries JSON or CSV.
   const bool machine_on_stdout = a.json_path == "-" || a.csv_path == "-";
@@ -163,26 +161,8 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
               : a.sort == "metric" ? report::SortKey::kMetric
                                    : report::SortKey::kWorst;
 
-  int code = res.summary.verdict == Verdict::kPass ? kExitOk : kExitDifferences;
-  // No usable input (exit 2): a side without a single readable tensor leaves nothing to compare.
-  std::string no_input;
-  for (const auto& [side, path, src] : {std::tuple{"golden", a.golden, golden->get()},
-                                        std::tuple{"target", a.target, target->get()}}) {
-    if (src->records().empty() && no_input.empty()) {
-      no_input = std::string("no usable input: ") + side + " " + path + " holds no readable tensors" +
-                 (src->problems().empty() ? "" : " (see 'unreadable' above)");
-    }
-  }
-  if (!no_input.empty()) code = kExitUsage;
   if (!a.json_path.empty() || !a.html_path.empty()) {
-    nlohmann::json j = report::compare_result_to_json(res);
-    // Kept in a named object: a range-for over items() of a temporary would iterate a destroyed json.
-    const nlohmann::json analysis = findings_to_json(findings, res);
-    for (auto& [key, value] : analysis.items()) j[key] = value;
-    j["summary"]["exit_code"] = code;  // the CLI's own code (2 when a side had no usable input)
-    j["parity_version"] = PARITY_VERSION;
-    j["command"] = command;
-    j["elapsed_seconds"] = seconds;
+    const nlohmann::json j = compare_report_to_json(*report);
     // replace: a file name that is not valid UTF-8 (legal on Linux) must not abort the output.
     Status st = a.json_path.empty()
                     ? Status::OK()
@@ -207,21 +187,21 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
     }
   }
   if (!global.quiet) {
-    print_config_diff(human, findings.config, topt.color);
+    print_config_diff(human, report->findings.config, topt.color);
     report::print_compare_header(human, res, topt);
     report::print_compare_table(human, res, topt);
     report::print_compare_unmatched(human, res, topt);
     report::print_compare_problems(human, res, topt);
     report::print_compare_notes(human, res, topt);
     std::fputc('\n', human);
-    print_findings(human, findings, res, topt.color);
+    print_findings(human, report->findings, res, topt.color);
     std::fputc('\n', human);
   } else {
     // --quiet still names what could not be read: errors are never silent.
     for (const Status& st : res.problems) std::fprintf(stderr, "parity compare: %s\n", st.message().c_str());
   }
-  report::print_compare_verdict(human, res, seconds, command, topt.color);
-  if (!no_input.empty()) std::fprintf(stderr, "parity compare: %s\n", no_input.c_str());
+  report::print_compare_verdict(human, res, report->elapsed_seconds, report->command, topt.color);
+  if (!report->no_input.empty()) std::fprintf(stderr, "parity compare: %s\n", report->no_input.c_str());
   return code;
 }
 
@@ -271,8 +251,8 @@ CommandAction setup_compare(CLI::App& sub, const GlobalOptions& global) {
                  "Name mapping file for records left unmatched: 'TARGET => GOLDEN' or 're:REGEX => GOLDEN' per line (docs/alignment.md)");
   sub.add_flag("--no-align", a->no_align, "Do not pair unmatched capture events by execution-order alignment");
   sub.add_flag("--fixed-thresholds", a->fixed_thresholds,
-               "Judge by the fixed thresholds alone: by default a row that only warns but whose error the "
-               "noise model classes as rounding noise passes (docs/judgement.md)");
+               "Judge by the fixed thresholds alone (policy fixed-thresholds). By default the noise model decides: "
+               "rows within rounding noise pass, elevated rows warn, structural rows fail (docs/judgement.md)");
   return [a, &global] { return run(*a, global); };
 }
 

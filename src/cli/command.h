@@ -9,13 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace parity::cli {
+#include "parity/exit_codes.h"  // kExitOk, kExitDifferences, kExitUsage, kExitInternal
 
-// Exit codes, documented in README "Exit codes".
-inline constexpr int kExitOk = 0;           // everything compared passed
-inline constexpr int kExitDifferences = 1;  // a row warned or failed, or a tensor was unmatched
-inline constexpr int kExitUsage = 2;        // bad options, unreadable or invalid input
-inline constexpr int kExitInternal = 3;     // a bug in parity
+namespace parity::cli {
 
 // Options shared by every subcommand, declared once in main.cpp.
 struct GlobalOptions {

@@ -12,6 +12,7 @@
 
 int main(int argc, char** argv) {
   using namespace parity::cli;
+  using parity::kExitOk, parity::kExitUsage, parity::kExitInternal;
   CLI::App app{"parity: find whether, where and why a target run departs from its golden run"};
   app.set_version_flag("--version", std::string("parity ") + PARITY_VERSION);
   app.require_subcommand(1);

@@ -7,7 +7,8 @@
 // 3. Measure: pairs of at least kBigPairBytes run one at a time with every thread inside the fused
 //    kernel; smaller pairs are spread over the threads, one pair per thread, because the kernel's own
 //    fork/join costs more than a 64 KiB pair takes to compare (issue 2 §6: 20,000 small pairs).
-// 4. Judge each row (compare/judge.h) with the thresholds of the pair's lower-precision dtype.
+// 4. Judge each row (compare/judge.h) with the thresholds of the pair's lower-precision dtype: the
+//    fixed-threshold verdict. The noise-model policy is applied later (compare_runs, verdict_policy.h).
 #include <omp.h>
 
 #include <algorithm>
@@ -22,6 +23,7 @@
 #include "matching/exact.h"
 #include "matching/mapping.h"
 #include "parity/compare.h"
+#include "parity/verdict_policy.h"
 
 namespace parity {
 
@@ -114,12 +116,6 @@ void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golde
   } catch (const std::exception& e) {
     row.verdict = Verdict::kError;
     row.reason = std::string("internal error while comparing: ") + e.what();
-  }
-  if (row.shape_differs && row.verdict != Verdict::kError) {
-    // Same element count, different shape: compared flat, but a layout change is worth a look.
-    if (row.verdict == Verdict::kPass) row.verdict = Verdict::kWarn;
-    row.reason = "shapes differ (" + shape_to_string(row.golden.shape) + " vs " +
-                 shape_to_string(row.target.shape) + ", same element count, compared flat); " + row.reason;
   }
 }
 
@@ -252,7 +248,7 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
     if (!m.ok()) return m.status();
     name_map = std::move(*m);
   }
-  const std::vector<MatchKind> match_kinds = matching::extend_pairing(
+  const std::vector<matching::PairMatch> matches = matching::extend_pairing(
       grecs, trecs, pairing, name_map ? &*name_map : nullptr, options.align, {}, res.notes);
 
   if (pairing.single_by_position) {
@@ -290,20 +286,14 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
     CompareRow& row = res.rows[k];
     row.golden = grecs[pairing.pairs[k].first];
     row.target = trecs[pairing.pairs[k].second];
-    row.match = match_kinds[k];
+    row.match = matches[k].kind;
+    row.match_confidence = matches[k].confidence;
     RowPlan plan;
     plan.row = k;
     std::string note;
     const bool measure = plan_row(row, plan, kl_patterns, note);
     if (!note.empty()) ++note_counts[note];
-    if (!measure) {
-      if (row.shape_differs && row.verdict == Verdict::kPass) {
-        row.verdict = Verdict::kWarn;
-        row.reason = "shapes differ (" + shape_to_string(row.golden.shape) + " vs " +
-                     shape_to_string(row.target.shape) + "); " + row.reason;
-      }
-      continue;
-    }
+    if (!measure) continue;
     total_bytes += plan.bytes;
     (plan.bytes >= kBigPairBytes ? big : small).push_back(plan);
   }
@@ -329,7 +319,13 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
   }
   if (options.progress) options.progress->end();
 
-  res.summary = summarize_compare(res);
+  // What was measured is the fixed-threshold judgement; the verdict policy decides the final verdict
+  // (a same-count shape change is never better than warn: compared flat, but worth a look).
+  for (CompareRow& row : res.rows) {
+    row.fixed_verdict = row.verdict;
+    row.fixed_reason = std::move(row.reason);
+  }
+  apply_verdict_policy(res, VerdictPolicy::kFixedThresholds);
   return res;
 }
 

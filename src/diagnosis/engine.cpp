@@ -74,7 +74,7 @@ Findings analyse_and_diagnose(CompareResult& result, const RecordSource* golden,
                               const AnalysisOptions& options) {
   Findings f;
   classify_rows(result, options);
-  f.analysis = analyse(result, options);
+  f.analysis = analyse(result, options, golden, target);
   f.config = config_diff(result.golden_fingerprint, result.target_fingerprint);
   f.target_overflow = analyse_overflow(measured_records(result, /*target_side=*/true));
   f.target_overflow.source = result.target_source;

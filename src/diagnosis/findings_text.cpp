@@ -62,7 +62,9 @@ void print_findings(std::FILE* out, const Findings& f, const CompareResult& resu
       const Suspect& s = a.suspects[i];
       std::fprintf(out, "  %zu. %s [%s%s]%s: %s%s\n", i + 1, bold(s.name, color).c_str(), suspect_kind_name(s.kind),
                    s.op.empty() ? "" : (", " + s.op).c_str(), where(s.step, s.rank).c_str(), s.why.c_str(),
-                   s.weak_evidence ? " (statistics only)" : "");
+                   !s.weak_evidence                      ? ""
+                   : a.events[s.event].aligned_only      ? " (weak: paired by order alignment only)"
+                                                         : " (weak: statistics only)");
     }
   } else if (a.has_events) {
     std::fprintf(out, "%s none: no event creates more error than it receives (beyond rounding)\n", bold("Suspects:", color).c_str());

@@ -5,6 +5,7 @@
 namespace parity {
 
 extern const Rule rule_config_diff;
+extern const Rule rule_op_argument_mismatch;
 extern const Rule rule_train_infer_mismatch;
 extern const Rule rule_input_mismatch;
 extern const Rule rule_weight_mismatch;
@@ -23,6 +24,7 @@ extern const Rule rule_accumulation_noise;
 const std::vector<Rule>& registered_rules() {
   static const std::vector<Rule> rules = {
       rule_config_diff,
+      rule_op_argument_mismatch,
       rule_train_infer_mismatch,
       rule_input_mismatch,
       rule_weight_mismatch,

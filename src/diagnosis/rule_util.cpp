@@ -25,6 +25,12 @@ const Suspect* top_source(const DiagnosisContext& ctx) {
   return nullptr;
 }
 
+bool target_forward_nonfinite(const DiagnosisContext& ctx) {
+  for (const NanOrigin& o : ctx.target_overflow->origins)
+    if (!o.role_is_grad && o.direction != "backward") return true;
+  return false;
+}
+
 bool is_param_grad_row(const CompareRow& row) {
   return row.golden.role == "grad" ||
          (row.golden.direction == "backward" && (row.golden.role == "parameter" || row.golden.role == "parameters"));

@@ -43,6 +43,10 @@ inline void add_worst_output_row(const DiagnosisContext& ctx, const EventError& 
 // The first forward source suspect that is not explained by a contained event, or null.
 const Suspect* top_source(const DiagnosisContext& ctx);
 
+// True when NaN/Inf are born in the target's forward pass (OVERFLOW's story: whatever follows in
+// backward, gradients included, is its consequence).
+bool target_forward_nonfinite(const DiagnosisContext& ctx);
+
 // True when the row is a parameter gradient.
 bool is_param_grad_row(const CompareRow& row);
 

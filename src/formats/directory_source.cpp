@@ -118,6 +118,11 @@ class SelectedSource final : public RecordSource {
     return inner_->load(inner);
   }
   std::optional<std::string> fingerprint_json() const override { return inner_->fingerprint_json(); }
+  std::string op_arguments_json(const Record& r) const override {
+    Record inner = r;
+    inner.handle = inner_handle_;
+    return inner_->op_arguments_json(inner);
+  }
 
  private:
   std::unique_ptr<RecordSource> inner_;

@@ -64,15 +64,21 @@ double row_observed_error(const CompareRow& row) {
       const StatsComparison& s = *row.stats;
       if (s.golden.nan_count != s.target.nan_count || s.golden.inf_count != s.target.inf_count)
         return kInf;
-      // norm: |‖t‖ − ‖g‖| ≤ ‖t − g‖, so norm_rel is a lower bound of rel_l2; max/min relative
-      // differences bound the extreme elements. Mean is excluded: it cancels (a mean near 0 makes any
-      // rounding difference look huge).
-      double worst = kNaN;
-      for (double v : {s.norm_rel, s.max_rel, s.min_rel}) {
-        if (std::isnan(v)) continue;
-        worst = std::isnan(worst) ? v : std::max(worst, v);
-      }
-      return worst;
+      // A lower bound of rel_l2 = ‖t − g‖₂ / ‖g‖₂ from the statistics alone (docs/judgement.md
+      // "Statistics mode"), with d = t − g:
+      //   |‖t‖₂ − ‖g‖₂| ≤ ‖d‖₂                      (triangle inequality)
+      //   |max t − max g|, |min t − min g| ≤ ‖d‖∞ ≤ ‖d‖₂
+      //   √n · |mean t − mean g| = |Σd| / √n ≤ ‖d‖₂  (Cauchy–Schwarz)
+      // Each difference is measured against ‖g‖₂, never against its own statistic (a Min near 0 would
+      // turn any rounding into a huge "relative" change).
+      const double g_norm = s.golden.l2norm;
+      double bound = std::fabs(s.norm_diff);
+      for (double v : {s.max_diff, s.min_diff}) if (!std::isnan(v)) bound = std::max(bound, std::fabs(v));
+      const int64_t n = s.golden.numel > 0 ? s.golden.numel : s.target.numel;
+      if (n > 0 && !std::isnan(s.mean_diff)) bound = std::max(bound, std::sqrt(static_cast<double>(n)) * std::fabs(s.mean_diff));
+      if (std::isnan(bound) || std::isnan(g_norm)) return kNaN;
+      if (g_norm == 0.0) return bound > 0 ? kInf : 0.0;
+      return bound / g_norm;
     }
     case CompareMode::kChecksum:
       if (!row.checksum_equal) return kNaN;

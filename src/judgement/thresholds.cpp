@@ -96,6 +96,16 @@ Thresholds default_thresholds() {
   return th;
 }
 
+const char* verdict_policy_name(VerdictPolicy p) {
+  return p == VerdictPolicy::kFixedThresholds ? "fixed-thresholds" : "noise-model";
+}
+
+std::optional<VerdictPolicy> verdict_policy_from_name(const std::string& name) {
+  if (name == "noise-model") return VerdictPolicy::kNoiseModel;
+  if (name == "fixed-thresholds") return VerdictPolicy::kFixedThresholds;
+  return std::nullopt;
+}
+
 const DTypeThresholds& Thresholds::for_dtype(DType t) const {
   auto it = by_dtype.find(dtype_name(t));
   return it == by_dtype.end() ? fallback : it->second;
@@ -174,6 +184,16 @@ Status apply_thresholds_json(const std::string& text, const std::string& origin,
   for (auto it = doc.begin(); it != doc.end(); ++it) {
     const std::string& key = it.key();
     if (key == "all" || key == "schema") continue;
+    if (key == "policy") {
+      const std::optional<VerdictPolicy> p =
+          it.value().is_string() ? verdict_policy_from_name(it.value().get<std::string>()) : std::nullopt;
+      if (!p) {
+        return Status::Invalid(origin + ": policy: expected \"noise-model\" or \"fixed-thresholds\", got " +
+                               it.value().dump());
+      }
+      th.policy = *p;
+      continue;
+    }
     if (key == "default") {
       PARITY_RETURN_NOT_OK(apply_entry(it.value(), th.fallback, origin + ": default"));
       continue;
@@ -203,6 +223,7 @@ Result<Thresholds> load_thresholds(const std::string& path, Thresholds base) {
 
 std::string thresholds_to_json(const Thresholds& t) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  j["policy"] = verdict_policy_name(t.policy);
   j["default"] = entry_json(t.fallback);
   for (const auto& [name, entry] : t.by_dtype) j[name] = entry_json(entry);
   return j.dump(2);

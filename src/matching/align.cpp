@@ -79,10 +79,11 @@ std::vector<std::pair<size_t, size_t>> align_sequences(const std::vector<const R
 
 }  // namespace
 
-std::vector<MatchKind> extend_pairing(const std::vector<Record>& golden, const std::vector<Record>& target,
+std::vector<PairMatch> extend_pairing(const std::vector<Record>& golden, const std::vector<Record>& target,
                                       ExactPairing& pairing, const NameMap* map, bool align,
                                       const AlignOptions& options, std::vector<std::string>& notes) {
   std::vector<std::tuple<size_t, size_t, MatchKind>> all;
+  std::map<std::pair<size_t, size_t>, double> confidence;  // aligned pairs only
   all.reserve(pairing.pairs.size());
   for (const auto& [g, t] : pairing.pairs) all.emplace_back(g, t, MatchKind::kExact);
   std::vector<bool> g_free(golden.size(), false), t_free(target.size(), false);
@@ -116,21 +117,25 @@ std::vector<MatchKind> extend_pairing(const std::vector<Record>& golden, const s
 
   // 2. Order-based alignment per (rank, step).
   if (align) {
-    std::map<std::pair<int, int64_t>, std::pair<std::vector<size_t>, std::vector<size_t>>> groups;
+    // Groups: (rank, step, module path). Records of different modules never pair: a module's own
+    // input/output rows match by name, and only what it computes inside (its ops) is aligned, among
+    // themselves. An op of `blocks.0.ffn.gate` can no longer be paired with one of `blocks.0.ffn.up`.
+    std::map<std::tuple<int, int64_t, std::string>, std::pair<std::vector<size_t>, std::vector<size_t>>> groups;
     // Only capture events are aligned: plain tensor files carry no execution order, only a listing order,
     // and pairing "a.npy" with "b.npy" by position would compare unrelated tensors.
     auto is_event = [](const Record& r) { return !r.direction.empty() || !r.role.empty(); };
     for (size_t g = 0; g < golden.size(); ++g)
-      if (g_free[g] && is_event(golden[g])) groups[{golden[g].rank, golden[g].step}].first.push_back(g);
+      if (g_free[g] && is_event(golden[g])) groups[{golden[g].rank, golden[g].step, golden[g].module}].first.push_back(g);
     for (size_t t = 0; t < target.size(); ++t)
-      if (t_free[t] && is_event(target[t])) groups[{target[t].rank, target[t].step}].second.push_back(t);
+      if (t_free[t] && is_event(target[t])) groups[{target[t].rank, target[t].step, target[t].module}].second.push_back(t);
     for (auto& [key, gt] : groups) {
       auto& [gs, ts] = gt;
       if (gs.empty() || ts.empty()) continue;
       if (static_cast<int64_t>(gs.size()) * static_cast<int64_t>(ts.size()) > options.max_cells) {
-        notes.push_back("alignment skipped for rank " + std::to_string(key.first) + " step " +
-                        std::to_string(key.second) + ": " + std::to_string(gs.size()) + " × " +
-                        std::to_string(ts.size()) + " unmatched records exceed the alignment budget");
+        notes.push_back("alignment skipped for rank " + std::to_string(std::get<0>(key)) + " step " +
+                        std::to_string(std::get<1>(key)) + " module " + std::get<2>(key) + ": " +
+                        std::to_string(gs.size()) + " × " + std::to_string(ts.size()) +
+                        " unmatched records exceed the alignment budget");
         continue;
       }
       auto by_order = [](const std::vector<Record>& recs) {
@@ -141,8 +146,13 @@ std::vector<MatchKind> extend_pairing(const std::vector<Record>& golden, const s
       std::vector<const Record*> gp, tp;
       for (size_t g : gs) gp.push_back(&golden[g]);
       for (size_t t : ts) tp.push_back(&target[t]);
+      // Confidence: how alike the two records are (1 − substitution cost), scaled by how alike the two
+      // sequences are in length (one golden op against three target ops leaves two possible partners).
+      const double length_ratio = static_cast<double>(std::min(gs.size(), ts.size())) /
+                                  static_cast<double>(std::max(gs.size(), ts.size()));
       for (const auto& [i, j] : align_sequences(gp, tp)) {
         all.emplace_back(gs[i], ts[j], MatchKind::kAligned);
+        confidence[{gs[i], ts[j]}] = (1.0 - substitution_cost(*gp[i], *tp[j])) * length_ratio;
         g_free[gs[i]] = t_free[ts[j]] = false;
       }
     }
@@ -151,10 +161,10 @@ std::vector<MatchKind> extend_pairing(const std::vector<Record>& golden, const s
   // Golden listing order, as run_compare's rows are.
   std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); });
   pairing.pairs.clear();
-  std::vector<MatchKind> kinds;
+  std::vector<PairMatch> kinds;
   for (const auto& [g, t, k] : all) {
     pairing.pairs.emplace_back(g, t);
-    kinds.push_back(k);
+    kinds.push_back({k, k == MatchKind::kAligned ? confidence[{g, t}] : 1.0});
   }
   std::vector<size_t> ug, ut;
   for (size_t g : pairing.unmatched_golden)

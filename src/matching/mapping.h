@@ -43,10 +43,18 @@ struct AlignOptions {
   int64_t max_cells = 16'000'000;
 };
 
+// How a pair was matched, and how sure the pairing is: 1 for exact and mapped names; for an order
+// alignment (1 − substitution cost) × (shorter / longer unmatched sequence of the module), in (0, 1].
+struct PairMatch {
+  MatchKind kind = MatchKind::kExact;
+  double confidence = 1.0;
+};
+
 // Extends an exact pairing in place with mapped pairs (when `map` has rules) and then aligned pairs
-// (when `align`), keeping pairs in golden listing order. Returns the MatchKind of every pair (parallel
-// to pairing.pairs); appends human-readable notes (what was skipped and why).
-std::vector<MatchKind> extend_pairing(const std::vector<Record>& golden, const std::vector<Record>& target,
+// (when `align`; only within one (rank, step, module path)), keeping pairs in golden listing order.
+// Returns how every pair was matched (parallel to pairing.pairs); appends human-readable notes (what
+// was skipped and why).
+std::vector<PairMatch> extend_pairing(const std::vector<Record>& golden, const std::vector<Record>& target,
                                       ExactPairing& pairing, const NameMap* map, bool align,
                                       const AlignOptions& options, std::vector<std::string>& notes);
 

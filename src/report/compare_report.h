@@ -1,9 +1,6 @@
-// report/compare_report.h — the outputs of `parity compare`: JSON (schema parity.compare/1,
-// docs/compare-json.md), CSV (parity.compare.csv/1) and the terminal summary.
-//
-// Other passes extend these rather than replace them: the analysis pass adds its top-level keys to
-// the object compare_result_to_json returns, and prints its own sections between the terminal
-// sections below (header, table, unmatched, problems, notes, verdict line).
+// report/compare_report.h — the human and table outputs of `parity compare`: CSV
+// (parity.compare.csv/1) and the terminal sections (header, table, unmatched, problems, notes, verdict
+// line). The JSON (parity.compare/1) is written by compare_report_to_json (parity/compare_runs.h).
 #pragma once
 
 #include <cstdio>
@@ -15,18 +12,7 @@
 
 namespace parity::report {
 
-inline constexpr const char* kCompareSchema = "parity.compare/1";
 inline constexpr const char* kCompareCsvSchema = "parity.compare.csv/1";
-
-// A double as JSON: a number, or "NaN" / "Infinity" / "-Infinity" (JSON has no non-finite numbers;
-// these spellings parse back with JavaScript's Number() and Python's float()).
-nlohmann::json json_number(double v);
-
-// The whole result as a parity.compare/1 object (nlohmann::json sorts keys). The caller may add
-// `parity_version`, `command`, `elapsed_seconds` and the analysis keys.
-nlohmann::json compare_result_to_json(const CompareResult& result);
-nlohmann::json compare_row_to_json(const CompareRow& row);
-nlohmann::json record_to_json(const Record& r);
 
 // CSV, one line per row in result order, after a "# schema: parity.compare.csv/1" comment line.
 // Columns: docs/compare-json.md, section "CSV". Errors name the file.

@@ -235,9 +235,12 @@ void print_compare_verdict(std::FILE* out, const CompareResult& result, double s
     counts += ", " + std::to_string(s.unmatched_golden + s.unmatched_target) + " unmatched";
   }
   if (s.problems > 0) counts += ", " + std::to_string(s.problems) + " unreadable";
-  std::fprintf(out, "%s | %s | %.2fs | %s\n",
-               paint(passed ? "PASSED" : "FAILED", passed ? "1;32" : "1;31", color).c_str(), counts.c_str(),
-               seconds, command.c_str());
+  // The headline is the summary verdict, nothing else: pass PASSED, warn WARNING, fail/error FAILED.
+  const bool warned = s.verdict == Verdict::kWarn;
+  const char* headline = passed ? "PASSED" : warned ? "WARNING" : "FAILED";
+  std::fprintf(out, "%s | %s | %s | %.2fs | %s\n",
+               paint(headline, passed ? "1;32" : warned ? "1;33" : "1;31", color).c_str(), counts.c_str(),
+               verdict_policy_name(result.policy), seconds, command.c_str());
 }
 
 }  // namespace parity::report

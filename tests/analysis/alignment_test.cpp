@@ -77,7 +77,11 @@ TEST(Align, ExtraCastAndRenamedModuleDoNotShiftTheRest) {
   EXPECT_EQ(p.pairs[1], std::make_pair(size_t{1}, size_t{2}));  // GELU to GELU, the cast skipped
   EXPECT_EQ(p.pairs[2], std::make_pair(size_t{2}, size_t{3}));
   EXPECT_EQ(p.pairs[3], std::make_pair(size_t{3}, size_t{4}));
-  for (MatchKind k : kinds) EXPECT_EQ(k, MatchKind::kAligned);
+  for (const PairMatch& k : kinds) {
+    EXPECT_EQ(k.kind, MatchKind::kAligned);
+    EXPECT_GT(k.confidence, 0.0);
+    EXPECT_LE(k.confidence, 1.0);
+  }
   ASSERT_EQ(p.unmatched_target.size(), 1u);
   EXPECT_EQ(t[p.unmatched_target[0]].name, "fc0/to#0/forward/output/0");
   EXPECT_TRUE(p.unmatched_golden.empty());
@@ -110,15 +114,46 @@ TEST(Align, MappedBeforeAlignedAndExactKept) {
   std::vector<std::string> notes;
   auto kinds = extend_pairing(g, t, p, &*m, true, AlignOptions{}, notes);
   ASSERT_EQ(kinds.size(), 3u);
-  EXPECT_EQ(kinds[0], MatchKind::kExact);
-  EXPECT_EQ(kinds[1], MatchKind::kMapped);
-  EXPECT_EQ(kinds[2], MatchKind::kAligned);
+  EXPECT_EQ(kinds[0].kind, MatchKind::kExact);
+  EXPECT_EQ(kinds[1].kind, MatchKind::kMapped);
+  EXPECT_EQ(kinds[2].kind, MatchKind::kAligned);
+  EXPECT_EQ(kinds[0].confidence, 1.0);
   EXPECT_EQ(p.pairs[2], std::make_pair(size_t{2}, size_t{2}));
   // Without alignment the last pair stays unmatched.
   ExactPairing q = pair_exact(g, t, RecordFilter{});
   extend_pairing(g, t, q, &*m, false, AlignOptions{}, notes);
   EXPECT_EQ(q.pairs.size(), 2u);
   EXPECT_EQ(q.unmatched_golden.size(), 1u);
+}
+
+Record op_rec(const std::string& module, const std::string& op, int k, const std::string& role, Shape shape,
+              int64_t order) {
+  Record r = rec(module + "/" + op + "#" + std::to_string(k) + "/forward/" + role + "/0", op, role, std::move(shape), order);
+  r.module = module;
+  return r;
+}
+
+// The issue's case: the target computes `blocks.0.ffn.gate` as chunked matmuls summed (same maths,
+// other ops). Its `linear#0` output must pair with the gate's own last op, never with an op of
+// `blocks.0.ffn.up` that happens to sit at the same position in execution order.
+TEST(Align, NeverAcrossModulesAndChunkedLinearPairsWithItsOwnResult) {
+  std::vector<Record> g = {op_rec("blocks.0.ffn.gate", "linear", 0, "output", {2, 8}, 0),
+                           op_rec("blocks.0.ffn.up", "linear", 0, "output", {2, 8}, 1)};
+  std::vector<Record> t = {op_rec("blocks.0.ffn.gate", "matmul", 0, "output", {2, 8}, 0),
+                           op_rec("blocks.0.ffn.gate", "matmul", 1, "output", {2, 8}, 1),
+                           op_rec("blocks.0.ffn.gate", "add", 0, "output", {2, 8}, 2),
+                           op_rec("blocks.0.ffn.up", "matmul", 0, "output", {2, 8}, 3),
+                           op_rec("blocks.0.ffn.up", "matmul", 1, "output", {2, 8}, 4),
+                           op_rec("blocks.0.ffn.up", "add", 0, "output", {2, 8}, 5)};
+  ExactPairing p = pair_exact(g, t, RecordFilter{});
+  std::vector<std::string> notes;
+  auto kinds = extend_pairing(g, t, p, nullptr, true, AlignOptions{}, notes);
+  ASSERT_EQ(p.pairs.size(), 2u);
+  for (size_t k = 0; k < p.pairs.size(); ++k) {
+    EXPECT_EQ(g[p.pairs[k].first].module, t[p.pairs[k].second].module) << g[p.pairs[k].first].name;
+    EXPECT_EQ(t[p.pairs[k].second].op, "add") << "the module's result, not a partial sum";
+    EXPECT_LT(kinds[k].confidence, 0.5) << "one golden op against three target ops: a weak pairing";
+  }
 }
 
 TEST(Align, BudgetExceededIsANoteNotAFailure) {

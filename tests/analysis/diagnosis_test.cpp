@@ -35,9 +35,9 @@ TEST(Diagnosis, EveryRuleIsRegisteredOnce) {
   for (const char* code : {"INPUT_MISMATCH", "WEIGHT_MISMATCH", "OVERFLOW", "GRAD_OVERFLOW", "GRAD_UNDERFLOW",
                            "LOW_PRECISION_SENSITIVE_OP", "FLUSH_TO_ZERO", "OUTLIERS", "ACCUMULATION_NOISE",
                            "NONDETERMINISM", "DRIFT_AFTER_STEPS", "RANK_INCONSISTENT", "CONFIG_DIFF",
-                           "QUANT_SENSITIVE_LAYER", "TRAIN_INFER_MISMATCH"})
+                           "QUANT_SENSITIVE_LAYER", "TRAIN_INFER_MISMATCH", "OP_ARGUMENT_MISMATCH"})
     EXPECT_EQ(std::count(c.begin(), c.end(), code), 1) << code;
-  EXPECT_EQ(c.size(), 15u);
+  EXPECT_EQ(c.size(), 16u);
 }
 
 TEST(Diagnosis, LowPrecisionNormIsNamedWithTheFp32UpcastAdvice) {
@@ -138,10 +138,19 @@ TEST(Diagnosis, BenignDifferencesAreAccumulationNoise) {
 }
 
 TEST(Diagnosis, DriftRanksOutliersQuantisationConfig) {
+  // Step 0 agrees; at step 1 the parameters differ before they are used: drift, named at step 1.
   Synth d;
   d.module("l0", "Linear", 0, 1e-7, DType::kF32, 0, /*step=*/0);
-  d.module("l0", "Linear", 0, 0.3, DType::kF32, 0, /*step=*/1);
-  EXPECT_TRUE(has(analyse_and_diagnose(d.result, nullptr, nullptr), "DRIFT_AFTER_STEPS"));
+  d.module("l0", "Linear", 0, 0.3, DType::kF32, 0.2, /*step=*/1);
+  const Findings fd = analyse_and_diagnose(d.result, nullptr, nullptr);
+  ASSERT_TRUE(has(fd, "DRIFT_AFTER_STEPS"));
+  EXPECT_EQ(find(fd, "DRIFT_AFTER_STEPS")->events[0], "l0/forward");
+  EXPECT_NE(find(fd, "DRIFT_AFTER_STEPS")->evidence[1].find("step 1: 1 parameters differ"), std::string::npos);
+  // Same parameters at step 1, yet the output differs: something in step 1 itself, not drift.
+  Synth nd;
+  nd.module("l0", "Linear", 0, 1e-7, DType::kF32, 0, /*step=*/0);
+  nd.module("l0", "Linear", 0, 0.3, DType::kF32, 0, /*step=*/1);
+  EXPECT_FALSE(has(analyse_and_diagnose(nd.result, nullptr, nullptr), "DRIFT_AFTER_STEPS"));
 
   Synth r;
   r.module("l0", "Linear", 0, 1e-7, DType::kF32, -1, 0, /*rank=*/0);

@@ -65,13 +65,20 @@ TEST(NoiseModel, ObservedErrorOfEachRowKind) {
 
   CompareRow s;
   s.mode = CompareMode::kStatistics;
+  // A proven lower bound of rel_l2, every difference against ‖golden‖ = 10: |Δnorm| 0.02, |Δmax| 0.04,
+  // √n·|Δmean| = 10 × 0.001; Min's own relative change (0.1/1e-6) must not count.
   StatsComparison sc;
-  sc.norm_rel = 0.002;
-  sc.max_rel = 0.004;
-  sc.min_rel = kNaN;
-  sc.mean_rel = 50;  // cancels: ignored
+  sc.golden.l2norm = 10;
+  sc.golden.numel = 100;
+  sc.norm_diff = 0.02;
+  sc.max_diff = 0.04;
+  sc.min_diff = 1e-7;
+  sc.min_rel = 0.1;
+  sc.mean_diff = 0.001;
   s.stats = sc;
   EXPECT_DOUBLE_EQ(row_observed_error(s), 0.004);
+  s.stats->mean_diff = 0.01;  // √100 × 0.01 = 0.1 > 0.04
+  EXPECT_DOUBLE_EQ(row_observed_error(s), 0.01);
 
   CompareRow c;
   c.mode = CompareMode::kChecksum;

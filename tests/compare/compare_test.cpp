@@ -12,6 +12,7 @@
 #include "compare/judge.h"
 #include "matching/exact.h"
 #include "parity/compare.h"
+#include "parity/compare_runs.h"
 #include "parity/thresholds.h"
 #include "report/compare_report.h"
 
@@ -556,9 +557,11 @@ TEST(CompareJson, SchemaShapeAndNonFiniteEncoding) {
   g.add("gone", ramp(4));
   t.add("new", ramp(4));
   t.add_problem(Status::Corrupt("t/x.safetensors: header length 99999 exceeds file size 12"));
-  Result<CompareResult> r = run_compare(g, t, default_options());
+  CompareRunOptions options;
+  options.compare = default_options();
+  Result<CompareReport> r = compare_runs(g, t, options);
   ASSERT_TRUE(r.ok());
-  nlohmann::json j = report::compare_result_to_json(*r);
+  nlohmann::json j = compare_report_to_json(*r);
   EXPECT_EQ(j["schema"], "parity.compare/1");
   for (const char* key : {"golden", "target", "thresholds", "summary", "rows", "unmatched", "problems", "notes"}) {
     EXPECT_TRUE(j.contains(key)) << key;
@@ -566,8 +569,13 @@ TEST(CompareJson, SchemaShapeAndNonFiniteEncoding) {
   EXPECT_EQ(j["golden"]["source"], "memory");
   EXPECT_TRUE(j["golden"]["fingerprint"].is_null());
   EXPECT_EQ(j["summary"]["rows"], 2);
-  EXPECT_EQ(j["summary"]["verdict"], "warn");
+  // 2.0 vs 2.5 in f32 is a 25 % change, 4e6 times fp32 rounding: structural, a failure under the default
+  // noise-model policy (the fixed thresholds alone would only have warned on it).
+  EXPECT_EQ(j["summary"]["verdict"], "fail");
+  EXPECT_EQ(j["summary"]["policy"], "noise-model");
   EXPECT_EQ(j["summary"]["exit_code"], 1);
+  EXPECT_EQ(j["rows"][1]["verdict"], "fail");
+  EXPECT_EQ(j["rows"][1]["fixed_verdict"], "warn");
   EXPECT_EQ(j["unmatched"]["golden"][0]["name"], "gone");
   EXPECT_EQ(j["unmatched"]["target"][0]["name"], "new");
   EXPECT_EQ(j["problems"][0]["side"], "target");
@@ -578,7 +586,8 @@ TEST(CompareJson, SchemaShapeAndNonFiniteEncoding) {
   const nlohmann::json& a = rows[0];
   for (const char* key : {"name", "target_name", "match", "mode", "golden", "target", "module", "op", "direction",
                           "role", "index", "step", "rank", "order", "shape_differs", "threshold_dtype", "metrics",
-                          "stats", "checksum_equal", "verdict", "reason", "noise", "noise_ratio"}) {
+                          "stats", "checksum_equal", "verdict", "reason", "fixed_verdict", "fixed_reason", "noise",
+                          "noise_ratio"}) {
     EXPECT_TRUE(a.contains(key)) << key;
   }
   EXPECT_EQ(a["mode"], "tensor");
@@ -588,8 +597,8 @@ TEST(CompareJson, SchemaShapeAndNonFiniteEncoding) {
   EXPECT_NEAR(a["metrics"]["cosine"].get<double>(), 1.0, 1e-15);
   EXPECT_TRUE(a["stats"].is_null());
   EXPECT_TRUE(a["checksum_equal"].is_null());
-  EXPECT_EQ(a["noise"], "unknown");
-  EXPECT_EQ(a["noise_ratio"], "NaN");
+  EXPECT_EQ(a["noise"], "noise");
+  EXPECT_EQ(a["noise_ratio"], 0.0);
   EXPECT_EQ(rows[1]["metrics"]["cosine"], "NaN");  // single element: unsupported, as msprobe
   EXPECT_EQ(a["metrics"]["kl_computed"], false);
   EXPECT_EQ(a["metrics"]["kl"], "NaN");

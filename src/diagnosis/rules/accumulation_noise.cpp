@@ -13,7 +13,10 @@ using namespace diagnosis_detail;
 
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   const Analysis& a = *ctx.analysis;
-  if (a.rows_structural > 0) return {};
+  // "No action needed" must never stand beside a failing verdict.
+  if (a.rows_structural > 0 || ctx.result->summary.verdict == Verdict::kFail ||
+      ctx.result->summary.verdict == Verdict::kError)
+    return {};
   for (const Suspect& s : a.suspects)
     if (s.kind != SuspectKind::kSource) return {};
   double worst = 0;

@@ -25,9 +25,9 @@ std::optional<Counts> nonfinite_of(const CompareRow& row, bool target) {
 }
 
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
-  // Gradients follow from the forward pass: when it already differs, their overflow is a consequence.
-  for (const Suspect& s : ctx.analysis->suspects)
-    if (s.direction != "backward") return {};
+  // NaN/Inf born in the forward pass reach the gradients too: that is OVERFLOW's story, not the loss
+  // scale's. A forward pass that merely differs (a scaled loss) does not explain Inf gradients.
+  if (target_forward_nonfinite(ctx)) return {};
   std::vector<std::string> lines, events;
   int64_t grads = 0;
   for (const CompareRow& row : ctx.result->rows) {

@@ -16,9 +16,9 @@ constexpr double kUnderflowShare = 0.5;
 constexpr double kExcess = 0.25;
 
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
-  // Gradients follow from the forward pass: when it already differs, their underflow is a consequence.
-  for (const Suspect& s : ctx.analysis->suspects)
-    if (s.direction != "backward") return {};
+  // The evidence is the gradients' own zero share against the golden's (below), whatever the forward
+  // pass does; only NaN/Inf born in the forward pass make the gradients meaningless.
+  if (target_forward_nonfinite(ctx)) return {};
   std::vector<std::string> lines, events;
   int64_t grads = 0;
   double worst = 0;

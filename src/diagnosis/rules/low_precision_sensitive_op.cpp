@@ -1,6 +1,6 @@
 // LOW_PRECISION_SENSITIVE_OP: the op that creates the error is a precision-sensitive one (a
 // normalisation, softmax / log-softmax, exp / log, a reduction) and its error is beyond rounding noise.
-// Seed 004 §3.1 and §5.1: "block N output suddenly far from golden → a sensitive op (Norm/Softmax) forced
+// A low-precision dtype (f16, bf16, fp8) must take part in the event. Seed 004 §3.1 and §5.1: "block N output suddenly far from golden → a sensitive op (Norm/Softmax) forced
 // to low precision → compute it in fp32".
 #include <cmath>
 #include <set>
@@ -22,6 +22,29 @@ std::string dtypes_of(const DiagnosisContext& ctx, const EventError& e) {
   return "output dtype unknown";
 }
 
+bool low_precision(DType t) { return dtype_is_float(t) && unit_roundoff(t) > 0x1p-12; }  // f16, bf16, fp8
+
+// Does a low-precision dtype take part in the event: in its own rows, or in the rows of what it contains
+// (the ops inside a norm module, recorded with their own dtypes)? Without one, the op is not running
+// in low precision and this diagnosis has no basis.
+std::string low_precision_involved(const DiagnosisContext& ctx, const EventError& e) {
+  for (size_t i : e.rows) {
+    const CompareRow& row = ctx.result->rows[i];
+    for (DType t : {row.target.dtype, row.golden.dtype})
+      if (low_precision(t)) return fmt::format("{} is {}", row.golden.name, dtype_name(t));
+  }
+  if (e.first_order < 0) return "";
+  for (const CompareRow& row : ctx.result->rows) {
+    const Record& g = row.golden;
+    if (g.rank != e.rank || g.step != e.step || g.direction != e.direction || g.order < e.first_order ||
+        g.order > e.last_order)
+      continue;
+    for (DType t : {row.target.dtype, row.golden.dtype})
+      if (low_precision(t)) return fmt::format("{} inside it is {}", g.name, dtype_name(t));
+  }
+  return "";
+}
+
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   std::vector<Diagnosis> out;
   // A backward source whose forward event is already named is the same op seen twice.
@@ -33,12 +56,15 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     if (std::isinf(e.amplification)) continue;  // NaN/Inf born here: OVERFLOW tells that story
     if (!(is_sensitive_op(e.op) || is_sensitive_op(e.module))) continue;
     if (is_random_op(e.op) || is_random_op(e.module)) continue;
+    const std::string low = low_precision_involved(ctx, e);
+    if (low.empty()) continue;  // an fp32 op that differs is not a precision problem
     Diagnosis d;
     d.strength = (&s == top_source(ctx)) ? 2 : 1;
     d.events.push_back(e.name);
     d.evidence.push_back(fmt::format("{} ({}) turns inputs at {} into output at {} (×{:.3g}); {}", e.name,
                                      e.op.empty() ? e.module : e.op, units(e.input_ratio), units(e.output_ratio),
                                      e.amplification, dtypes_of(ctx, e)));
+    d.evidence.push_back("low precision takes part: " + low);
     add_worst_output_row(ctx, e, d.evidence);
     if (e.statistics_only) d.evidence.push_back("measured on statistics only: weaker evidence");
     d.advice =

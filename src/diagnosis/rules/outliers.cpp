@@ -1,5 +1,5 @@
-// OUTLIERS: the tensors agree in direction (cosine ≥ the pass threshold) but a few positions differ a
-// lot (max |diff| ≥ 100 × mean |diff|). Seed 004 §2.2: "high cosine but large max_abs_diff means most
+// OUTLIERS: at an op that creates error (a source suspect), the tensors agree in direction (cosine ≥
+// the pass threshold) but a few positions differ a lot (max |diff| ≥ 100 × mean |diff|). Seed 004 §2.2: "high cosine but large max_abs_diff means most
 // values are right and one or two outliers are wrong; follow the outlier's position back to look for
 // an overflow there".
 #include <cmath>
@@ -28,8 +28,17 @@ std::string position(const Shape& shape, int64_t flat) {
 }
 
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
+  // Only where the error is created: the worst output row of each source suspect. Rows downstream of a
+  // source carry its outliers and would repeat the same story at every layer.
+  std::vector<const CompareRow*> candidates;
+  for (const Suspect& s : ctx.analysis->suspects) {
+    if (s.kind != SuspectKind::kSource) continue;
+    const EventError& e = event_of(ctx, s);
+    if (e.worst_output_row != SIZE_MAX) candidates.push_back(&ctx.result->rows[e.worst_output_row]);
+  }
   std::vector<std::string> lines, events;
-  for (const CompareRow& row : ctx.result->rows) {
+  for (const CompareRow* candidate : candidates) {
+    const CompareRow& row = *candidate;
     if (!row.metrics || row.verdict == Verdict::kPass) continue;
     const PairMetrics& m = *row.metrics;
     if (m.nonfinite_mismatch > 0) continue;  // NaN/Inf disagreements are OVERFLOW's

@@ -1,16 +1,17 @@
-// parity.compare/1: the JSON form of a CompareResult (docs/compare-json.md is the contract).
+// parity.compare/1: the JSON form of a CompareReport, the one serializer of the schema
+// (docs/compare-json.md is the contract).
 #include <cmath>
 
+#include "parity/compare_runs.h"
 #include "parity/json_number.h"
-#include "report/compare_report.h"
 
-namespace parity::report {
+namespace parity {
 
 using nlohmann::json;
 
-json json_number(double v) { return parity::json_number<json>(v); }
-
 namespace {
+
+json json_number(double v) { return parity::json_number<json>(v); }
 
 json side_stats_json(const SideStats& s) {
   return json{{"min", json_number(s.min)},       {"max", json_number(s.max)},
@@ -76,8 +77,6 @@ json fingerprint_json(const std::optional<std::string>& text) {
   return parsed.is_discarded() ? json(*text) : parsed;
 }
 
-}  // namespace
-
 json record_to_json(const Record& r) {
   return json{{"name", r.name},       {"file", r.file},       {"dtype", dtype_name(r.dtype)},
               {"shape", r.shape},     {"module", r.module},   {"op", r.op},
@@ -108,12 +107,75 @@ json compare_row_to_json(const CompareRow& row) {
          {"checksum_equal", row.checksum_equal ? json(*row.checksum_equal) : json(nullptr)},
          {"verdict", verdict_name(row.verdict)},
          {"reason", row.reason},
+         {"fixed_verdict", verdict_name(row.fixed_verdict)},
+         {"fixed_reason", row.fixed_reason},
          {"noise", noise_class_name(row.noise)},
          {"noise_ratio", json_number(row.noise_ratio)}};
   return j;
 }
 
-json compare_result_to_json(const CompareResult& result) {
+
+void findings_json(const Findings& f, const CompareResult& result, json& j) {
+  json cd = json::array();
+  for (const ConfigDifference& d : f.config)
+    cd.push_back({{"key", d.key}, {"golden", d.golden}, {"target", d.target}, {"category", d.category},
+                  {"numeric", d.numeric}});
+  j["config_diff"] = cd;
+
+  if (f.analysis.first_divergence) {
+    const FirstDivergence& d = *f.analysis.first_divergence;
+    j["first_divergence"] = {{"row", d.row},           {"name", d.name},       {"event", d.event},
+                             {"module", d.module},     {"op", d.op},           {"direction", d.direction},
+                             {"role", d.role},         {"step", d.step},       {"rank", d.rank},
+                             {"verdict", verdict_name(d.verdict)},             {"reason", d.reason},
+                             {"noise", noise_class_name(d.noise)},             {"noise_ratio", json_number(d.noise_ratio)}};
+  } else {
+    j["first_divergence"] = nullptr;
+  }
+
+  json suspects = json::array();
+  for (const Suspect& s : f.analysis.suspects)
+    suspects.push_back({{"kind", suspect_kind_name(s.kind)}, {"event", s.name}, {"module", s.module}, {"op", s.op},
+                        {"direction", s.direction}, {"step", s.step}, {"rank", s.rank}, {"score", json_number(s.score)},
+                        {"input_ratio", json_number(s.input_ratio)}, {"param_ratio", json_number(s.param_ratio)},
+                        {"output_ratio", json_number(s.output_ratio)}, {"weak_evidence", s.weak_evidence}, {"why", s.why}});
+  j["suspects"] = suspects;
+
+  json diag = json::array();
+  for (const Diagnosis& d : f.diagnoses)
+    diag.push_back({{"code", d.code}, {"title", d.title}, {"evidence", d.evidence}, {"advice", d.advice},
+                    {"events", d.events}, {"strength", d.strength}});
+  j["diagnosis"] = diag;
+
+  // How each pair was matched, and what stayed unmatched.
+  int64_t exact = 0, mapped = 0, aligned = 0;
+  json pairs = json::array();
+  for (const CompareRow& row : result.rows) {
+    switch (row.match) {
+      case MatchKind::kExact: ++exact; break;
+      case MatchKind::kMapped: ++mapped; break;
+      case MatchKind::kAligned: ++aligned; break;
+    }
+    if (row.match != MatchKind::kExact)
+      pairs.push_back({{"golden", row.golden.name}, {"target", row.target.name}, {"match", match_kind_name(row.match)}});
+  }
+  json ug = json::array(), ut = json::array();
+  for (const Record& r : result.unmatched_golden) ug.push_back(r.name);
+  for (const Record& r : result.unmatched_target) ut.push_back(r.name);
+  j["alignment"] = {{"exact", exact}, {"mapped", mapped}, {"aligned", aligned}, {"pairs", pairs},
+                    {"unmatched_golden", ug}, {"unmatched_target", ut}};
+
+  j["overflow"] = {{"target", overflow_to_json(f.target_overflow)}, {"golden", overflow_to_json(f.golden_overflow)}};
+  j["noise_summary"] = {{"noise", f.analysis.rows_noise},         {"elevated", f.analysis.rows_elevated},
+                        {"structural", f.analysis.rows_structural}, {"unknown", f.analysis.rows_unknown},
+                        {"worst", noise_class_name(f.analysis.worst_noise)},
+                        {"statistics_only", f.analysis.statistics_only}};
+}
+
+}  // namespace
+
+json compare_report_to_json(const CompareReport& report) {
+  const CompareResult& result = report.result;
   const CompareSummary& s = result.summary;
   json rows = json::array();
   for (const CompareRow& r : result.rows) rows.push_back(compare_row_to_json(r));
@@ -128,7 +190,7 @@ json compare_result_to_json(const CompareResult& result) {
                         {"message", st.message()}});
   }
   json thresholds = json::parse(thresholds_to_json(result.thresholds));
-  return json{
+  json j{
       {"schema", kCompareSchema},
       {"golden", {{"source", result.golden_source}, {"fingerprint", fingerprint_json(result.golden_fingerprint)}}},
       {"target", {{"source", result.target_source}, {"fingerprint", fingerprint_json(result.target_fingerprint)}}},
@@ -143,11 +205,18 @@ json compare_result_to_json(const CompareResult& result) {
         {"unmatched_target", s.unmatched_target},
         {"problems", s.problems},
         {"verdict", verdict_name(s.verdict)},
-        {"exit_code", s.verdict == Verdict::kPass ? 0 : 1}}},
+        {"policy", verdict_policy_name(result.policy)},
+        {"exit_code", report.exit_code},
+        {"no_input", report.no_input.empty() ? json(nullptr) : json(report.no_input)}}},
       {"rows", std::move(rows)},
       {"unmatched", {{"golden", std::move(ug)}, {"target", std::move(ut)}}},
       {"problems", std::move(problems)},
-      {"notes", result.notes}};
+      {"notes", result.notes},
+      {"parity_version", PARITY_VERSION},
+      {"command", report.command},
+      {"elapsed_seconds", report.elapsed_seconds}};
+  findings_json(report.findings, result, j);
+  return j;
 }
 
-}  // namespace parity::report
+}  // namespace parity

@@ -1,0 +1,50 @@
+// parity/compare_runs.h — the compare pipeline, from two sources to one report.
+//
+// compare_runs() is the only path from inputs to a CompareReport; the CLI (`parity compare`), the
+// report and the Python binding (parity.compare) all call it and only render what it returns:
+//
+//   match → measure → fixed-threshold judgement      run_compare          (parity/compare.h)
+//   → noise class of every row                        classify_rows        (parity/analysis.h)
+//   → final row verdicts under the policy             apply_verdict_policy (parity/verdict_policy.h)
+//   → first divergence, local error, suspects         analyse
+//   → NaN/Inf origins of both sides, diagnoses        analyse_and_diagnose (parity/diagnosis.h)
+//   → exit code                                       here
+//
+// compare_report_to_json() is the one serializer of schema parity.compare/1 (docs/compare-json.md).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "parity/compare.h"
+#include "parity/diagnosis.h"
+#include "parity/exit_codes.h"
+
+namespace parity {
+
+inline constexpr const char* kCompareSchema = "parity.compare/1";
+
+struct CompareRunOptions {
+  CompareOptions compare;    // pairing, measuring, thresholds (thresholds.policy picks the verdict policy)
+  AnalysisOptions analysis;  // noise classes, local error, suspects
+  std::string command;       // the command line that asked, recorded in the report ("" = none)
+};
+
+struct CompareReport {
+  CompareResult result;      // rows with their final verdicts, unmatched records, problems, notes
+  Findings findings;         // analysis, configuration differences, NaN/Inf reports, diagnoses
+  // kExitOk when the verdict passes, kExitDifferences otherwise, kExitUsage when a side holds no
+  // readable record (nothing was compared: `no_input` says which).
+  int exit_code = kExitOk;
+  std::string no_input;
+  std::string command;
+  double elapsed_seconds = 0;
+};
+
+Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSource& target,
+                                   const CompareRunOptions& options);
+
+// The whole report as a parity.compare/1 object.
+nlohmann::json compare_report_to_json(const CompareReport& report);
+
+}  // namespace parity
