@@ -31,6 +31,12 @@ bool target_forward_nonfinite(const DiagnosisContext& ctx) {
   return false;
 }
 
+bool model_forward_differs(const DiagnosisContext& ctx) {
+  for (const Suspect& s : ctx.analysis->suspects)
+    if (s.direction != "backward" && s.module != "<global>") return true;
+  return false;
+}
+
 bool is_param_grad_row(const CompareRow& row) {
   return row.golden.role == "grad" ||
          (row.golden.direction == "backward" && (row.golden.role == "parameter" || row.golden.role == "parameters"));

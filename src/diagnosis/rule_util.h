@@ -47,6 +47,10 @@ const Suspect* top_source(const DiagnosisContext& ctx);
 // backward, gradients included, is its consequence).
 bool target_forward_nonfinite(const DiagnosisContext& ctx);
 
+// True when the model's own forward pass creates error: a forward suspect inside the model (not at
+// "<global>", where the loss is scaled outside the model). Gradients are then its consequence.
+bool model_forward_differs(const DiagnosisContext& ctx);
+
 // True when the row is a parameter gradient.
 bool is_param_grad_row(const CompareRow& row);
 

@@ -35,8 +35,11 @@ RowVerdict decide_row_verdict(Verdict fixed, const std::string& fixed_reason, No
     switch (noise) {
       case NoiseClass::kNoise:
         v.verdict = Verdict::kPass;
-        v.reason = "within rounding noise (" + units(ratio) + ")";
-        if (fixed != Verdict::kPass) v.reason += fixed_note(fixed, fixed_reason);
+        if (fixed == Verdict::kPass) {
+          if (ratio > 0) v.reason += (v.reason.empty() ? "" : "; ") + std::string("within rounding noise (") + units(ratio) + ")";
+        } else {
+          v.reason = "within rounding noise (" + units(ratio) + ")" + fixed_note(fixed, fixed_reason);
+        }
         break;
       case NoiseClass::kElevated:
         v.verdict = Verdict::kWarn;

@@ -11,6 +11,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "matching/mapping.h"
@@ -77,6 +78,34 @@ std::vector<std::pair<size_t, size_t>> align_sequences(const std::vector<const R
   return pairs;
 }
 
+std::string strip_prefix(const std::string& module, const std::string& prefix) {
+  if (prefix.empty()) return module;
+  if (module == prefix.substr(0, prefix.size() - 1)) return "<root>";  // the wrapped model itself
+  return module.compare(0, prefix.size(), prefix) == 0 ? module.substr(prefix.size()) : module;
+}
+
+// The prefix ("module.", "0.", "model.inner.") that, removed from the unmatched module paths of `side`,
+// turns most of them (at least half, and at least two) into module paths of `other`; "" when none does.
+std::string wrapper_prefix(const std::vector<Record>& side, const std::vector<bool>& side_free,
+                           const std::vector<Record>& other, const std::vector<bool>& other_free) {
+  std::set<std::string> other_modules, side_modules;
+  for (size_t i = 0; i < other.size(); ++i)
+    if (other_free[i] && !other[i].module.empty()) other_modules.insert(other[i].module);
+  for (size_t i = 0; i < side.size(); ++i)
+    if (side_free[i] && !side[i].module.empty()) side_modules.insert(side[i].module);
+  std::map<std::string, int64_t> votes;
+  for (const std::string& m : side_modules) {
+    for (size_t dot = m.find('.'); dot != std::string::npos; dot = m.find('.', dot + 1)) {
+      if (other_modules.count(m.substr(dot + 1))) ++votes[m.substr(0, dot + 1)];
+    }
+  }
+  std::string best;
+  int64_t best_votes = 0;
+  for (const auto& [prefix, n] : votes)
+    if (n > best_votes) best = prefix, best_votes = n;
+  return best_votes >= 2 && 2 * best_votes >= static_cast<int64_t>(side_modules.size()) ? best : "";
+}
+
 }  // namespace
 
 std::vector<PairMatch> extend_pairing(const std::vector<Record>& golden, const std::vector<Record>& target,
@@ -124,10 +153,18 @@ std::vector<PairMatch> extend_pairing(const std::vector<Record>& golden, const s
     // Only capture events are aligned: plain tensor files carry no execution order, only a listing order,
     // and pairing "a.npy" with "b.npy" by position would compare unrelated tensors.
     auto is_event = [](const Record& r) { return !r.direction.empty() || !r.role.empty(); };
+    // A wrapper (DDP's "module.", nn.Sequential's "0.") prefixes every module path of one side: the
+    // same structure under another root. Such a prefix is stripped before grouping.
+    const std::string g_prefix = wrapper_prefix(golden, g_free, target, t_free);
+    const std::string t_prefix = wrapper_prefix(target, t_free, golden, g_free);
+    if (!g_prefix.empty()) notes.push_back("golden module paths carry the wrapper prefix '" + g_prefix + "': aligned without it");
+    if (!t_prefix.empty()) notes.push_back("target module paths carry the wrapper prefix '" + t_prefix + "': aligned without it");
     for (size_t g = 0; g < golden.size(); ++g)
-      if (g_free[g] && is_event(golden[g])) groups[{golden[g].rank, golden[g].step, golden[g].module}].first.push_back(g);
+      if (g_free[g] && is_event(golden[g]))
+        groups[{golden[g].rank, golden[g].step, strip_prefix(golden[g].module, g_prefix)}].first.push_back(g);
     for (size_t t = 0; t < target.size(); ++t)
-      if (t_free[t] && is_event(target[t])) groups[{target[t].rank, target[t].step, target[t].module}].second.push_back(t);
+      if (t_free[t] && is_event(target[t]))
+        groups[{target[t].rank, target[t].step, strip_prefix(target[t].module, t_prefix)}].second.push_back(t);
     for (auto& [key, gt] : groups) {
       auto& [gs, ts] = gt;
       if (gs.empty() || ts.empty()) continue;

@@ -81,7 +81,7 @@ def test_json_schema_keys_and_differences_exit_1(dirs):
     g, t = dirs
     a = rnd((32, 32))
     np.save(g / "good.npy", a)
-    np.save(t / "good.npy", a * (1 + 1e-6))
+    np.save(t / "good.npy", a * (1 + 1e-7))  # ~1.7 fp32 roundings: noise
     np.save(g / "bad.npy", a)
     b = a.copy()
     b[:, :16] *= -1
@@ -95,6 +95,8 @@ def test_json_schema_keys_and_differences_exit_1(dirs):
     assert rows["good.npy"]["verdict"] == "pass"
     assert rows["bad.npy"]["verdict"] == "fail"
     assert "cosine" in rows["bad.npy"]["reason"]
+    assert rows["bad.npy"]["fixed_verdict"] == "fail" and rows["bad.npy"]["noise"] == "structural"
+    assert doc["summary"]["policy"] == "noise-model"
     m = rows["bad.npy"]["metrics"]
     for key in ["cosine", "euclidean", "rel_l2", "rmse", "sqnr_db", "max_abs", "max_abs_index", "mean_abs", "max_rel",
                 "thousandth_ratio", "five_thousandth_ratio", "frac_abs_gt_1e6", "ulp_max", "nonfinite_agree",
@@ -106,6 +108,31 @@ def test_json_schema_keys_and_differences_exit_1(dirs):
     cos = (a.astype(np.float64) * b).sum() / np.linalg.norm(a.astype(np.float64)) / np.linalg.norm(b.astype(np.float64))
     assert m["cosine"] == pytest.approx(cos, rel=1e-12)
     assert doc["summary"]["fail"] == 1 and doc["summary"]["verdict"] == "fail"
+
+
+def test_noise_model_decides_the_verdict_both_ways(dirs):
+    """Issue 10's plain-file cases: an fp32 pair 1e-3 apart (16,000 fp32 roundings) and a 2 % perturbation
+    fail although their cosines pass the fixed thresholds; a bf16 cast of large activations (max abs 16 > 1,
+    the fixed rule) passes because it is exactly one bf16 rounding. --fixed-thresholds restores the fixed
+    verdicts."""
+    g, t = dirs
+    a = rnd((64, 64))
+    np.save(g / "scaled.npy", a)
+    np.save(t / "scaled.npy", a * np.float32(1 + 1e-3))
+    rng = np.random.default_rng(7)
+    emb = rnd((128, 32), 3)
+    np.save(g / "embedding.npy", emb)
+    np.save(t / "embedding.npy", (emb * (1 + 0.02 * rng.standard_normal(emb.shape))).astype(np.float32))
+    rc, doc, _ = compare_json(g, t)
+    rows = {r["name"]: r for r in doc["rows"]}
+    assert rc == 1 and doc["summary"]["verdict"] == "fail"
+    for name in ("scaled.npy", "embedding.npy"):
+        assert rows[name]["noise"] == "structural", rows[name]
+        assert rows[name]["verdict"] == "fail", rows[name]["reason"]
+        assert rows[name]["fixed_verdict"] != "fail"
+    rc, doc, _ = compare_json(g, t, "--fixed-thresholds")
+    assert doc["summary"]["policy"] == "fixed-thresholds"
+    assert {r["name"]: r["verdict"] for r in doc["rows"]}["scaled.npy"] == "pass"
 
 
 def test_csv_has_schema_line_and_one_line_per_pair(dirs, tmp_path):
@@ -190,15 +217,23 @@ def test_thresholds_file_flags_and_show_thresholds(tmp_path):
     assert p.returncode == 2
     assert str(bad) in p.stderr and "cosine_pas" in p.stderr
 
-    # A file that loosens the rule turns a warn into a pass.
+    # Under the fixed-thresholds policy a file that loosens the rule turns a warn into a pass; under the
+    # default noise-model policy a 2 % change of an fp32 tensor fails whatever the thresholds say.
     a = rnd(1000)
     np.save(tmp_path / "g.npy", a)
     np.save(tmp_path / "t.npy", a + 0.02 * rnd(1000, 5))  # rel L2 ≈ 0.02 > 1e-2
     assert run(tmp_path / "g.npy", tmp_path / "t.npy").returncode == 1
+    assert run(tmp_path / "g.npy", tmp_path / "t.npy", "--fixed-thresholds").returncode == 1
     loose = tmp_path / "loose.json"
-    loose.write_text('{"all": {"rel_l2_warn": 0.05}}')
+    loose.write_text('{"policy": "fixed-thresholds", "all": {"rel_l2_warn": 0.05}}')
+    assert json.loads(run("--show-thresholds", "--thresholds", loose).stdout)["policy"] == "fixed-thresholds"
     assert run(tmp_path / "g.npy", tmp_path / "t.npy", "--thresholds", loose).returncode == 0
-    assert run(tmp_path / "g.npy", tmp_path / "t.npy", "--rel-l2", "0.05").returncode == 0
+    assert run(tmp_path / "g.npy", tmp_path / "t.npy", "--fixed-thresholds", "--rel-l2", "0.05").returncode == 0
+    assert run(tmp_path / "g.npy", tmp_path / "t.npy", "--rel-l2", "0.05").returncode == 1
+    bad_policy = tmp_path / "bad_policy.json"
+    bad_policy.write_text('{"policy": "lenient"}')
+    p = run("--show-thresholds", "--thresholds", bad_policy)
+    assert p.returncode == 2 and "noise-model" in p.stderr and str(bad_policy) in p.stderr
 
 
 def test_sort_limit_and_all(dirs):

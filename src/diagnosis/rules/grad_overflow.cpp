@@ -25,9 +25,9 @@ std::optional<Counts> nonfinite_of(const CompareRow& row, bool target) {
 }
 
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
-  // NaN/Inf born in the forward pass reach the gradients too: that is OVERFLOW's story, not the loss
-  // scale's. A forward pass that merely differs (a scaled loss) does not explain Inf gradients.
-  if (target_forward_nonfinite(ctx)) return {};
+  // Gradients follow from the forward pass: when the model's forward already creates error (or NaN/Inf),
+  // their state is its consequence. A loss scaled outside the model (at <global>) is no such cause.
+  if (target_forward_nonfinite(ctx) || model_forward_differs(ctx)) return {};
   std::vector<std::string> lines, events;
   int64_t grads = 0;
   for (const CompareRow& row : ctx.result->rows) {

@@ -16,9 +16,9 @@ constexpr double kUnderflowShare = 0.5;
 constexpr double kExcess = 0.25;
 
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
-  // The evidence is the gradients' own zero share against the golden's (below), whatever the forward
-  // pass does; only NaN/Inf born in the forward pass make the gradients meaningless.
-  if (target_forward_nonfinite(ctx)) return {};
+  // Gradients follow from the forward pass: when the model's forward already creates error (or NaN/Inf),
+  // their state is its consequence. A loss scaled outside the model (at <global>) is no such cause.
+  if (target_forward_nonfinite(ctx) || model_forward_differs(ctx)) return {};
   std::vector<std::string> lines, events;
   int64_t grads = 0;
   double worst = 0;
