@@ -4,6 +4,7 @@ Event names (the contract the comparison pairs on, docs/dump-format.md "Names"):
 
     module event   <module>[#k]/<direction>/<role>/<index>       layers.0.attn/forward/output/0
     op event       <parent>/<op>#k/<direction>/<role>/<index>    layers.0.attn/softmax#0/forward/output/0
+    collective     <parent>/<name>#k/forward/<role>/<index>      <global>/all_reduce#0/forward/output/0
     parameter      <module>/forward/parameter/<param name>        layers.0.attn.q.../forward/parameter/weight
     gradient       <module>/backward/grad/<param name>
 
@@ -22,9 +23,15 @@ How the hooks work, and why:
   graph, so outputs and gradients are bit-identical with and without capture.
 - parameters are recorded at the module's first call of a step, gradients by leaf hooks when
   backward produces them.
+- collectives (op and mix levels): torch.distributed's collective functions are replaced by wrappers
+  (restored on stop) that record them as op events and invalidate cached statistics of what they write.
+- statistics of a tensor recorded under several names are reused only while nothing can have changed
+  its memory (Capture._reset_step_state, docs/capture.md "When statistics are reused").
 Everything is off outside the recorded steps except the step counter and cap.log().
 """
 import atexit
+import functools
+import inspect
 import json
 import re
 import threading
@@ -34,7 +41,7 @@ import torch
 
 from ._core import core
 from ._stats import device_stats
-from ._tensors import DTYPE_NAMES, describe_args, iter_tensors
+from ._tensors import DTYPE_NAMES, describe_args, has_tensor, iter_tensors
 from .fingerprint import environment_fingerprint
 
 ROOT_NAME = "<root>"
@@ -55,6 +62,51 @@ empty empty_like empty_strided new_empty new_empty_strided
 # Ops whose outputs are uninitialised memory (empty*) or profiler handles (_record_function_*) are not
 # values: recording them would make identical reruns differ.
 _SKIP_PREFIXES = ("_record_function", "_profiler")
+# Calls that write their receiver (args[0]) in place although their name does not end in "_" (torch 1.13
+# reports `a += b` as add_, newer versions may report __iadd__).
+_INPLACE_DUNDERS = frozenset("""
+__iadd__ __isub__ __imul__ __imatmul__ __itruediv__ __ifloordiv__ __imod__ __ipow__ __ilshift__ __irshift__
+__iand__ __ixor__ __ior__ __setitem__
+""".split())
+# Calls that make an alias of a tensor's memory whose writes do not move the tensor's version counter:
+# a numpy array, a DLPack capsule, a raw address, a storage object, shared memory, another tensor
+# (`set_`; `.data` is the getter / setter of the property "data", checked by _is_data_property). The
+# mode cannot see every write through such an alias (torch 1.13 does not dispatch `x.data[...] = v`
+# to it, numpy writes never reach torch), so statistics of that storage are never reused afterwards
+# (docs/capture.md "When statistics are reused"). _FOREIGN_FACTORIES return a tensor over memory
+# that something outside torch can write.
+_ESCAPE_OPS = frozenset("""
+numpy __array__ __dlpack__ data_ptr untyped_storage storage _storage share_memory_ set_
+""".split())
+_FOREIGN_FACTORIES = frozenset("from_numpy frombuffer from_dlpack from_file as_tensor asarray".split())
+
+# torch.distributed calls that write tensors without bumping their version counter: name -> (parameters
+# read, parameters written, root parameter). Reads are recorded as the event's inputs before the call,
+# writes as its outputs after it; "src": the input is only read on that rank (elsewhere it is
+# typically uninitialised memory); "dst": the result is only defined on that rank.
+_COLLECTIVES = {
+    "all_reduce": (("tensor",), ("tensor",), None),
+    "all_reduce_coalesced": (("tensors",), ("tensors",), None),
+    "broadcast": (("tensor",), ("tensor",), "src"),
+    "reduce": (("tensor",), ("tensor",), "dst"),
+    "all_gather": (("tensor",), ("tensor_list",), None),
+    "all_gather_coalesced": (("input_tensor_list",), ("output_tensor_lists",), None),
+    "all_gather_into_tensor": (("input_tensor",), ("output_tensor",), None),
+    "_all_gather_base": (("input_tensor",), ("output_tensor",), None),
+    "reduce_scatter": (("input_list",), ("output",), None),
+    "reduce_scatter_tensor": (("input",), ("output",), None),
+    "_reduce_scatter_base": (("input",), ("output",), None),
+    "all_to_all_single": (("input",), ("output",), None),
+    "all_to_all": (("input_tensor_list",), ("output_tensor_list",), None),
+    "scatter": (("scatter_list",), ("tensor",), None),
+    "gather": (("tensor",), ("gather_list",), None),
+    "send": (("tensor",), (), None),
+    "recv": ((), ("tensor",), None),
+    "isend": (("tensor",), (), None),
+    "irecv": ((), ("tensor",), None),
+    "batch_isend_irecv": ((), (), None),  # tensors inside the P2POp list: _collective_tensors
+}
+_ASYNC_COLLECTIVES = frozenset(("isend", "irecv", "batch_isend_irecv"))
 
 _open_captures = weakref.WeakSet()
 _STAT_KEYS = ("min", "max", "mean", "l2norm", "absmax", "nan", "inf", "zero", "subnormal")
@@ -69,6 +121,139 @@ def _stop_all_at_exit():
 
 
 atexit.register(_stop_all_at_exit)
+
+
+def _storage_key(t):
+    """Address of the start of t's storage: equal for every tensor that shares t's memory (views,
+    `.data`, `detach()`), whatever its own version counter."""
+    try:
+        return t.data_ptr() - t.storage_offset() * t.element_size()
+    except Exception:  # tensor subclasses without storage
+        return None
+
+
+def _written_tensors(name, args, kwargs):
+    """What an in-place torch call writes: its receiver (a name ending in "_", `__iadd__`-like operators,
+    `__setitem__`, `inplace=True`) and its `out=` tensors. None when it writes nothing."""
+    w = None
+    if (name[-1:] == "_" and name[-2:] != "__") or name in _INPLACE_DUNDERS or kwargs.get("inplace") is True:
+        if args:
+            w = [args[0]]
+        else:  # torch.nn.init.normal_(tensor=...) passes its receiver by keyword
+            w = [v for v in kwargs.values() if isinstance(v, (torch.Tensor, list, tuple))][:1]
+    out = kwargs.get("out")
+    if out is not None:
+        w = (w or []) + [out]
+    return w
+
+
+# ---- torch.distributed collectives ----------------------------------------------------------------------
+# One wrapper per collective, shared by every open capture that watches them (op and mix levels),
+# installed at the first such capture's start and removed at the last one's stop.
+_dist_lock = threading.Lock()
+_dist_users = [0]
+_dist_saved = []  # (namespace, name, original, wrapper)
+
+
+class _EqualsOriginal:
+    """A wrapper that compares and hashes equal to the function it wraps: P2POp checks
+    `op in [isend, irecv]`, which must keep accepting the function captured before start."""
+
+    def __init__(self, fn, orig):
+        self._fn, self.__wrapped__ = fn, orig
+        functools.update_wrapper(self, orig)
+
+    def __call__(self, *args, **kwargs):
+        return self._fn(*args, **kwargs)
+
+    def __eq__(self, other):
+        return other is self or other is self.__wrapped__ or other == self.__wrapped__
+
+    def __hash__(self):
+        return hash(self.__wrapped__)
+
+
+def _make_collective_wrapper(name, orig):
+    try:
+        sig = inspect.signature(orig)
+    except (TypeError, ValueError):
+        sig = None
+
+    def wrapper(*args, **kwargs):
+        caps = [c for c in list(_open_captures) if c._watch_collectives]
+        if not caps or sig is None:
+            return orig(*args, **kwargs)
+        try:
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+        except TypeError:
+            return orig(*args, **kwargs)  # let torch report the bad call
+        a = bound.arguments
+        states = [(c, c._collective_before(name, a)) for c in caps]
+        ok, out = False, None
+        try:
+            out = orig(*args, **kwargs)
+            ok = True
+        finally:
+            for c, st in states:
+                c._collective_after(name, a, st, ok)
+        return out
+
+    if name in ("isend", "irecv"):
+        return _EqualsOriginal(wrapper, orig)
+    return functools.wraps(orig)(wrapper)
+
+
+def _install_collective_hooks():
+    with _dist_lock:
+        _dist_users[0] += 1
+        if _dist_users[0] > 1:
+            return
+        dist = getattr(torch, "distributed", None)
+        try:
+            if dist is None or not dist.is_available():
+                return
+        except Exception:
+            return
+        namespaces = [dist]
+        c10d = getattr(dist, "distributed_c10d", None)
+        if c10d is not None:
+            namespaces.append(c10d)
+        for name in _COLLECTIVES:
+            orig = getattr(dist, name, None)
+            if orig is None or not callable(orig):
+                continue
+            wrapper = _make_collective_wrapper(name, orig)
+            for ns in namespaces:
+                if getattr(ns, name, None) is orig:
+                    setattr(ns, name, wrapper)
+                    _dist_saved.append((ns, name, orig, wrapper))
+
+
+def _uninstall_collective_hooks():
+    with _dist_lock:
+        _dist_users[0] = max(0, _dist_users[0] - 1)
+        if _dist_users[0]:
+            return
+        for ns, name, orig, wrapper in reversed(_dist_saved):
+            if getattr(ns, name, None) is wrapper:  # someone wrapped it after us: ours stays, inert
+                setattr(ns, name, orig)
+        del _dist_saved[:]
+
+
+def _one(objs):
+    """A single argument stands for itself (index 0, no path), several for a list."""
+    return objs[0] if len(objs) == 1 else objs
+
+
+def _p2p_tensors(a):
+    reads, writes = [], []
+    for op in a.get("p2p_op_list") or ():
+        t = getattr(op, "tensor", None)
+        fn = getattr(getattr(op, "op", None), "__name__", "")
+        if isinstance(t, torch.Tensor):
+            (writes if "recv" in fn else reads).append(t)
+    return reads, writes
 
 
 def _op_name(func):
@@ -86,12 +271,25 @@ class _OpMode(torch.overrides.TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         cap = self.cap
-        if not cap._recording or cap._busy:
+        if cap._busy:
             return func(*args, **kwargs)
         name = _op_name(func)
+        # Aliases are noted in every step: one made in a step not recorded may be written in one that is.
+        if name in _ESCAPE_OPS or ((name == "__get__" or name == "__set__") and _is_data_property(func)):
+            cap._wrote(args, escape=True)  # before the call: set_ / `.data =` receivers take the source's memory
+        if not cap._recording:
+            out = func(*args, **kwargs)
+            if name in _FOREIGN_FACTORIES:
+                cap._wrote(out, escape=True)
+            return out
         if name in _SKIP_OPS or name.startswith(_SKIP_PREFIXES):
             return func(*args, **kwargs)
         return cap._op_event(func, name, args, kwargs)
+
+
+def _is_data_property(func):
+    """func is Tensor.data.__get__ / __set__ (the mode sees property access as the descriptor's method)."""
+    return getattr(getattr(func, "__self__", None), "__name__", None) == "data"
 
 
 class Capture:
@@ -129,6 +327,11 @@ class Capture:
         self._stack = []
         self._wrapped = []
         self._mode_obj = None
+        # op and mix levels see every torch call and collective between two records, so statistics
+        # may be reused across events; module level reuses them only within one burst of records
+        # (docs/capture.md "When statistics are reused").
+        self._watch_collectives = False
+        self._escaped = set()     # storage keys handed to numpy / DLPack / raw pointers / async collectives
         self._lock = threading.RLock()
         self._handles = []
         # Route host tensors through the accelerator pipeline (torch reductions, non-blocking copy,
@@ -200,8 +403,13 @@ class Capture:
         if self.level in ("op", "mix"):
             self._mode_obj = _OpMode(self)
             self._mode_obj.__enter__()
+            _install_collective_hooks()
+            self._watch_collectives = True
 
     def _uninstall(self):
+        if self._watch_collectives:
+            self._watch_collectives = False
+            _uninstall_collective_hooks()
         if self._mode_obj is not None:
             self._mode_obj.__exit__(None, None, None)
             self._mode_obj = None
@@ -223,11 +431,41 @@ class Capture:
         self._op_calls = {}
         self._params_done = set()
         self._pending = []
-        # id(tensor) -> (weakref, _version, stats list, crc): the same tensor object recorded under
-        # several names (a module's output is the next one's input) is summarised once. The weakref and
-        # the version counter make a stale entry impossible: a freed tensor's id may be reused, an
-        # in-place op bumps _version.
+        # id(tensor) -> (weakref, _version, stats list, crc, storage key, generation): the same tensor
+        # object recorded under several names (an op's output is the next one's input) is summarised
+        # once. The weakref guards against a freed tensor's id being reused, _version against in-place
+        # ops on the tensor and its views; the storage generation (_gen, bumped by _wrote) against
+        # writes that bypass _version: through another alias such as `x.data` (in-place torch calls
+        # seen by the op mode) and by torch.distributed collectives. Module level has neither watcher:
+        # there the cache lives for one burst of records only (_begin_burst).
         self._known = {}
+        self._gen = {}
+
+    def _begin_burst(self):
+        """Module level: user code may have run since the last record, and without the op mode nothing
+        saw what it wrote (`x.data.copy_`, a collective): statistics are not reused across it."""
+        if self._mode_obj is None and self._known:
+            self._known.clear()
+
+    def _wrote(self, obj, escape=False):
+        """Tensors in obj were (or may be) written without their version counter moving: every cached
+        statistic of memory they share is invalid; escape: and never cached again."""
+        mine = threading.get_ident() == self._thread
+        busy = self._busy
+        if mine:
+            self._busy = True  # data_ptr() below must not come back through the op mode
+        try:
+            for _, t in iter_tensors(obj):
+                self._known.pop(id(t), None)
+                key = _storage_key(t)
+                if key is None:
+                    continue
+                if escape:
+                    self._escaped.add(key)
+                self._gen[key] = self._gen.get(key, 0) + 1
+        finally:
+            if mine:
+                self._busy = busy
 
     def _remove_handles(self):
         for h in getattr(self, "_handles", []):
@@ -289,6 +527,7 @@ class Capture:
         """Record one tensor under an explicit event name in the current step (used by log_logits and
         by tools that add their own events). Honours the capture's mode; returns the statistics."""
         self._check_started()
+        self._begin_burst()
         return self._record(name, tensor, module, op, direction, role, index, call, args, extra, force=True)
 
     def _record(self, name, t, module, op, direction, role, index, call, args=None, extra=None, force=False):
@@ -322,7 +561,8 @@ class Capture:
         if x.device.type == "cpu" and not self._device_path_on_host:
             known = self._known.get(id(t))
             stats = crc = None
-            if known is not None and known[0]() is t and known[1] == t._version:
+            if (known is not None and known[0]() is t and known[1] == t._version
+                    and self._gen.get(known[4], 0) == known[5]):
                 stats, crc = known[2], known[3]
             if stats is not None and not want_data and (crc is not None or not want_crc):
                 ptr = 0  # nothing to read: statistics (and checksum) are known
@@ -335,9 +575,14 @@ class Capture:
             if ptr:
                 try:
                     ref = weakref.ref(t)
-                except TypeError:
+                    version = t._version
+                except (TypeError, RuntimeError):  # not weak-referenceable; inference tensors have no version
                     return res
-                self._known[id(t)] = (ref, t._version, [res[k] for k in _STAT_KEYS], res.get("crc32c"))
+                key = ptr - x.storage_offset() * x.element_size() if h is x else _storage_key(x)
+                if key is None or key in self._escaped:
+                    return res
+                self._known[id(t)] = (ref, version, [res[k] for k in _STAT_KEYS], res.get("crc32c"), key,
+                                      self._gen.get(key, 0))
             return res
         # Accelerator: statistics on the device, 72 bytes copied back asynchronously.
         st = device_stats(x)
@@ -390,6 +635,7 @@ class Capture:
             def hook(grad, name=name, i=i, step=step):
                 cap = cap_ref()
                 if cap is not None and cap._started and cap.step == step and grad is not None:
+                    cap._begin_burst()
                     cap._record(name, grad, module, op, "backward", role, i, call)
                 return None
 
@@ -412,6 +658,7 @@ class Capture:
                 def hook(grad, gname=gname, i=i, pname=pname, step=step, cls=type(mod).__name__):
                     cap = cap_ref()
                     if cap is not None and cap._started and cap.step == step and grad is not None:
+                        cap._begin_burst()
                         cap._record(gname, grad, name, cls, "backward", "grad", i, 0, extra={"param": pname})
                     return None
 
@@ -434,6 +681,7 @@ class Capture:
                 busy = cap._busy
                 cap._busy = True
                 try:
+                    cap._begin_burst()
                     cap._record_params(mod, name)
                     ins = cap._record_all((args, kwargs) if kwargs else args, ev, name, cls, "forward", "input", k)
                 finally:
@@ -447,6 +695,7 @@ class Capture:
                 busy = cap._busy
                 cap._busy = True
                 try:
+                    cap._begin_burst()
                     outs = cap._record_all(out, ev, name, cls, "forward", "output", k)
                     cap._hook_grads(outs, ev, name, cls, "input", k)
                     cap._hook_grads(ins, ev, name, cls, "output", k)
@@ -475,6 +724,11 @@ class Capture:
         out = func(*args, **kwargs)
         self._busy = True
         try:
+            written = _written_tensors(name, args, kwargs)
+            if written:
+                self._wrote(written)
+            if name in _FOREIGN_FACTORIES:
+                self._wrote(out, escape=True)
             result = out
             if out is None and name == "__setitem__" and args and isinstance(args[0], torch.Tensor):
                 result = args[0]  # item assignment changes its receiver in place: that is the output
@@ -485,3 +739,68 @@ class Capture:
         finally:
             self._busy = False
         return out
+
+    # ---- torch.distributed collectives (op and mix levels) ------------------------------------------------
+    @staticmethod
+    def _collective_tensors(name, a):
+        """(read, written, asynchronous) of a collective call whose bound arguments are a."""
+        if name == "batch_isend_irecv":
+            reads, writes = _p2p_tensors(a)
+            return reads, writes, True
+        read_params, write_params, _ = _COLLECTIVES[name]
+        reads = [a[p] for p in read_params if a.get(p) is not None]
+        writes = [a[p] for p in write_params if a.get(p) is not None]
+        return _one(reads), _one(writes), name in _ASYNC_COLLECTIVES or a.get("async_op") is True
+
+    @staticmethod
+    def _is_root(a, which):
+        """Whether this rank is the collective's src / dst (a global rank, or group_src / group_dst)."""
+        dist = torch.distributed
+        try:
+            r = a.get(which)
+            if r is None and a.get("group_" + which) is not None:
+                return a["group_" + which] == dist.get_rank(a.get("group"))
+            return r is None or r == dist.get_rank()
+        except Exception:
+            return True
+
+    def _collective_before(self, name, a):
+        """Records the collective's inputs as an op event `<parent>/<name>#k` (recorded step, capture
+        thread); returns what _collective_after needs, or None when the call is not recorded."""
+        if not self._started or not self._recording or self._busy or threading.get_ident() != self._thread:
+            return None
+        parent = self._stack[-1] if self._stack else GLOBAL_NAME
+        key = (parent, name)
+        k = self._op_calls.get(key, 0)
+        self._op_calls[key] = k + 1
+        base = "{}/{}#{}".format(parent, name, k)
+        module = parent.split("#")[0]
+        reads, writes, asynchronous = self._collective_tensors(name, a)
+        if _COLLECTIVES[name][2] == "src" and not self._is_root(a, "src"):
+            reads = None  # broadcast: off the source rank the tensor's old contents are not an input
+        args = describe_args((), {p: v for p, v in a.items() if not isinstance(v, (torch.Tensor, list, tuple))})
+        self._busy = True
+        try:
+            self._record_all(reads, base, module, name, "forward", "input", k,
+                             args=args if asynchronous or not has_tensor(writes) else None)
+        finally:
+            self._busy = False
+        return base, module, k, args
+
+    def _collective_after(self, name, a, state, ok):
+        """The collective has written its outputs (or failed): cached statistics of their memory are
+        dropped (asynchronous: never cached again, the write lands at wait()); a recorded event gets
+        its outputs, except an asynchronous one, whose outputs are not there yet."""
+        _, writes, asynchronous = self._collective_tensors(name, a)
+        if writes is not None:
+            self._wrote(writes, escape=asynchronous)
+        if state is None or not ok or asynchronous or not self._started or not has_tensor(writes):
+            return
+        if _COLLECTIVES[name][2] == "dst" and not self._is_root(a, "dst"):
+            return  # reduce: the result is only defined on the destination rank
+        base, module, k, args = state
+        self._busy = True
+        try:
+            self._record_all(writes, base, module, name, "forward", "output", k, args=args)
+        finally:
+            self._busy = False

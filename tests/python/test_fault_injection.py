@@ -401,7 +401,7 @@ def test_statistics_only_dumps_are_weaker_evidence(tmp_path):
                 cap.next_step()
         res = compare(tmp_path, tmp_path / level / "golden", tmp_path / level / "target")
         assert res["noise_summary"]["statistics_only"] is True
-        assert res["summary"]["verdict"] == "fail"
+        assert res["summary"]["verdict"] in ("fail", "error")  # error: NaN/Inf counts that differ
         top = res["suspects"][0]
         assert top["module"] == P["norm1"], explain(res)
         if level == "module":
