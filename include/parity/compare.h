@@ -85,7 +85,10 @@ struct CompareOptions {
 struct CompareSummary {
   int64_t rows = 0, pass = 0, warn = 0, fail = 0, error = 0;
   int64_t unmatched_golden = 0, unmatched_target = 0, problems = 0;
-  Verdict verdict = Verdict::kPass;  // worst row; unmatched records or problems make it at least kWarn
+  // Of the unmatched records, ops inside a module compared on both sides (implementation details).
+  int64_t unmatched_implementation = 0;
+  // The worst row; any other unmatched record makes it at least kFail, an unreadable file kError.
+  Verdict verdict = Verdict::kPass;
 };
 
 struct CompareResult {
@@ -104,6 +107,8 @@ struct CompareResult {
 // Counts and overall verdict of a result's rows, unmatched records and problems. run_compare fills
 // `summary` with it; a later pass that changes row verdicts calls it again.
 CompareSummary summarize_compare(const CompareResult& result);
+// Unmatched records of one side that are ops inside a module compared on both sides.
+int64_t count_implementation_records(const CompareResult& result, bool golden_side);
 
 // Pairs, measures and judges. Fails only when the options are unusable (a bad --kl pattern); every
 // problem with the data itself becomes a row verdict, an unmatched record or a problem in the result.

@@ -28,13 +28,14 @@ struct CompareRunOptions {
   CompareOptions compare;    // pairing, measuring, thresholds (thresholds.policy picks the verdict policy)
   AnalysisOptions analysis;  // noise classes, local error, suspects
   std::string command;       // the command line that asked, recorded in the report ("" = none)
+  bool fail_on_warn = false; // a warn verdict fails the gate too (exit 1)
 };
 
 struct CompareReport {
   CompareResult result;      // rows with their final verdicts, unmatched records, problems, notes
   Findings findings;         // analysis, configuration differences, NaN/Inf reports, diagnoses
-  // kExitOk when the verdict passes, kExitDifferences otherwise, kExitUsage when a side holds no
-  // readable record (nothing was compared: `no_input` says which).
+  // kExitOk when the verdict is pass or warn, kExitDifferences when it is fail or error (or warn with
+  // fail_on_warn), kExitUsage when a side holds no readable record (`no_input` says which).
   int exit_code = kExitOk;
   std::string no_input;
   std::string command;

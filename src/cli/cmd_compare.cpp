@@ -45,7 +45,8 @@ struct CompareArgs {
   bool all = false;
   std::string map_file;   // --map: target→golden name rules (docs/alignment.md)
   bool no_align = false;  // --no-align: no order-based alignment of unmatched events
-  bool fixed_thresholds = false;  // --fixed-thresholds: warn rows stay warn even when within rounding noise
+  bool fixed_thresholds = false;
+  bool fail_on_warn = false;      // --fail-on-warn: a warn verdict exits 1 too  // --fixed-thresholds: warn rows stay warn even when within rounding noise
 };
 
 // The command line as typed, shell-quoted where needed (for the verdict line and the JSON).
@@ -141,6 +142,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   std::unique_ptr<ProgressSink> progress = make_progress(global);
   opts.compare.progress = progress.get();
   opts.command = command_line();
+  opts.fail_on_warn = a.fail_on_warn;
 
   Result<CompareReport> report = compare_runs(**golden, **target, opts);
   if (!report.ok()) return usage_error(report.status().message());
@@ -200,7 +202,8 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
     // --quiet still names what could not be read: errors are never silent.
     for (const Status& st : res.problems) std::fprintf(stderr, "parity compare: %s\n", st.message().c_str());
   }
-  report::print_compare_verdict(human, res, report->elapsed_seconds, report->command, topt.color);
+  report::print_compare_verdict(human, res, report->elapsed_seconds, report->command, report->exit_code == kExitOk,
+                                topt.color);
   if (!report->no_input.empty()) std::fprintf(stderr, "parity compare: %s\n", report->no_input.c_str());
   return code;
 }
@@ -213,7 +216,8 @@ CommandAction setup_compare(CLI::App& sub, const GlobalOptions& global) {
       "Compare GOLDEN with TARGET tensor by tensor: pair records by name (and rank, step), compute every\n"
       "metric of the fused kernel, judge each pair against per-dtype thresholds (docs/thresholds.md).\n"
       "GOLDEN and TARGET: .npy, .npz, .safetensors files, directories of them, or capture runs.\n"
-      "Exit: 0 all pairs pass; 1 a pair warned/failed/errored, a record was unmatched or a file unreadable;\n"
+      "Exit: 0 pass or warn; 1 a pair failed or errored, a record was unmatched or a file unreadable (warn too\n"
+      "with --fail-on-warn);\n"
       "2 usage error or an input that cannot be opened at all; 3 internal error.");
   sub.add_option("GOLDEN", a->golden, "Golden (reference) file, directory or run");
   sub.add_option("TARGET", a->target, "Target file, directory or run to check against GOLDEN");
@@ -250,6 +254,9 @@ CommandAction setup_compare(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--map", a->map_file,
                  "Name mapping file for records left unmatched: 'TARGET => GOLDEN' or 're:REGEX => GOLDEN' per line (docs/alignment.md)");
   sub.add_flag("--no-align", a->no_align, "Do not pair unmatched capture events by execution-order alignment");
+  sub.add_flag("--fail-on-warn", a->fail_on_warn,
+               "Exit 1 on a warn verdict too (by default only fail and error do: elevated rows, weak pairings and "
+               "layout changes warn without failing the gate)");
   sub.add_flag("--fixed-thresholds", a->fixed_thresholds,
                "Judge by the fixed thresholds alone (policy fixed-thresholds). By default the noise model decides: "
                "rows within rounding noise pass, elevated rows warn, structural rows fail (docs/judgement.md)");

@@ -12,8 +12,10 @@ namespace parity {
 
 namespace {
 
-// Order-aligned pairs below this confidence cannot fail a run on their own (matching/mapping.h).
-constexpr double kWeakPairing = 0.5;
+// Order-aligned pairs below this confidence cannot fail a run on their own (matching/mapping.h): any
+// pair of two different ops (cost 0.5) falls below it, as does a module whose op sequences differ
+// much in length.
+constexpr double kWeakPairing = 0.75;
 
 std::string units(double ratio) {
   if (std::isinf(ratio)) return "unbounded";

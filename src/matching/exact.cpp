@@ -1,6 +1,9 @@
 #include "matching/exact.h"
 
+#include <algorithm>
 #include <deque>
+#include <map>
+#include <set>
 #include <tuple>
 #include <unordered_map>
 
@@ -80,6 +83,67 @@ ExactPairing pair_exact(const std::vector<Record>& golden, const std::vector<Rec
     out.single_by_position = true;
   }
   return out;
+}
+
+namespace {
+
+// "<parent>/<op>#k/..." → "<parent>" for an op event, "" for anything else.
+std::string op_parent(const Record& r) {
+  if (r.op.empty() || r.module.empty()) return "";
+  const size_t at = r.name.find("/" + r.op + "#");
+  return at == std::string::npos ? "" : r.name.substr(0, at);
+}
+
+using CallKey = std::tuple<int, int64_t, std::string>;  // rank, step, parent call
+
+// The op sequence of every parent call: op names in execution order, one per event.
+std::map<CallKey, std::vector<std::string>> op_sequences(const std::vector<Record>& recs) {
+  std::map<CallKey, std::map<std::string, std::pair<int64_t, std::string>>> events;  // stem → (order, op)
+  for (const Record& r : recs) {
+    const std::string parent = op_parent(r);
+    if (parent.empty()) continue;
+    const size_t stem_end = r.name.find('/', parent.size() + 1);
+    const std::string stem = r.name.substr(0, stem_end);
+    auto [it, inserted] = events[{r.rank, r.step, parent}].try_emplace(stem, r.order, r.op);
+    if (!inserted) it->second.first = std::min(it->second.first, r.order);
+  }
+  std::map<CallKey, std::vector<std::string>> out;
+  for (auto& [key, stems] : events) {
+    std::vector<std::pair<int64_t, std::string>> v;
+    for (auto& [stem, ord_op] : stems) v.push_back(ord_op);
+    std::sort(v.begin(), v.end());
+    for (auto& [ord, op] : v) out[key].push_back(op);
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t release_diverging_op_sequences(const std::vector<Record>& golden, const std::vector<Record>& target,
+                                       ExactPairing& pairing) {
+  const auto gseq = op_sequences(golden);
+  const auto tseq = op_sequences(target);
+  std::set<CallKey> diverging;
+  for (const auto& [key, seq] : gseq) {
+    auto it = tseq.find(key);
+    if (it != tseq.end() && it->second != seq) diverging.insert(key);
+  }
+  if (diverging.empty()) return 0;
+  std::vector<std::pair<size_t, size_t>> kept;
+  for (const auto& [g, t] : pairing.pairs) {
+    const Record& r = golden[g];
+    const std::string parent = op_parent(r);
+    if (!parent.empty() && diverging.count({r.rank, r.step, parent})) {
+      pairing.unmatched_golden.push_back(g);
+      pairing.unmatched_target.push_back(t);
+    } else {
+      kept.emplace_back(g, t);
+    }
+  }
+  pairing.pairs = std::move(kept);
+  std::sort(pairing.unmatched_golden.begin(), pairing.unmatched_golden.end());
+  std::sort(pairing.unmatched_target.begin(), pairing.unmatched_target.end());
+  return static_cast<int64_t>(diverging.size());
 }
 
 }  // namespace parity::matching

@@ -32,4 +32,12 @@ struct ExactPairing {
 ExactPairing pair_exact(const std::vector<Record>& golden, const std::vector<Record>& target,
                         const RecordFilter& filter);
 
+// Op events are named by their parent call and a per-op counter ("layers.0.attn/transpose#1/..."): the
+// names agree only while both sides run the same op sequence inside that call. Where the sequences
+// differ (another implementation: fused attention, a chunked linear), equal names are different calls,
+// so every exactly-paired op record of that call is released to the unmatched lists for the order
+// alignment (which pairs them with a confidence). Returns how many calls were released.
+int64_t release_diverging_op_sequences(const std::vector<Record>& golden, const std::vector<Record>& target,
+                                       ExactPairing& pairing);
+
 }  // namespace parity::matching

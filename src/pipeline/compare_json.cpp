@@ -203,6 +203,7 @@ json compare_report_to_json(const CompareReport& report) {
         {"error", s.error},
         {"unmatched_golden", s.unmatched_golden},
         {"unmatched_target", s.unmatched_target},
+        {"unmatched_implementation", s.unmatched_implementation},
         {"problems", s.problems},
         {"verdict", verdict_name(s.verdict)},
         {"policy", verdict_policy_name(result.policy)},

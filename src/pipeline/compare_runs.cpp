@@ -32,9 +32,12 @@ Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSourc
   report.findings = analyse_and_diagnose(result, &golden, &target, options.analysis);
 
   report.no_input = no_usable_input(golden, target);
-  report.exit_code = !report.no_input.empty()                  ? kExitUsage
-                     : result.summary.verdict == Verdict::kPass ? kExitOk
-                                                                : kExitDifferences;
+  // The gate: a run passes unless something fails (a structural row, an error, a record that could not be
+  // compared). A warning (an elevated row, a weakly paired one, a layout change) is shown but does not
+  // fail the gate unless asked (--fail-on-warn).
+  const Verdict v = result.summary.verdict;
+  const bool gate_fails = v == Verdict::kFail || v == Verdict::kError || (v == Verdict::kWarn && options.fail_on_warn);
+  report.exit_code = !report.no_input.empty() ? kExitUsage : gate_fails ? kExitDifferences : kExitOk;
   report.command = options.command;
   report.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return report;

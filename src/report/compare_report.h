@@ -41,8 +41,9 @@ void print_compare_table(std::FILE* out, const CompareResult& result, const Tabl
 void print_compare_unmatched(std::FILE* out, const CompareResult& result, const TableOptions& options);
 void print_compare_problems(std::FILE* out, const CompareResult& result, const TableOptions& options);
 void print_compare_notes(std::FILE* out, const CompareResult& result, const TableOptions& options);
-// "PASSED | 12 rows: 12 pass | 0.41 s | parity compare a b" (Polygraphy style)
+// "PASSED | 12 pass, 0 warn, 0 fail, 0 error | noise-model | 0.41 s | parity compare a b" (Polygraphy
+// style); `gate_passed` is whether the exit code is 0.
 void print_compare_verdict(std::FILE* out, const CompareResult& result, double seconds,
-                           const std::string& command, bool color);
+                           const std::string& command, bool gate_passed, bool color);
 
 }  // namespace parity::report

@@ -226,20 +226,21 @@ void print_compare_notes(std::FILE* out, const CompareResult& result, const Tabl
 }
 
 void print_compare_verdict(std::FILE* out, const CompareResult& result, double seconds,
-                           const std::string& command, bool color) {
+                           const std::string& command, bool gate_passed, bool color) {
   const CompareSummary& s = result.summary;
-  const bool passed = s.verdict == Verdict::kPass;
   std::string counts = std::to_string(s.pass) + " pass, " + std::to_string(s.warn) + " warn, " +
                        std::to_string(s.fail) + " fail, " + std::to_string(s.error) + " error";
   if (s.unmatched_golden + s.unmatched_target > 0) {
     counts += ", " + std::to_string(s.unmatched_golden + s.unmatched_target) + " unmatched";
+    if (s.unmatched_implementation > 0)
+      counts += " (" + std::to_string(s.unmatched_implementation) + " implementation ops)";
   }
   if (s.problems > 0) counts += ", " + std::to_string(s.problems) + " unreadable";
-  // The headline is the summary verdict, nothing else: pass PASSED, warn WARNING, fail/error FAILED.
+  // The headline says what the exit code says: PASSED (0), PASSED WITH WARNINGS (0), FAILED (1).
   const bool warned = s.verdict == Verdict::kWarn;
-  const char* headline = passed ? "PASSED" : warned ? "WARNING" : "FAILED";
+  const char* headline = !gate_passed ? "FAILED" : warned ? "PASSED WITH WARNINGS" : "PASSED";
   std::fprintf(out, "%s | %s | %s | %.2fs | %s\n",
-               paint(headline, passed ? "1;32" : warned ? "1;33" : "1;31", color).c_str(), counts.c_str(),
+               paint(headline, !gate_passed ? "1;31" : warned ? "1;33" : "1;32", color).c_str(), counts.c_str(),
                verdict_policy_name(result.policy), seconds, command.c_str());
 }
 

@@ -108,8 +108,10 @@ TEST(ComparePairing, PairsByNameAndListsUnmatched) {
   ASSERT_EQ(r->unmatched_target.size(), 1u);
   EXPECT_EQ(r->unmatched_target[0].name, "d");
   EXPECT_EQ(r->summary.pass, 2);
-  // Identical pairs pass, but unmatched records make the overall verdict at least warn (exit 1).
-  EXPECT_EQ(r->summary.verdict, Verdict::kWarn);
+  // Identical pairs pass, but what could not be compared cannot be shown equivalent: unmatched records
+  // (not ops inside a compared module) fail the run.
+  EXPECT_EQ(r->summary.verdict, Verdict::kFail);
+  EXPECT_EQ(r->summary.unmatched_implementation, 0);
 }
 
 TEST(ComparePairing, KeyIncludesStepAndRankAndFiltersApply) {
@@ -570,8 +572,9 @@ TEST(CompareJson, SchemaShapeAndNonFiniteEncoding) {
   EXPECT_TRUE(j["golden"]["fingerprint"].is_null());
   EXPECT_EQ(j["summary"]["rows"], 2);
   // 2.0 vs 2.5 in f32 is a 25 % change, 4e6 times fp32 rounding: structural, a failure under the default
-  // noise-model policy (the fixed thresholds alone would only have warned on it).
-  EXPECT_EQ(j["summary"]["verdict"], "fail");
+  // noise-model policy (the fixed thresholds alone would only have warned on it); the unreadable target
+  // file makes the whole run an error.
+  EXPECT_EQ(j["summary"]["verdict"], "error");
   EXPECT_EQ(j["summary"]["policy"], "noise-model");
   EXPECT_EQ(j["summary"]["exit_code"], 1);
   EXPECT_EQ(j["rows"][1]["verdict"], "fail");

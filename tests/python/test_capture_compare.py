@@ -56,10 +56,12 @@ def test_fp32_vs_bf16_aligned_one_to_one_with_differences(tmp_path):
     assert sorted(r.name for r in a) == sorted(r.name for r in b), "events align one to one by name"
     assert {r.dtype for r in b if r.role == "parameter"} == {"bf16"}
     rc, res = compare_json(tmp_path, tmp_path / "g", tmp_path / "t", "--step", 0)
-    assert rc == 1
+    # Pure bf16 rounding: every row differs, none beyond what bf16 explains, so the gate passes (issue 10).
+    assert rc == 0, res["summary"]
     s = res["summary"]
     assert s["unmatched_golden"] == 0 and s["unmatched_target"] == 0
-    assert s["rows"] == len(a.records) and s["warn"] + s["fail"] > 0
+    assert s["rows"] == len(a.records) and s["fail"] == 0 and s["verdict"] in ("pass", "warn")
+    assert sum(r["noise_ratio"] not in (0, "NaN") for r in res["rows"]) > len(res["rows"]) // 2
     row = next(r for r in res["rows"] if r["name"] == "layers.0.attn.wq/forward/output/0")
     for key in ("module", "op", "direction", "role", "index", "step", "rank", "order"):
         assert key in row, key
@@ -74,7 +76,7 @@ def test_statistics_and_checksum_runs_compare_by_what_they_hold(tmp_path):
     rc, res = compare_json(tmp_path, tmp_path / "s1", tmp_path / "s2")
     assert rc == 0 and {r["mode"] for r in res["rows"]} == {"statistics"}
     # fp32 vs bf16 statistics: the fixed 0.5 % statistics rule warns on some rows ...
-    rc, res = compare_json(tmp_path, tmp_path / "s1", tmp_path / "s3", "--fixed-thresholds")
+    rc, res = compare_json(tmp_path, tmp_path / "s1", tmp_path / "s3", "--fixed-thresholds", "--fail-on-warn")
     assert rc == 1 and {r["mode"] for r in res["rows"]} == {"statistics"}
     assert res["summary"]["warn"] > 0
     # ... and the noise model, which knows bf16's rounding unit, accepts every such row as noise.
@@ -83,7 +85,7 @@ def test_statistics_and_checksum_runs_compare_by_what_they_hold(tmp_path):
     for r in res["rows"]:
         if r["verdict"] == "pass" and r["reason"].startswith("within rounding noise"):
             assert r["noise"] == "noise"
-    assert rc == (0 if res["summary"]["verdict"] == "pass" else 1)
+    assert rc == (1 if res["summary"]["verdict"] in ("fail", "error") else 0)
     assert all(r["noise"] != "structural" for r in res["rows"])
     capture_run(tmp_path / "c1", level="module", mode="checksum")
     capture_run(tmp_path / "c2", level="module", mode="checksum")

@@ -163,7 +163,7 @@ def test_unmatched_names_are_listed_and_exit_1(dirs):
     rc, doc, _ = compare_json(g, t)
     assert [r["name"] for r in doc["unmatched"]["golden"]] == ["only_golden.npy"]
     assert [r["name"] for r in doc["unmatched"]["target"]] == ["only_target.npy"]
-    assert doc["summary"]["verdict"] == "warn"
+    assert doc["summary"]["verdict"] == "fail"  # could not be compared: cannot pass
 
 
 def test_npz_and_safetensors_pair_by_member_name(tmp_path):
@@ -223,7 +223,8 @@ def test_thresholds_file_flags_and_show_thresholds(tmp_path):
     np.save(tmp_path / "g.npy", a)
     np.save(tmp_path / "t.npy", a + 0.02 * rnd(1000, 5))  # rel L2 ≈ 0.02 > 1e-2
     assert run(tmp_path / "g.npy", tmp_path / "t.npy").returncode == 1
-    assert run(tmp_path / "g.npy", tmp_path / "t.npy", "--fixed-thresholds").returncode == 1
+    assert run(tmp_path / "g.npy", tmp_path / "t.npy", "--fixed-thresholds").returncode == 0  # warn: gate passes
+    assert run(tmp_path / "g.npy", tmp_path / "t.npy", "--fixed-thresholds", "--fail-on-warn").returncode == 1
     loose = tmp_path / "loose.json"
     loose.write_text('{"policy": "fixed-thresholds", "all": {"rel_l2_warn": 0.05}}')
     assert json.loads(run("--show-thresholds", "--thresholds", loose).stdout)["policy"] == "fixed-thresholds"

@@ -56,7 +56,8 @@ bool is_placeholder(const json& v) {
 }
 
 bool same_value(const json& g, const json& t) {
-  if (is_placeholder(g) && is_placeholder(t)) return true;
+  // A placeholder on either side: a tensor (whose values are compared as its own row) or a dtype.
+  if (is_placeholder(g) || is_placeholder(t)) return true;
   if (g.is_number_float() || t.is_number_float()) {
     if (!g.is_number() || !t.is_number()) return false;
     const double a = g.get<double>(), b = t.get<double>();
@@ -105,6 +106,13 @@ std::vector<std::string> argument_differences(const std::string& op, const json&
   return out;
 }
 
+const EventError* event_of_row(const DiagnosisContext& ctx, const CompareRow& row) {
+  const std::string key = event_key(row.golden);
+  for (const EventError& e : ctx.analysis->events)
+    if (e.key == key) return &e;
+  return nullptr;
+}
+
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   if (!ctx.golden_source || !ctx.target_source) return {};
   std::vector<std::string> effective, inert, events;
@@ -112,6 +120,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     const Record& g = row.golden;
     const Record& t = row.target;
     if (g.op.empty() || g.op != t.op || g.role != "output" || g.index != 0 || g.direction != "forward") continue;
+    if (row.match != MatchKind::kExact) continue;  // only the same call site can be compared argument by argument
     const std::string gtext = ctx.golden_source->op_arguments_json(g);
     const std::string ttext = ctx.target_source->op_arguments_json(t);
     if (gtext.empty() || ttext.empty() || gtext == ttext) continue;
@@ -123,11 +132,15 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     for (size_t i = 0; i < diffs.size(); ++i) line += (i ? ", " : "") + diffs[i];
     // An argument change whose output is beyond rounding changed the numbers; one within noise did not
     // (a `training` flag of an op that is the identity here, say).
-    if (row.noise == NoiseClass::kStructural || row.noise == NoiseClass::kElevated) {
+    // The same inputs, other arguments, another output: the argument made the difference. With inputs
+    // that differ too, the output difference may be theirs.
+    const EventError* e = event_of_row(ctx, row);
+    const bool inputs_agree = e && !std::isnan(e->input_ratio) && e->input_ratio <= ctx.options.noise.noise_max;
+    if ((row.noise == NoiseClass::kStructural || row.noise == NoiseClass::kElevated) && inputs_agree) {
       effective.push_back(line + fmt::format(" (its output differs by {})", units(row.noise_ratio)));
       events.push_back(event_name(g));
     } else {
-      inert.push_back(line + fmt::format(" (its output agrees: {})", units(row.noise_ratio)));
+      if (inputs_agree) inert.push_back(line + fmt::format(" (its output agrees: {})", units(row.noise_ratio)));
     }
   }
   if (effective.empty() && inert.empty()) return {};
