@@ -25,6 +25,9 @@ int64_t numel_of(const Record& r) {
 }
 
 constexpr double kGap = 1.0;
+// Highest confidence of a pair inside a module whose two implementations differ (below the verdict
+// policy's strong-pairing bound, so such a pair can warn but never fail a run on its own).
+constexpr double kDifferentImplementationConfidence = 0.5;
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
 double substitution_cost(const Record& g, const Record& t) {
@@ -187,9 +190,18 @@ std::vector<PairMatch> extend_pairing(const std::vector<Record>& golden, const s
       // sequences are in length (one golden op against three target ops leaves two possible partners).
       const double length_ratio = static_cast<double>(std::min(gs.size(), ts.size())) /
                                   static_cast<double>(std::max(gs.size(), ts.size()));
+      // Two different implementations of one module (their record sequences differ op by op): their
+      // intermediate values need not correspond even where op and shape agree (a matmul of scaled queries
+      // against a matmul followed by a division), so no pair inside can be strong evidence; the module's
+      // own inputs and outputs, matched by name, carry the verdict.
+      const bool same_sequence = gp.size() == tp.size() && std::equal(gp.begin(), gp.end(), tp.begin(),
+                                                                       [](const Record* a, const Record* b) {
+                                                                         return a->op == b->op && a->role == b->role;
+                                                                       });
+      const double cap = same_sequence ? 1.0 : kDifferentImplementationConfidence;
       for (const auto& [i, j] : align_sequences(gp, tp)) {
         all.emplace_back(gs[i], ts[j], MatchKind::kAligned);
-        confidence[{gs[i], ts[j]}] = (1.0 - substitution_cost(*gp[i], *tp[j])) * length_ratio;
+        confidence[{gs[i], ts[j]}] = std::min(cap, (1.0 - substitution_cost(*gp[i], *tp[j])) * length_ratio);
         g_free[gs[i]] = t_free[ts[j]] = false;
       }
     }

@@ -65,6 +65,8 @@ std::optional<Signature> signature(const DiagnosisContext& ctx, const CompareRow
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   std::vector<Diagnosis> out;
   std::set<std::string> done;
+  // NaN/Inf born in the forward pass collapse what follows to zeros too: OVERFLOW's story, not a flush.
+  if (target_forward_nonfinite(ctx)) return out;
   // Candidates: the suspects that create error (ranked), then rows the metrics already flag.
   for (const Suspect& s : ctx.analysis->suspects) {
     // Forward activations only: gradients are small by nature and their zeros are GRAD_UNDERFLOW's.
@@ -75,10 +77,22 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
       const CompareRow& r = ctx.result->rows[i];
       if (r.golden.role == "input" && dtype_is_float(r.golden.dtype) && (!in || r.golden.index < in->golden.index)) in = &r;
     }
+    // The event's outputs (the flush inside its kernel), then the inputs of the ops it contains (a flush
+    // applied to a value before an op inside the module: zeros enter that op).
+    std::vector<std::pair<const CompareRow*, const CompareRow*>> candidates;  // (row, golden value that fed it)
     for (size_t i : e.rows) {
       const CompareRow& row = ctx.result->rows[i];
-      if (row.golden.role != "output" && row.golden.role != "grad") continue;
-      auto sig = signature(ctx, row, in);
+      if (row.golden.role == "output" || row.golden.role == "grad") candidates.emplace_back(&row, in);
+    }
+    for (const CompareRow& row : ctx.result->rows) {
+      const Record& g = row.golden;
+      if (g.role == "input" && g.rank == e.rank && g.step == e.step && g.direction == e.direction &&
+          g.order > e.first_order && g.order <= e.last_order && row.noise == NoiseClass::kStructural)
+        candidates.emplace_back(&row, &row);
+    }
+    for (const auto& [row_ptr, fed_by] : candidates) {
+      const CompareRow& row = *row_ptr;
+      auto sig = signature(ctx, row, fed_by);
       if (!sig || sig->zeroed < std::max<int64_t>(1, static_cast<int64_t>(kMinShare * sig->numel))) continue;
       if (static_cast<double>(sig->tiny) < kTinyShare * static_cast<double>(sig->zeroed)) continue;
       Diagnosis d;

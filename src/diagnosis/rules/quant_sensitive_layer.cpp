@@ -20,18 +20,35 @@ bool name_says_quant(const std::string& s) {
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   std::vector<std::string> lines, events;
   for (const EventError& e : ctx.analysis->events) {
-    if (e.role != EventRole::kSource) continue;
+    if (e.role != EventRole::kSource || !e.explained_by.empty()) continue;  // the innermost source speaks
     bool q = name_says_quant(e.op) || name_says_quant(e.module);
     for (size_t i : e.rows) {
       const CompareRow& row = ctx.result->rows[i];
       if (quantised(row.target.dtype) && !quantised(row.golden.dtype)) q = true;
     }
-    if (!q) continue;
+    // Quantisation often lives in modules only the target has (a fake-quantiser wrapping a layer's weight
+    // or its input): look at what the target alone recorded inside this event's module.
+    std::string target_only;
+    if (!e.module.empty() && e.module != "<root>" && e.module != "<global>") {
+      for (const Record& r : ctx.result->unmatched_target) {
+        const bool inside = r.module == e.module ||
+                            (r.module.size() > e.module.size() && r.module.compare(0, e.module.size(), e.module) == 0 &&
+                             r.module[e.module.size()] == '.');
+        if (inside && r.step == e.step && r.rank == e.rank && (quantised(r.dtype) || name_says_quant(r.module))) {
+          target_only = fmt::format("{} ({}), recorded in the target only", r.module, quantised(r.dtype)
+                                                                                       ? "holds " + std::string(dtype_name(r.dtype)) + " tensors"
+                                                                                       : "a quantiser");
+          if (quantised(r.dtype)) break;
+        }
+      }
+    }
+    if (!q && target_only.empty()) continue;
     const bool attention = e.name.find("attn") != std::string::npos || e.name.find("attention") != std::string::npos ||
                            e.name.find("q_proj") != std::string::npos || e.name.find("k_proj") != std::string::npos ||
                            is_sensitive_op(e.op);
-    lines.push_back(fmt::format("{}: output {} from inputs {} (×{:.3g}){}", e.name, units(e.output_ratio),
-                                units(e.input_ratio), e.amplification, attention ? " — attention path" : ""));
+    lines.push_back(fmt::format("{}: output {} from inputs {} (×{:.3g}){}{}", e.name, units(e.output_ratio),
+                                units(e.input_ratio), e.amplification, attention ? " — attention path" : "",
+                                target_only.empty() ? "" : "; quantised by " + target_only));
     events.push_back(e.name);
   }
   if (events.empty()) return {};
