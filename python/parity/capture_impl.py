@@ -682,8 +682,14 @@ class Capture:
                 cap._busy = True
                 try:
                     cap._begin_burst()
-                    cap._record_params(mod, name)
                     ins = cap._record_all((args, kwargs) if kwargs else args, ev, name, cls, "forward", "input", k)
+                    cap._record_params(mod, name)
+                    # Parameters of submodules too: some modules use a child's weights without calling the
+                    # child (nn.MultiheadAttention reads out_proj.weight inside its functional kernel), and
+                    # recording every parameter at its first ancestor's call is still "before use".
+                    for sub_path, sub in mod.named_modules():
+                        if sub_path:
+                            cap._record_params(sub, sub_path if name == ROOT_NAME else name + "." + sub_path)
                 finally:
                     cap._busy = busy
             cap._stack.append(ev)

@@ -33,6 +33,8 @@ using analysis_detail::slot_of;
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+// Aligned pairs at least this confident count as measurements (the verdict policy's bound, verdict_policy.h).
+constexpr double kStrongPairing = kStrongPairingConfidence;
 
 // NaN-ignoring max.
 void take_max(double& acc, double v) {
@@ -205,6 +207,9 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
     if (row.noise != NoiseClass::kUnknown && row.mode != CompareMode::kStatistics) e.statistics_only = false;
     const int64_t extra_nonfinite = target_extra_nonfinite(row);
     if (slot_of(g) == Slot::kInput && extra_nonfinite > 0) inputs_nonfinite.insert(it->second);
+    // A pair that only a weak order alignment put together (two implementations of one module) is no
+    // evidence of where error is created: the event keeps its place in the order but measures nothing.
+    if (row.match == MatchKind::kAligned && row.match_confidence < kStrongPairing) continue;
     switch (slot_of(g)) {
       case Slot::kInput: take_max(e.input_ratio, row.noise_ratio); break;
       case Slot::kParameter: take_max(e.param_ratio, row.noise_ratio); break;

@@ -13,9 +13,8 @@ namespace parity {
 namespace {
 
 // Order-aligned pairs below this confidence cannot fail a run on their own (matching/mapping.h): any
-// pair of two different ops (cost 0.5) falls below it, as does a module whose op sequences differ
-// much in length.
-constexpr double kWeakPairing = 0.75;
+// pair of two different ops (cost 0.5) falls below it, as does a module whose op sequences differ.
+constexpr double kWeakPairing = kStrongPairingConfidence;
 
 std::string units(double ratio) {
   if (std::isinf(ratio)) return "unbounded";

@@ -13,6 +13,9 @@ bool quantised(DType t) {
 }
 
 bool name_says_quant(const std::string& s) {
+  // "Quantizable" names a layer that could be quantised (torch's NonDynamicallyQuantizableLinear is every
+  // nn.MultiheadAttention's out_proj), not one that is.
+  if (s.find("uantizable") != std::string::npos) return false;
   return s.find("quant") != std::string::npos || s.find("Quant") != std::string::npos ||
          s.find("int8") != std::string::npos || s.find("fp8") != std::string::npos;
 }
