@@ -27,6 +27,10 @@ enum class Verdict : uint8_t {
 };
 const char* verdict_name(Verdict v);  // "pass" | "warn" | "fail" | "error"
 
+// Order-aligned pairs below this confidence are weak evidence: they can warn but never fail a run on
+// their own, and they locate nothing (parity/verdict_policy.h, src/analysis/local_error.cpp).
+inline constexpr double kStrongPairingConfidence = 0.75;
+
 // How the target record was paired with the golden one.
 enum class MatchKind : uint8_t { kExact, kMapped, kAligned };
 const char* match_kind_name(MatchKind m);  // "exact" | "mapped" | "aligned"
