@@ -18,7 +18,7 @@
 #include "cli/ui.h"
 #include "parity/compare.h"
 #include "parity/diagnosis.h"
-#include "parity/source.h"
+#include "parity/open_source.h"
 #include "parity/thresholds.h"
 #include "report/compare_report.h"
 
