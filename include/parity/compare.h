@@ -16,28 +16,9 @@
 #include "parity/progress.h"
 #include "parity/source.h"
 #include "parity/thresholds.h"
+#include "parity/verdict.h"  // Verdict, MatchKind, NoiseClass, CompareMode
 
 namespace parity {
-
-enum class Verdict : uint8_t {
-  kPass,
-  kWarn,
-  kFail,
-  kError,    // the pair could not be compared (shape mismatch, non-finite mismatch, unreadable tensor)
-};
-const char* verdict_name(Verdict v);  // "pass" | "warn" | "fail" | "error"
-
-// How the target record was paired with the golden one.
-enum class MatchKind : uint8_t { kExact, kMapped, kAligned };
-const char* match_kind_name(MatchKind m);  // "exact" | "mapped" | "aligned"
-
-// Noise-model class of a row (docs/judgement.md); kUnknown until the analysis pass classifies it.
-enum class NoiseClass : uint8_t { kUnknown, kNoise, kElevated, kStructural };
-const char* noise_class_name(NoiseClass c);  // "unknown" | "noise" | "elevated" | "structural"
-
-// What was compared for a pair: the richest thing both sides have.
-enum class CompareMode : uint8_t { kTensor, kStatistics, kChecksum, kNone };
-const char* compare_mode_name(CompareMode m);  // "tensor" | "statistics" | "checksum" | "none"
 
 // Statistics-mode comparison (msprobe's rule): per statistic, diff = target − golden and
 // relative error |diff| / |golden| (NaN when golden is 0 and diff ≠ 0; 0 when both 0).
@@ -65,6 +46,12 @@ struct CompareRow {
   NoiseClass noise = NoiseClass::kUnknown;
   double noise_ratio = kNaN;   // observed relative error / expected rounding noise (docs/judgement.md)
 };
+
+// Observed relative error of a compared row, for the rounding-noise model (parity/noise.h): rel_l2 for
+// tensors (structural +inf when non-finite values disagree), the largest relative difference of
+// norm/max/min for statistics (mean is left out: it cancels; a *lower bound* on the tensor error, weaker
+// evidence), 0 or +inf for checksums. NaN when the row has nothing to measure.
+double row_observed_error(const CompareRow& row);
 
 struct CompareOptions {
   Thresholds thresholds;       // judgement::default_thresholds() unless overridden

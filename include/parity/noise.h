@@ -11,8 +11,9 @@
 #include <cstdint>
 #include <string>
 
-#include "parity/compare.h"
 #include "parity/dtype.h"
+#include "parity/metrics.h"  // kNaN
+#include "parity/verdict.h"  // NoiseClass
 
 namespace parity {
 
@@ -53,10 +54,6 @@ NoiseJudgement classify_noise(double observed, double u, int64_t reduction_lengt
 // The class of a ratio alone.
 NoiseClass noise_class_of_ratio(double ratio, const NoiseParams& params = {});
 
-// Observed relative error of a compared row: rel_l2 for tensors (structural +inf when non-finite
-// values disagree), the largest relative difference of norm/max/min for statistics (mean is left out:
-// it cancels; a *lower bound* on the tensor error, weaker evidence), 0 or +inf for checksums.
-// NaN when the row has nothing to measure.
-double row_observed_error(const CompareRow& row);
+// The observed relative error of a compared row is row_observed_error() (parity/compare.h).
 
 }  // namespace parity

@@ -13,7 +13,7 @@
 #include <map>
 #include <tuple>
 
-#include "matching/mapping.h"
+#include "parity/matching.h"
 
 namespace parity::matching {
 namespace {

@@ -10,8 +10,8 @@
 #include <map>
 
 #include "compare/judge.h"
-#include "matching/exact.h"
 #include "parity/compare.h"
+#include "parity/matching.h"
 #include "parity/thresholds.h"
 #include "report/compare_report.h"
 
