@@ -16,32 +16,9 @@
 #include "parity/progress.h"
 #include "parity/source.h"
 #include "parity/thresholds.h"
+#include "parity/verdict.h"  // Verdict, MatchKind, NoiseClass, CompareMode
 
 namespace parity {
-
-enum class Verdict : uint8_t {
-  kPass,
-  kWarn,
-  kFail,
-  kError,    // the pair could not be compared (shape mismatch, non-finite mismatch, unreadable tensor)
-};
-const char* verdict_name(Verdict v);  // "pass" | "warn" | "fail" | "error"
-
-// Order-aligned pairs below this confidence are weak evidence: they can warn but never fail a run on
-// their own, and they locate nothing (parity/verdict_policy.h, src/analysis/local_error.cpp).
-inline constexpr double kStrongPairingConfidence = 0.75;
-
-// How the target record was paired with the golden one.
-enum class MatchKind : uint8_t { kExact, kMapped, kAligned };
-const char* match_kind_name(MatchKind m);  // "exact" | "mapped" | "aligned"
-
-// Noise-model class of a row (docs/judgement.md); kUnknown until the analysis pass classifies it.
-enum class NoiseClass : uint8_t { kUnknown, kNoise, kElevated, kStructural };
-const char* noise_class_name(NoiseClass c);  // "unknown" | "noise" | "elevated" | "structural"
-
-// What was compared for a pair: the richest thing both sides have.
-enum class CompareMode : uint8_t { kTensor, kStatistics, kChecksum, kNone };
-const char* compare_mode_name(CompareMode m);  // "tensor" | "statistics" | "checksum" | "none"
 
 // Statistics-mode comparison (msprobe's rule): per statistic, diff = target − golden and
 // relative error |diff| / |golden| (NaN when golden is 0 and diff ≠ 0; 0 when both 0).
@@ -74,6 +51,12 @@ struct CompareRow {
   NoiseClass noise = NoiseClass::kUnknown;
   double noise_ratio = kNaN;   // observed relative error / expected rounding noise (docs/judgement.md)
 };
+
+// Observed relative error of a compared row, for the rounding-noise model (parity/noise.h): rel_l2 for
+// tensors (structural +inf when non-finite values disagree); for statistics a proven *lower bound* of
+// rel_l2, max(|Δnorm|, |Δmax|, |Δmin|, √n·|Δmean|) / ‖golden‖ (docs/judgement.md "Statistics mode");
+// 0 for equal checksums. NaN when the row has nothing to measure.
+double row_observed_error(const CompareRow& row);
 
 struct CompareOptions {
   Thresholds thresholds;       // judgement::default_thresholds() unless overridden
@@ -111,6 +94,11 @@ struct CompareResult {
 // Counts and overall verdict of a result's rows, unmatched records and problems. run_compare fills
 // `summary` with it; a later pass that changes row verdicts calls it again.
 CompareSummary summarize_compare(const CompareResult& result);
+// Applies decide_row_verdict (parity/verdict_policy.h) to every row of a classified result (classify_rows
+// first) and recounts the summary: the only writer of CompareRow::verdict after measurement. An
+// order-aligned pair below kStrongPairingConfidence cannot fail on its own (it warns).
+void apply_verdict_policy(CompareResult& result, VerdictPolicy policy);
+
 // Unmatched records of one side that are ops inside a module compared on both sides.
 int64_t count_implementation_records(const CompareResult& result, bool golden_side);
 

@@ -18,8 +18,9 @@
 #include <string_view>
 #include <vector>
 
-#include "parity/compare.h"  // Verdict
+#include "parity/metrics.h"  // kNaN
 #include "parity/status.h"
+#include "parity/verdict.h"
 
 namespace parity::curves {
 

@@ -19,8 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "parity/compare.h"  // Verdict, kNaN
+#include "parity/metrics.h"  // kNaN
 #include "parity/status.h"
+#include "parity/verdict.h"
 
 namespace parity::eval {
 

@@ -11,8 +11,9 @@
 #include <cstdint>
 #include <string>
 
-#include "parity/compare.h"
 #include "parity/dtype.h"
+#include "parity/metrics.h"  // kNaN
+#include "parity/verdict.h"  // NoiseClass
 
 namespace parity {
 
@@ -53,10 +54,6 @@ NoiseJudgement classify_noise(double observed, double u, int64_t reduction_lengt
 // The class of a ratio alone.
 NoiseClass noise_class_of_ratio(double ratio, const NoiseParams& params = {});
 
-// Observed relative error of a compared row: rel_l2 for tensors (structural +inf when non-finite
-// values disagree); for statistics a proven *lower bound* of rel_l2, max(|Δnorm|, |Δmax|, |Δmin|,
-// √n·|Δmean|) / ‖golden‖ (docs/judgement.md "Statistics mode"); 0 for equal checksums.
-// NaN when the row has nothing to measure.
-double row_observed_error(const CompareRow& row);
+// The observed relative error of a compared row is row_observed_error() (parity/compare.h).
 
 }  // namespace parity

@@ -7,7 +7,7 @@
 // bounded by the tensors being compared, not the size of the dump.
 //
 // Adding a format = one file under src/formats/ (or src/dump/) defining a FormatSpec, plus one line in
-// src/formats/registry.cpp.
+// src/sources/registry.cpp. Opening a path with the right format: open_source() (parity/open_source.h).
 #pragma once
 
 #include <cstdint>
@@ -75,16 +75,5 @@ struct FormatSpec {
   // named by the file's relative path alone; records of other formats are named "relpath:name".
   bool one_tensor_per_file = false;
 };
-
-// The registered formats in probe order (src/formats/registry.cpp).
-const std::vector<FormatSpec>& registered_formats();
-
-// Open a file or directory as a source: a directory format whose probe accepts it, else a single file
-// format by probe, else (for a directory) a recursive directory-of-tensor-files source.
-// `format` forces a format by name ("" = detect).
-// A path that does not exist but has the form "FILE:KEY" where FILE exists opens FILE and keeps only the
-// record named KEY (e.g. "logits.safetensors:logits"). Naming rules: docs/formats.md.
-Result<std::unique_ptr<RecordSource>> open_source(const std::filesystem::path& path,
-                                                  const std::string& format = "");
 
 }  // namespace parity

@@ -17,7 +17,8 @@
 #include <optional>
 #include <string>
 
-#include "parity/compare.h"
+#include "parity/thresholds.h"
+#include "parity/verdict.h"
 
 namespace parity {
 
@@ -35,8 +36,6 @@ struct RowVerdict {
 RowVerdict decide_row_verdict(Verdict fixed, const std::string& fixed_reason, NoiseClass noise, double ratio,
                               const std::string& layout_change, VerdictPolicy policy);
 
-// Applies decide_row_verdict to every row of a classified result (classify_rows first) and recounts
-// the summary. The only writer of CompareRow::verdict after measurement.
-void apply_verdict_policy(CompareResult& result, VerdictPolicy policy);
+// apply_verdict_policy (parity/compare.h) applies it to every row of a compared result.
 
 }  // namespace parity

@@ -19,7 +19,7 @@
 #include "parity/compare.h"
 #include "parity/compare_runs.h"
 #include "parity/diagnosis.h"
-#include "parity/source.h"
+#include "parity/open_source.h"
 #include "parity/thresholds.h"
 #include "report/compare_report.h"
 

@@ -12,7 +12,7 @@
 #include "cli/ui.h"
 #include "parity/analysis.h"
 #include "parity/diagnosis.h"
-#include "parity/source.h"
+#include "parity/open_source.h"
 
 namespace parity::cli {
 namespace {

@@ -1,6 +1,6 @@
 // run_compare: match → measure → judge, over two RecordSources.
 //
-// 1. Pair records by (rank, step, name) (matching/exact.h); one-sided records become `unmatched`.
+// 1. Pair records by (rank, step, name) (parity/matching.h); one-sided records become `unmatched`.
 // 2. Per pair, plan the richest comparison both sides allow: tensor (both have data) > checksum (both
 //    have a CRC32C of the same dtype) > statistics (stored, or computed from the data of one side) >
 //    none. Element-count mismatches are row errors before anything is loaded.
@@ -21,9 +21,8 @@
 #include <set>
 
 #include "compare/judge.h"
-#include "matching/exact.h"
-#include "matching/mapping.h"
 #include "parity/compare.h"
+#include "parity/matching.h"
 #include "parity/verdict_policy.h"
 
 namespace parity {
@@ -274,7 +273,7 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
                           "ops are paired by order alignment, not by name (docs/alignment.md)");
   }
   // Names left unmatched: the --map rules, then order-based alignment of capture events
-  // (src/matching/mapping.h, docs/alignment.md).
+  // (parity/matching.h, docs/alignment.md).
   std::optional<matching::NameMap> name_map;
   if (!options.map_file.empty()) {
     Result<matching::NameMap> m = matching::load_name_map(options.map_file);

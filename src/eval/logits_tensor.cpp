@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "parity/eval.h"
-#include "parity/source.h"
+#include "parity/open_source.h"
 
 namespace parity::eval {
 

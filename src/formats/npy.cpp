@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "formats/tensor_file_source.h"
+#include "parity/formats.h"
 
 namespace parity::formats {
 namespace {

@@ -39,9 +39,6 @@ Result<NpyHeader> parse_npy_header(ByteRange bytes);
 // its header (storage, offset and size are the caller's: a plain file and a zip member differ there).
 TensorEntry npy_entry(const NpyHeader& h, const std::string& what);
 
-// The "npy" FormatSpec (registry.cpp).
-const FormatSpec& npy_format_spec();
-
 // True when `path` ends in `ext` (".npy"), ignoring case.
 bool has_extension(const std::filesystem::path& path, const char* ext);
 

@@ -8,9 +8,9 @@
 
 #include "formats/inflate.h"
 #include "formats/npy.h"
-#include "formats/npz.h"
 #include "formats/tensor_file_source.h"
 #include "formats/zip_directory.h"
+#include "parity/formats.h"
 
 namespace parity::formats {
 namespace {

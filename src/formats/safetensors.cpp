@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/npy.h"
-#include "formats/safetensors.h"
 #include "formats/tensor_file_source.h"
+#include "parity/formats.h"
 
 namespace parity::formats {
 namespace {

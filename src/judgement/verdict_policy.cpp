@@ -1,5 +1,5 @@
-// decide_row_verdict / apply_verdict_policy: the final verdict of every compared row (docs/judgement.md
-// "Verdict policy"). Seed 004 §1.3: "精度不一致不等于精度差" — a difference is only a defect when it is
+// decide_row_verdict: the final verdict of one compared row (docs/judgement.md "Verdict policy"); the
+// compare module applies it to every row (src/compare/apply_verdict_policy.cpp). Seed 004 §1.3: "精度不一致不等于精度差" — a difference is only a defect when it is
 // larger than the precision change explains; and a difference larger than that is a defect however
 // good its cosine looks.
 #include "parity/verdict_policy.h"
@@ -11,10 +11,6 @@
 namespace parity {
 
 namespace {
-
-// Order-aligned pairs below this confidence cannot fail a run on their own (matching/mapping.h): any
-// pair of two different ops (cost 0.5) falls below it, as does a module whose op sequences differ.
-constexpr double kWeakPairing = kStrongPairingConfidence;
 
 std::string units(double ratio) {
   if (std::isinf(ratio)) return "unbounded";
@@ -59,27 +55,6 @@ RowVerdict decide_row_verdict(Verdict fixed, const std::string& fixed_reason, No
     v.reason = layout_change + "; " + v.reason;
   }
   return v;
-}
-
-void apply_verdict_policy(CompareResult& result, VerdictPolicy policy) {
-  for (CompareRow& row : result.rows) {
-    const std::string layout =
-        row.shape_differs ? "shapes differ (" + shape_to_string(row.golden.shape) + " vs " +
-                                shape_to_string(row.target.shape) + ", same element count, compared flat)"
-                          : "";
-    RowVerdict v = decide_row_verdict(row.fixed_verdict, row.fixed_reason, row.noise, row.noise_ratio, layout, policy);
-    // A pair that only order alignment put together (names differ) is weak evidence: when the pairing
-    // itself is unsure, a large difference may be a wrong partner rather than a wrong result.
-    if (row.match == MatchKind::kAligned && row.match_confidence < kWeakPairing && v.verdict == Verdict::kFail &&
-        row.fixed_verdict != Verdict::kError) {
-      v.verdict = Verdict::kWarn;
-      v.reason = fmt::format("paired by order alignment only (confidence {:.2f}); ", row.match_confidence) + v.reason;
-    }
-    row.verdict = v.verdict;
-    row.reason = std::move(v.reason);
-  }
-  result.policy = policy;
-  result.summary = summarize_compare(result);
 }
 
 }  // namespace parity

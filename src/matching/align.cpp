@@ -14,7 +14,7 @@
 #include <set>
 #include <tuple>
 
-#include "matching/mapping.h"
+#include "parity/matching.h"
 
 namespace parity::matching {
 namespace {
@@ -25,9 +25,10 @@ int64_t numel_of(const Record& r) {
 }
 
 constexpr double kGap = 1.0;
-// Highest confidence of a pair inside a module whose two implementations differ (below the verdict
-// policy's strong-pairing bound, so such a pair can warn but never fail a run on its own).
+// Highest confidence of a pair inside a module whose two implementations differ (below
+// kStrongPairingConfidence, so such a pair can warn but never fail a run on its own).
 constexpr double kDifferentImplementationConfidence = 0.5;
+static_assert(kDifferentImplementationConfidence < kStrongPairingConfidence);
 constexpr double kNever = std::numeric_limits<double>::infinity();
 
 double substitution_cost(const Record& g, const Record& t) {

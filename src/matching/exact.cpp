@@ -1,4 +1,4 @@
-#include "matching/exact.h"
+#include "parity/matching.h"
 
 #include <algorithm>
 #include <deque>

@@ -1,5 +1,5 @@
 // The --map file: exact and regex rules from target names to golden names (docs/alignment.md).
-#include "matching/mapping.h"
+#include "parity/matching.h"
 
 #include <fstream>
 #include <sstream>

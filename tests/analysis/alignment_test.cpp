@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "matching/mapping.h"
+#include "parity/matching.h"
 
 namespace parity::matching {
 namespace {

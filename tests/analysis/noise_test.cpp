@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "parity/compare.h"
 #include "parity/noise.h"
 
 namespace parity {

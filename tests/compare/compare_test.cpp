@@ -10,9 +10,9 @@
 #include <map>
 
 #include "compare/judge.h"
-#include "matching/exact.h"
 #include "parity/compare.h"
 #include "parity/compare_runs.h"
+#include "parity/matching.h"
 #include "parity/thresholds.h"
 #include "report/compare_report.h"
 

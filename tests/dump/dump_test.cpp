@@ -11,6 +11,7 @@
 
 #include "dump/stats_lanes.h"
 #include "parity/dump.h"
+#include "parity/open_source.h"
 
 namespace fs = std::filesystem;
 using namespace parity;

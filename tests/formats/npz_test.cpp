@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "formats/test_util.h"
-#include "parity/source.h"
+#include "parity/open_source.h"
 
 namespace {
 

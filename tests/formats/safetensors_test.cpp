@@ -8,7 +8,7 @@
 
 #include "formats/test_util.h"
 #include "parity/dtype.h"
-#include "parity/source.h"
+#include "parity/open_source.h"
 
 namespace {
 

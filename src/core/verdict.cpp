@@ -1,5 +1,6 @@
-// The spelled-out names of compare's enums: the words every output (terminal, CSV, JSON) uses.
-#include "parity/compare.h"
+// The spelled-out names of the judgement words (parity/verdict.h): what every output (terminal, CSV,
+// JSON) says.
+#include "parity/verdict.h"
 
 namespace parity {
 

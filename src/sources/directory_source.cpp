@@ -1,5 +1,5 @@
 // Directory-of-tensor-files source and the single-record selection wrapper.
-#include "formats/directory_source.h"
+#include "sources/directory_source.h"
 
 #include <algorithm>
 #include <string>
@@ -7,7 +7,9 @@
 #include <utility>
 #include <vector>
 
-namespace parity::formats {
+#include "parity/open_source.h"
+
+namespace parity::sources {
 namespace fs = std::filesystem;
 namespace {
 
@@ -156,4 +158,4 @@ Result<std::unique_ptr<RecordSource>> select_record(std::unique_ptr<RecordSource
                           (recs.empty() ? std::string(" (it has none)") : " (it has " + names + ")"));
 }
 
-}  // namespace parity::formats
+}  // namespace parity::sources

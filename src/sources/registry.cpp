@@ -1,11 +1,9 @@
 // The tensor formats parity reads, in probe order. Adding a format = one file defining a FormatSpec
 // (see include/parity/source.h) plus one line here. Directory formats (capture runs) are probed before
 // single-file formats; a plain directory is read by the directory source (directory_source.cpp).
-#include "formats/npy.h"
-#include "formats/npz.h"
-#include "formats/safetensors.h"
 #include "parity/dump.h"
-#include "parity/source.h"
+#include "parity/formats.h"
+#include "parity/open_source.h"
 
 namespace parity {
 

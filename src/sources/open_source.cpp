@@ -2,8 +2,8 @@
 #include <string>
 #include <system_error>
 
-#include "formats/directory_source.h"
-#include "parity/source.h"
+#include "parity/open_source.h"
+#include "sources/directory_source.h"
 
 namespace parity {
 namespace fs = std::filesystem;
@@ -22,12 +22,12 @@ Result<std::unique_ptr<RecordSource>> open_existing(const fs::path& path, const 
   if (!format.empty()) {
     if (format == "directory" || format == "dir") {
       if (!is_dir) return Status::Invalid(path.string() + ": format 'directory' was forced but this is not a directory");
-      return formats::open_directory_source(path);
+      return sources::open_directory_source(path);
     }
     for (const FormatSpec& f : registered_formats()) {
       if (format != f.name) continue;
       // A single-file format forced on a plain directory reads the directory's files of that format.
-      if (is_dir && !f.is_directory_format) return formats::open_directory_source(path, &f);
+      if (is_dir && !f.is_directory_format) return sources::open_directory_source(path, &f);
       return f.open(path);
     }
     return Status::Invalid("unknown format '" + format + "' (known: " + known_formats() + ")");
@@ -35,7 +35,7 @@ Result<std::unique_ptr<RecordSource>> open_existing(const fs::path& path, const 
   for (const FormatSpec& f : registered_formats()) {
     if (f.is_directory_format == is_dir && f.probe(path)) return f.open(path);
   }
-  if (is_dir) return formats::open_directory_source(path);
+  if (is_dir) return sources::open_directory_source(path);
   return Status::Unsupported(path.string() + ": not a tensor file parity reads (known formats: " + known_formats() +
                              "; use --format to force one)");
 }
@@ -53,7 +53,7 @@ Result<std::unique_ptr<RecordSource>> open_source(const fs::path& path, const st
     const fs::path file = s.substr(0, colon);
     if (!fs::exists(fs::status(file, ec))) continue;
     PARITY_ASSIGN_OR_RETURN(std::unique_ptr<RecordSource> inner, open_existing(file, format));
-    return formats::select_record(std::move(inner), s.substr(colon + 1));
+    return sources::select_record(std::move(inner), s.substr(colon + 1));
   }
   if (fs::is_symlink(fs::symlink_status(path, ec))) {
     return Status::IOError(s + ": cannot open: dangling symbolic link");

@@ -1,4 +1,4 @@
-// A directory of tensor files as one RecordSource (formats/directory_source.cpp).
+// A directory of tensor files as one RecordSource (sources/directory_source.cpp).
 #pragma once
 
 #include <filesystem>
@@ -6,7 +6,7 @@
 
 #include "parity/source.h"
 
-namespace parity::formats {
+namespace parity::sources {
 
 // Walks `root` recursively (sorted by relative path; symlinked directories are not followed, to avoid
 // cycles), opens every file that a single-file format's probe accepts (only `only`'s, when given) and
@@ -19,4 +19,4 @@ Result<std::unique_ptr<RecordSource>> open_directory_source(const std::filesyste
 // Wraps `inner`, keeping only the record named `key` ("file.safetensors:key" paths).
 Result<std::unique_ptr<RecordSource>> select_record(std::unique_ptr<RecordSource> inner, const std::string& key);
 
-}  // namespace parity::formats
+}  // namespace parity::sources
