@@ -79,7 +79,8 @@ def score(sc, res, exit_code):
             out["location"] = ((sc.location is None or in_location(top.get("module", ""), sc.location))
                                and (sc.location_rank is None or top.get("rank") == sc.location_rank)
                                and (sc.location_step is None or top.get("step") == sc.location_step))
-        out["code"] = any(c in codes for c in sc.expected)
+        # a fault whose cause has no parity code (expected=(), heldout.py): code not scored
+        out["code"] = any(c in codes for c in sc.expected) if sc.expected else None
     out["no_false"] = set(strong) <= ok_codes
     return out
 

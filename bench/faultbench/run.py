@@ -4,6 +4,7 @@ score verdict / location / code / no-false-code, print a table and the four perc
 results JSON (schema parity.faultbench/1) and optionally a markdown table.
 
     python bench/faultbench/run.py [--fast] [--only NAME...] [--out DIR] [--markdown FILE] [--json FILE]
+    python bench/faultbench/run.py --heldout [...]   # only the held-out set (heldout.py)
 
 The parity CLI is $PARITY_BIN or build/parity. Exit code: 0 when the benchmark ran (whatever the
 scores), 2 for a usage error, 3 when a scenario could not be built or compared.
@@ -27,7 +28,8 @@ except ImportError:
     sys.path[:0] = [str(REPO / "python"), str(REPO / "build" / "python")]
 
 from faultbench import bench  # noqa: E402
-from faultbench.scenarios import SCENARIOS, by_name, fast_names  # noqa: E402
+from faultbench import heldout  # noqa: E402
+from faultbench.scenarios import SCENARIOS, fast_names  # noqa: E402
 
 
 def main(argv=None):
@@ -40,10 +42,13 @@ def main(argv=None):
     ap.add_argument("--markdown", metavar="FILE", help="also write the results as a markdown table")
     ap.add_argument("--no-keep", action="store_true", help="delete each scenario's captures after scoring")
     ap.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    ap.add_argument("--heldout", action="store_true", help="only the held-out scenarios (heldout.py), "
+                    "which were not used for tuning")
     a = ap.parse_args(argv)
+    pool = heldout.SCENARIOS if a.heldout else SCENARIOS
 
     if a.list:
-        for s in SCENARIOS:
+        for s in pool:
             loc = s.location or ("step {}".format(s.location_step) if s.location_step is not None else "-")
             if s.location_rank is not None:
                 loc += " (rank {})".format(s.location_rank)
@@ -52,9 +57,10 @@ def main(argv=None):
                 "; allowed " + ",".join(sorted(s.acceptable() - set(s.expected))) if s.acceptable() - set(s.expected) else "",
                 "  [fast]" if s.fast else ""))
         return 0
-    names = [s.name for s in SCENARIOS]
+    scenarios = {s.name: s for s in pool}
+    names = list(scenarios)
     if a.only:
-        unknown = [n for n in a.only if n not in by_name()]
+        unknown = [n for n in a.only if n not in scenarios]
         if unknown:
             print("unknown scenario(s): {} (see --list)".format(", ".join(unknown)), file=sys.stderr)
             return 2
@@ -73,7 +79,6 @@ def main(argv=None):
     started = datetime.datetime.now(datetime.timezone.utc)
     t0 = time.perf_counter()
     results = []
-    scenarios = by_name()
     for i, n in enumerate(names):
         r = bench.run_scenario(scenarios[n], runs, binary, keep=not a.no_keep)
         results.append(r)
