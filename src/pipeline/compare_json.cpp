@@ -89,6 +89,7 @@ json compare_row_to_json(const CompareRow& row) {
   json j{{"name", g.name},
          {"target_name", row.target.name},
          {"match", match_kind_name(row.match)},
+         {"match_confidence", json_number(row.match_confidence)},
          {"mode", compare_mode_name(row.mode)},
          {"golden", {{"dtype", dtype_name(g.dtype)}, {"shape", g.shape}, {"file", g.file}}},
          {"target", {{"dtype", dtype_name(row.target.dtype)}, {"shape", row.target.shape}, {"file", row.target.file}}},
