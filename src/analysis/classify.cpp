@@ -2,10 +2,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
 #include "analysis/event_index.h"
+#include "nlohmann/json.hpp"
 #include "parity/analysis.h"
 
 namespace parity {
@@ -30,6 +32,23 @@ int64_t reduction_length_for(const CompareRow& row, const Record* first_float_in
   return std::max<int64_t>(s.back(), 1);
 }
 
+// The unit roundoff of fp32 matmuls a fingerprint declares: TF32 (10-bit mantissa, u = 2^-11) when
+// torch.backends.cuda.matmul.allow_tf32 is on or float32_matmul_precision is "high"; bf16 (2^-8) for
+// "medium" (torch docs, "torch.set_float32_matmul_precision"). 0 when the run asked for full fp32.
+// cudnn's allow_tf32 is on by default and says nothing about CPU runs: not used.
+double declared_matmul_roundoff(const std::optional<std::string>& fingerprint) {
+  if (!fingerprint) return 0.0;
+  const nlohmann::json j = nlohmann::json::parse(*fingerprint, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return 0.0;
+  double u = 0.0;
+  if (const auto it = j.find("tf32"); it != j.end() && it->is_object() && it->value("cuda_matmul", false)) u = 0x1p-11;
+  if (const auto it = j.find("matmul_precision"); it != j.end() && it->is_string()) {
+    if (*it == "high") u = std::max(u, 0x1p-11);
+    if (*it == "medium") u = std::max(u, 0x1p-8);
+  }
+  return u;
+}
+
 }  // namespace
 
 void classify_rows(CompareResult& result, const AnalysisOptions& options) {
@@ -51,6 +70,10 @@ void classify_rows(CompareResult& result, const AnalysisOptions& options) {
   // within (rank, step), on either side. A bf16 run carries bf16 noise into every later tensor, even
   // those an fp32 island (a norm upcast to fp32) stores in fp32.
   std::vector<double> ambient(result.rows.size(), 0.0);
+  // A run that let fp32 matmuls round their inputs to TF32 (or bf16) carries that rounding from its first
+  // matmul on, whatever dtype it stores: the declared precision is the floor of the ambient one.
+  const double declared = std::max(declared_matmul_roundoff(result.golden_fingerprint),
+                                   declared_matmul_roundoff(result.target_fingerprint));
   if (capture) {
     std::map<std::pair<int, int64_t>, double> coarsest;
     for (size_t i : rows_in_execution_order(result)) {
@@ -58,7 +81,7 @@ void classify_rows(CompareResult& result, const AnalysisOptions& options) {
       double& c = coarsest[{row.golden.rank, row.golden.step}];
       for (DType t : {row.golden.dtype, row.target.dtype})
         if (dtype_is_float(t)) c = std::max(c, unit_roundoff(t));
-      ambient[i] = c;
+      ambient[i] = std::max(c, declared);
     }
   }
 

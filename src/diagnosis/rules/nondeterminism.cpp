@@ -12,6 +12,18 @@ namespace {
 
 using namespace diagnosis_detail;
 
+bool arguments_differ(const DiagnosisContext& ctx, const EventError& e) {
+  if (!ctx.golden_source || !ctx.target_source) return false;
+  for (size_t i : e.rows) {
+    const CompareRow& row = ctx.result->rows[i];
+    if (row.golden.role != "output" || row.golden.index != 0) continue;
+    const std::string g = ctx.golden_source->op_arguments_json(row.golden);
+    const std::string t = ctx.target_source->op_arguments_json(row.target);
+    if (!g.empty() && !t.empty() && g != t) return true;
+  }
+  return false;
+}
+
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   std::vector<Diagnosis> out;
   // A random op is a source.
@@ -20,6 +32,8 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
       continue;
     // The same inputs, a different output: only then is the randomness itself the cause.
     if (std::isnan(e.input_ratio) || e.input_ratio > ctx.options.noise.noise_max) continue;
+    // Called with other arguments (dropout's p, training): OP_ARGUMENT_MISMATCH names that cause.
+    if (arguments_differ(ctx, e)) continue;
     Diagnosis d;
     d.strength = 3;
     d.events.push_back(e.name);
