@@ -36,6 +36,7 @@ struct CompareRow {
   double match_confidence = 1.0;  // < 1 only for order-aligned pairs (matching/mapping.h PairMatch)
   CompareMode mode = CompareMode::kNone;
   bool shape_differs = false;  // same element count, different shape: compared flat, flagged
+  std::string layout_note;     // how a differing layout was compared when not flat ("target stored transposed ...")
 
   std::optional<PairMetrics> metrics;     // mode == kTensor
   std::optional<StatsComparison> stats;   // mode == kStatistics

@@ -67,6 +67,19 @@ Result<TensorView> load_checked(const RecordSource& src, const Record& r, int64_
   return v;
 }
 
+// The transpose of a 2-D view, as a strided view of the same bytes, when it has `want` as its shape
+// (square shapes only when `square` allows them: their transpose has the same shape).
+std::optional<TensorView> transposed_view(const TensorView& t, const Shape& want, bool square) {
+  if (t.shape.size() != 2 || want.size() != 2 || t.shape[0] != want[1] || t.shape[1] != want[0] ||
+      (t.shape[0] == t.shape[1] && !square))
+    return std::nullopt;
+  TensorView v = t;
+  const std::vector<int64_t> strides = t.strides.empty() ? std::vector<int64_t>{t.shape[1], 1} : t.strides;
+  v.shape = {t.shape[1], t.shape[0]};
+  v.strides = {strides[1], strides[0]};
+  return v;
+}
+
 void set_error(CompareRow& row, const Status& st) {
   row.verdict = Verdict::kError;
   row.reason = st.message();
@@ -88,6 +101,23 @@ void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golde
       mo.threads = threads;
       Result<PairMetrics> m = compare_tensors(*g, *t, mo);
       if (!m.ok()) return set_error(row, m.status().WithContext(row.golden.name));
+      // A 2-D tensor stored transposed on one side (Hugging Face's Conv1D keeps [in, out] where nn.Linear
+      // keeps [out, in]) holds the same numbers in another layout: compared flat it looks like noise.
+      // Its transpose is compared too, and the closer reading kept, with the layout named in the reason.
+      // A square parameter (or its gradient) can be stored transposed with the same shape: its transpose is kept only when
+      // it is a near-exact match (100× closer) — whether the layer then computes the same function is
+      // for its output rows to say (WEIGHT_MISMATCH names a transposed weight whose layer differs).
+      const bool square_param = (row.golden.role == "parameter" || row.golden.role == "grad") &&
+                                row.golden.shape.size() == 2 &&
+                                row.golden.shape == row.target.shape && row.golden.shape[0] == row.golden.shape[1];
+      if (std::optional<TensorView> tt = transposed_view(*t, row.golden.shape, square_param)) {
+        Result<PairMetrics> mt = compare_tensors(*g, *tt, mo);
+        if (mt.ok() && mt->rel_l2 < (square_param ? 0.01 : 1.0) * m->rel_l2) {
+          m = std::move(mt);
+          row.layout_note = "target stored transposed (" + shape_to_string(row.target.shape) + " vs golden " +
+                            shape_to_string(row.golden.shape) + "), compared as its transpose";
+        }
+      }
       row.metrics = std::move(m).value();
       compare::Judgement j = compare::judge_tensor(*row.metrics, th);
       row.verdict = j.verdict;

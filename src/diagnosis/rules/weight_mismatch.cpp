@@ -1,6 +1,7 @@
 // WEIGHT_MISMATCH: parameters differ before any computation (different initialisation seed, a checkpoint
 // loaded differently, a missing key). Seed 004 §2.1 / §6: fix inputs and weights first.
 #include <algorithm>
+#include <cmath>
 
 #include "diagnosis/rule_util.h"
 
@@ -24,6 +25,33 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
       lines.push_back(fmt::format("{}: {}", row.golden.name, row_summary(row)));
     }
     worst = std::max(worst, s.param_ratio);
+  }
+  // A weight that is the golden's transpose (compared as such, within rounding) in a layer whose output
+  // differs: the layer uses the transposed weight. The same transpose in a layer whose output agrees is
+  // only another storage layout (Hugging Face's Conv1D), not a cause.
+  for (const CompareRow& row : ctx.result->rows) {
+    if (row.golden.role != "parameter" || row.layout_note.find("transposed") == std::string::npos) continue;
+    // The layer that uses it: the parameter's own module event, else the innermost enclosing module with
+    // outputs (nn.MultiheadAttention reads out_proj.weight without calling out_proj).
+    const EventError* user = nullptr;
+    for (const EventError& e : ctx.analysis->events) {
+      const std::string& m = row.golden.module;
+      const bool encloses = e.module == m || (m.size() > e.module.size() && m.compare(0, e.module.size(), e.module) == 0 &&
+                                              m[e.module.size()] == '.');
+      if (!encloses || e.direction != "forward" || e.step != row.golden.step || e.rank != row.golden.rank ||
+          std::isnan(e.output_ratio) || e.op.find('#') != std::string::npos)
+        continue;
+      if (!user || e.module.size() > user->module.size()) user = &e;
+    }
+    for (const EventError* found : {user}) {
+      if (!found || !(found->output_ratio > ctx.options.noise.noise_max)) continue;
+      const EventError& e = *found;
+      events.push_back(e.name);
+      lines.push_back(fmt::format("{}: the golden's weight transposed ({}), and {}'s output differs by {}: the layer "
+                                  "uses the transposed weight", row.golden.name, row.layout_note, e.name,
+                                  units(e.output_ratio)));
+      worst = std::max(worst, e.output_ratio);
+    }
   }
   if (events.empty()) return {};
   // How many parameter rows of the first step exist and differ (the scale of the mismatch).
