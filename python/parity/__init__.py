@@ -27,4 +27,17 @@ def capture(model, run_dir, **options):
     return Capture(model, run_dir, **options)
 
 
-__all__ = ["capture", "load", "seed_all", "log_logits", "log_choices", "Run", "RunRecord", "__version__"]
+def compare(golden, target, step=-1, rank=-1, thresholds="", policy="", map_file="", align=True, kl=(),
+            fail_on_warn=False, jobs=0):
+    """Compare two runs (capture dumps, tensor files or directories) exactly as `parity compare` does:
+    the library's compare_runs() pipeline, returned as the parity.compare/1 object (a dict;
+    docs/compare-json.md). `result["summary"]["verdict"]` and `["exit_code"]` are the gate."""
+    import json
+
+    from ._core import core
+
+    return json.loads(core.compare_json(str(golden), str(target), int(step), int(rank), str(thresholds), str(policy),
+                                        str(map_file), bool(align), list(kl), bool(fail_on_warn), int(jobs)))
+
+
+__all__ = ["capture", "compare", "load", "seed_all", "log_logits", "log_choices", "Run", "RunRecord", "__version__"]

@@ -117,3 +117,23 @@ def test_info_and_export(tmp_path):
     e = capture_helpers.run_cli("export", tmp_path / "s", "-o", tmp_path / "y", check=2)
     assert "no record has tensor data" in e.stderr
     capture_helpers.run_cli("info", tmp_path / "nothing", check=2)
+
+
+def test_python_compare_is_the_cli_pipeline(tmp_path):
+    """parity.compare() runs the same compare_runs() as `parity compare --json` and returns the same
+    parity.compare/1 object (issue 10: one pipeline, offered to Python too)."""
+    capture_run(tmp_path / "g")
+    capture_run(tmp_path / "t", dtype=torch.bfloat16)
+    rc, cli = compare_json(tmp_path, tmp_path / "g", tmp_path / "t", "--step", 0)
+    py = parity.compare(tmp_path / "g", tmp_path / "t", step=0)
+    assert py["schema"] == "parity.compare/1"
+    assert py["summary"] == cli["summary"] and py["summary"]["exit_code"] == rc
+    assert [r["name"] for r in py["rows"]] == [r["name"] for r in cli["rows"]]
+    assert [r["verdict"] for r in py["rows"]] == [r["verdict"] for r in cli["rows"]]
+    assert py["diagnosis"] == cli["diagnosis"] and py["suspects"] == cli["suspects"]
+    fixed = parity.compare(tmp_path / "g", tmp_path / "t", step=0, policy="fixed-thresholds")
+    assert fixed["summary"]["policy"] == "fixed-thresholds"
+    with pytest.raises(ValueError):
+        parity.compare(tmp_path / "g", tmp_path / "t", policy="lenient")
+    with pytest.raises(FileNotFoundError):
+        parity.compare(tmp_path / "missing", tmp_path / "t")
