@@ -273,7 +273,10 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
     }
     // Input error as it reaches the output: propagated through the op where its conditioning is known
     // (softmax, norms, exp/log), else taken at face value (docs/judgement.md "Conditioning").
-    if (golden && target) e.explained_ratio = explained_output_ratio(result, e, *golden, *target);
+    // Only an output beyond noise can make the event a source: the others need no propagation (and no
+    // tensor reads).
+    if (golden && target && e.output_ratio > options.noise.noise_max && std::isfinite(e.output_ratio))
+      e.explained_ratio = explained_output_ratio(result, e, *golden, *target);
     double in = 0;
     take_max(in, std::isnan(e.explained_ratio) ? e.input_ratio : e.explained_ratio);
     take_max(in, e.param_ratio);
