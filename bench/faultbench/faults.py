@@ -265,17 +265,24 @@ def has_sdpa():
     return hasattr(F, "scaled_dot_product_attention")
 
 
+def _heads(attn, x, rope):
+    """q, k, v of the example models' Attention as [B, heads, T, head_dim], rotary applied to q and k."""
+    B, T, _ = x.shape
+    q = attn.wq(x).view(B, T, attn.n_heads, attn.head_dim).transpose(1, 2)
+    k = attn.wk(x).view(B, T, attn.n_heads, attn.head_dim).transpose(1, 2)
+    v = attn.wv(x).view(B, T, attn.n_heads, attn.head_dim).transpose(1, 2)
+    if rope is not None:
+        cos, sin = rope
+        q, k = apply_rotary(q, cos[:T], sin[:T]), apply_rotary(k, cos[:T], sin[:T])
+    return q, k, v
+
+
 def llama_fused_attention(attn):
     """The Llama attention with F.scaled_dot_product_attention (is_causal) where torch has it; else a
     manual variant with another op order: scale folded into q, mask by where, exp(s - max) / sum."""
     def forward(x, rope=None):
         B, T, C = x.shape
-        q = attn.wq(x).view(B, T, attn.n_heads, attn.head_dim).transpose(1, 2)
-        k = attn.wk(x).view(B, T, attn.n_heads, attn.head_dim).transpose(1, 2)
-        v = attn.wv(x).view(B, T, attn.n_heads, attn.head_dim).transpose(1, 2)
-        if rope is not None:
-            cos, sin = rope
-            q, k = apply_rotary(q, cos[:T], sin[:T]), apply_rotary(k, cos[:T], sin[:T])
+        q, k, v = _heads(attn, x, rope)
         if has_sdpa():
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
@@ -294,12 +301,7 @@ def example_attention(attn, mask_value=float("-inf"), scores_fn=None, softmax_fn
     masked fp32 scores before the softmax, and the softmax itself."""
     def forward(x, rope=None):
         B, T, C = x.shape
-        q = attn.wq(x).view(B, T, attn.n_heads, attn.head_dim).transpose(1, 2)
-        k = attn.wk(x).view(B, T, attn.n_heads, attn.head_dim).transpose(1, 2)
-        v = attn.wv(x).view(B, T, attn.n_heads, attn.head_dim).transpose(1, 2)
-        if rope is not None:
-            cos, sin = rope
-            q, k = apply_rotary(q, cos[:T], sin[:T]), apply_rotary(k, cos[:T], sin[:T])
+        q, k, v = _heads(attn, x, rope)
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(attn.head_dim)
         mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
         scores = scores.masked_fill(mask, mask_value)

@@ -712,15 +712,19 @@ class Capture:
         forward.__wrapped__ = orig
         return forward
 
-    def _op_event(self, func, name, args, kwargs):
-        if threading.get_ident() != self._thread:
-            return func(*args, **kwargs)
+    def _next_op_call(self, name):
+        """The name stem `<parent>/<name>#k` of the next call of op `name` in the current parent call, its
+        module path and k (docs/dump-format.md "Names")."""
         parent = self._stack[-1] if self._stack else GLOBAL_NAME
         key = (parent, name)
         k = self._op_calls.get(key, 0)
         self._op_calls[key] = k + 1
-        base = "{}/{}#{}".format(parent, name, k)
-        module = parent.split("#")[0]
+        return "{}/{}#{}".format(parent, name, k), parent.split("#")[0], k
+
+    def _op_event(self, func, name, args, kwargs):
+        if threading.get_ident() != self._thread:
+            return func(*args, **kwargs)
+        base, module, k = self._next_op_call(name)
         self._busy = True
         try:
             # Inputs are recorded before the call: an in-place op would change them.
@@ -775,12 +779,7 @@ class Capture:
         thread); returns what _collective_after needs, or None when the call is not recorded."""
         if not self._started or not self._recording or self._busy or threading.get_ident() != self._thread:
             return None
-        parent = self._stack[-1] if self._stack else GLOBAL_NAME
-        key = (parent, name)
-        k = self._op_calls.get(key, 0)
-        self._op_calls[key] = k + 1
-        base = "{}/{}#{}".format(parent, name, k)
-        module = parent.split("#")[0]
+        base, module, k = self._next_op_call(name)
         reads, writes, asynchronous = self._collective_tensors(name, a)
         if _COLLECTIVES[name][2] == "src" and not self._is_root(a, "src"):
             reads = None  # broadcast: off the source rank the tensor's old contents are not an input
