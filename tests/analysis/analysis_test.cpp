@@ -29,6 +29,29 @@ Synth fp32_source_upstream_of_first_failure() {
   return s;
 }
 
+// Issue 10: a golden all-zero output against a non-zero target is an unbounded relative error, but no
+// NaN/Inf exists anywhere: the suspect must say what it is, never "NaN/Inf born here".
+TEST(Analysis, NoNanInfBornWithoutANonFiniteValue) {
+  Synth s;
+  s.row("l0", "Linear", "forward", "input", 0, 0);
+  CompareRow& out = s.row("l0", "Linear", "forward", "output", 0, 0);
+  out.metrics->rel_l2 = kNaN;      // ‖g‖ = 0
+  out.metrics->euclidean = 2.0;    // the target is not zero
+  out.metrics->golden.l2norm = 0;
+  Analysis a = analyse(s.result);
+  ASSERT_FALSE(a.suspects.empty());
+  EXPECT_EQ(a.suspects[0].name, "l0/forward");
+  EXPECT_EQ(a.suspects[0].why.find("NaN/Inf"), std::string::npos) << a.suspects[0].why;
+  EXPECT_NE(a.suspects[0].why.find("all zero"), std::string::npos) << a.suspects[0].why;
+
+  Synth n;  // a real NaN born in the output is still called so
+  n.row("l0", "Linear", "forward", "input", 0, 0);
+  n.row("l0", "Linear", "forward", "output", 0, 0, DType::kF32, DType::kF32, 0, 0, /*nan_t=*/3);
+  Analysis b = analyse(n.result);
+  ASSERT_FALSE(b.suspects.empty());
+  EXPECT_NE(b.suspects[0].why.find("NaN/Inf born here"), std::string::npos) << b.suspects[0].why;
+}
+
 TEST(Analysis, SourceRanksFirstEvenWhenTheFirstFailureIsDownstream) {
   Synth s = fp32_source_upstream_of_first_failure();
   Analysis a = analyse(s.result);
