@@ -6,6 +6,7 @@ Event names (the contract the comparison pairs on, docs/dump-format.md "Names"):
     op event       <parent>/<op>#k/<direction>/<role>/<index>    layers.0.attn/softmax#0/forward/output/0
     collective     <parent>/<name>#k/forward/<role>/<index>      <global>/all_reduce#0/forward/output/0
     parameter      <module>/forward/parameter/<param name>        layers.0.attn.q.../forward/parameter/weight
+    buffer         <module>/forward/buffer/<buffer name>          layers.0.bn/forward/buffer/running_mean
     gradient       <module>/backward/grad/<param name>
 
 <module> is the path `model.named_modules()` gives, "<root>" for the model itself; "#k" is appended
@@ -663,6 +664,12 @@ class Capture:
                     return None
 
                 self._handles.append(p.register_hook(hook))
+        # Buffers are model state too (BatchNorm's running statistics, a per-head scale, rotary tables): a
+        # buffer that differs is a cause as much as a weight that does, and it is read like one.
+        for i, (bname, b) in enumerate(mod.named_buffers(recurse=False)):
+            if b is not None:
+                self._record("{}/forward/buffer/{}".format(name, bname), b, name, type(mod).__name__, "forward",
+                             "buffer", i, 0, extra={"buffer": bname})
 
     def _make_forward(self, mod, name, orig):
         cap_ref = weakref.ref(self)

@@ -48,7 +48,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
       continue;
     }
     ++s.rows;
-    if (g.role == "parameter" && g.direction == "forward") {
+    if ((g.role == "parameter" || g.role == "buffer") && g.direction == "forward") {
       s.has_params = true;
       if (is_structural(row)) s.params_differing.push_back(&row);
     }

@@ -1,4 +1,4 @@
-// WEIGHT_MISMATCH: parameters differ before any computation (different initialisation seed, a checkpoint
+// WEIGHT_MISMATCH: parameters (or buffers: running statistics, scales) differ before any computation (different initialisation seed, a checkpoint
 // loaded differently, a missing key). Seed 004 §2.1 / §6: fix inputs and weights first.
 #include <algorithm>
 #include <cmath>
@@ -20,7 +20,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     events.push_back(e.name);
     for (size_t i : e.rows) {
       const CompareRow& row = ctx.result->rows[i];
-      if (row.golden.role != "parameter" && row.golden.role != "parameters") continue;
+      if (row.golden.role != "parameter" && row.golden.role != "parameters" && row.golden.role != "buffer") continue;
       if (row.noise == NoiseClass::kNoise) continue;
       lines.push_back(fmt::format("{}: {}", row.golden.name, row_summary(row)));
     }
@@ -56,7 +56,8 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   if (events.empty()) return {};
   // How many parameter rows of the first step exist and differ (the scale of the mismatch).
   for (const CompareRow& row : ctx.result->rows) {
-    if ((row.golden.role == "parameter" || row.golden.role == "parameters") && row.golden.direction != "backward") {
+    if ((row.golden.role == "parameter" || row.golden.role == "parameters" || row.golden.role == "buffer") &&
+        row.golden.direction != "backward") {
       ++params_total;
       if (row.noise == NoiseClass::kElevated || row.noise == NoiseClass::kStructural) ++params_differ;
     }
@@ -64,7 +65,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   Diagnosis d;
   d.strength = 3;
   d.events = events;
-  d.evidence.push_back(fmt::format("{} of {} parameter records differ beyond rounding (worst {}) before use",
+  d.evidence.push_back(fmt::format("{} of {} parameter and buffer records differ beyond rounding (worst {}) before use",
                                    params_differ, params_total, units(worst)));
   append_limited(d.evidence, lines, 8);
   d.advice =
