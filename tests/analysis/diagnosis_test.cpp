@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 
 #include "analysis/synth.h"
 #include "parity/diagnosis.h"
@@ -51,6 +52,71 @@ TEST(Diagnosis, LowPrecisionNormIsNamedWithTheFp32UpcastAdvice) {
   EXPECT_EQ(f.diagnoses[0].events[0], "layers.0.attn_norm/forward");
   EXPECT_NE(f.diagnoses[0].advice.find("x.float()"), std::string::npos);
   EXPECT_FALSE(has(f, "ACCUMULATION_NOISE"));
+}
+
+// The same norm in fp32 on both sides: its error cannot be a precision problem, whatever the op.
+TEST(Diagnosis, LowPrecisionNeedsALowPrecisionDtype) {
+  Synth s;
+  s.module("embed", "Embedding", 0, 1e-7);
+  s.module("layers.0.attn_norm", "RMSNorm", 1e-7, 0.4);
+  s.module("layers.0.attn", "Attention", 0.4, 0.45);
+  Findings f = analyse_and_diagnose(s.result, nullptr, nullptr);
+  ASSERT_FALSE(f.analysis.suspects.empty());
+  EXPECT_EQ(f.analysis.suspects[0].name, "layers.0.attn_norm/forward");
+  EXPECT_FALSE(has(f, "LOW_PRECISION_SENSITIVE_OP"));
+  EXPECT_FALSE(has(f, "NONDETERMINISM"));  // identical configuration is not evidence of randomness
+}
+
+// A random op whose inputs already differ does not show its own randomness.
+TEST(Diagnosis, RandomOpWithDifferingInputsIsNotNondeterminism) {
+  Synth s;
+  s.module("l0.mlp", "MLP", 0, 0.5);
+  s.module("l0.drop", "Dropout", 0.5, 40.0);
+  EXPECT_FALSE(has(analyse_and_diagnose(s.result, nullptr, nullptr), "NONDETERMINISM"));
+}
+
+// A source of op arguments by record name, for OP_ARGUMENT_MISMATCH.
+class ArgsSource final : public RecordSource {
+ public:
+  explicit ArgsSource(std::map<std::string, std::string> args) : args_(std::move(args)) {}
+  std::string describe() const override { return "args"; }
+  const std::vector<Record>& records() const override { return none_; }
+  Result<TensorView> load(const Record& r) const override { return Status::Invalid("no data"); }
+  const std::vector<Status>& problems() const override { return problems_; }
+  std::string op_arguments_json(const Record& r) const override {
+    auto it = args_.find(r.name);
+    return it == args_.end() ? "" : it->second;
+  }
+
+ private:
+  std::map<std::string, std::string> args_;
+  std::vector<Record> none_;
+  std::vector<Status> problems_;
+};
+
+TEST(Diagnosis, OpArgumentMismatchNamesTheArgumentOnlyWithEvidence) {
+  const std::string out = "l0.ln/layer_norm#0/forward/output/0";
+  const ArgsSource golden({{out, R"({"args": ["<tensor f32 [4, 64]>", [64], "<tensor>", "<tensor>", 1e-05], "kwargs": {}})"}});
+  const ArgsSource target({{out, R"({"args": ["<tensor f32 [4, 64]>", [64], "<tensor>", "<tensor>", 1.0], "kwargs": {}})"}});
+  // Same inputs, other eps, another output: the argument made the difference.
+  Synth s;
+  s.row("l0.ln", "layer_norm", "forward", "input", 0, 1e-8);
+  s.row("l0.ln", "layer_norm", "forward", "output", 0, 0.2);
+  Findings f = analyse_and_diagnose(s.result, &golden, &target);
+  ASSERT_TRUE(has(f, "OP_ARGUMENT_MISMATCH"));
+  const Diagnosis* d = find(f, "OP_ARGUMENT_MISMATCH");
+  EXPECT_EQ(d->strength, 3);
+  EXPECT_NE(d->evidence[0].find("l0.ln/layer_norm#0/forward: eps 1e-05 → 1.0"), std::string::npos) << d->evidence[0];
+  // The same arguments: silent.
+  EXPECT_FALSE(has(analyse_and_diagnose(s.result, &golden, &golden), "OP_ARGUMENT_MISMATCH"));
+  // Inputs that differ too: the output difference may be theirs, and the call may not be the same one.
+  Synth in;
+  in.row("l0.ln", "layer_norm", "forward", "input", 0, 0.3);
+  in.row("l0.ln", "layer_norm", "forward", "output", 0, 0.3);
+  EXPECT_FALSE(has(analyse_and_diagnose(in.result, &golden, &target), "OP_ARGUMENT_MISMATCH"));
+  // A pair found only by order alignment is not the same call site: silent.
+  s.result.rows[1].match = MatchKind::kAligned;
+  EXPECT_FALSE(has(analyse_and_diagnose(s.result, &golden, &target), "OP_ARGUMENT_MISMATCH"));
 }
 
 TEST(Diagnosis, OverflowNamesTheOpAndItsInputRange) {
