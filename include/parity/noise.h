@@ -51,6 +51,10 @@ struct NoiseJudgement {
 NoiseJudgement classify_noise(double observed, double u, int64_t reduction_length,
                               const NoiseParams& params = {});
 
+// How every output spells a noise ratio: "0.41 u", "16777 u", "non-finite", "n/a" (u = one expected
+// rounding, docs/judgement.md).
+std::string noise_ratio_text(double ratio);
+
 // The class of a ratio alone.
 NoiseClass noise_class_of_ratio(double ratio, const NoiseParams& params = {});
 

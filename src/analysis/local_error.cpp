@@ -42,13 +42,6 @@ void take_max(double& acc, double v) {
   acc = std::isnan(acc) ? v : std::max(acc, v);
 }
 
-std::string ratio_text(double r) {
-  if (std::isnan(r)) return "n/a";
-  if (std::isinf(r)) return "non-finite";
-  if (r >= 100) return fmt::format("{:.0f} u", r);
-  return fmt::format("{:.3g} u", r);
-}
-
 // NaN/Inf the target holds beyond the golden's, in one row (0 when unknown).
 int64_t target_extra_nonfinite(const CompareRow& row) {
   if (row.metrics) {
@@ -348,29 +341,29 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
     const EventError& e = a.events[k];
     if (!e.input_inferred && !std::isnan(e.input_ratio) && e.input_ratio > noise_max)
       make(SuspectKind::kInputs, k, log2_score(e.input_ratio),
-           fmt::format("the model's inputs already differ ({}) before any computation", ratio_text(e.input_ratio)));
+           fmt::format("the model's inputs already differ ({}) before any computation", noise_ratio_text(e.input_ratio)));
   }
   for (size_t k = 0; k < a.events.size(); ++k) {
     const EventError& e = a.events[k];
     if (!std::isnan(e.param_ratio) && e.param_ratio > noise_max && e.step == first_step[e.rank] &&
         direction_rank(e.direction) == 0)
       make(SuspectKind::kParameters, k, log2_score(e.param_ratio),
-           fmt::format("parameters differ ({}) before they are used", ratio_text(e.param_ratio)));
+           fmt::format("parameters differ ({}) before they are used", noise_ratio_text(e.param_ratio)));
   }
   for (size_t k = 0; k < a.events.size(); ++k) {
     const EventError& e = a.events[k];
     if (e.role != EventRole::kSource || !e.explained_by.empty()) continue;
     const double in_ratio = std::isnan(e.input_ratio) ? 0.0 : std::max(0.0, e.input_ratio);
     std::string why = std::isinf(e.amplification) && e.nonfinite_born
-                          ? fmt::format("NaN/Inf born here from inputs at {}", ratio_text(in_ratio))
+                          ? fmt::format("NaN/Inf born here from inputs at {}", noise_ratio_text(in_ratio))
                       : std::isinf(e.amplification)
                           ? fmt::format("output differs where the golden's is all zero, from inputs at {}",
-                                        ratio_text(in_ratio))
-                          : fmt::format("output {} from inputs {}{}{} (×{:.3g})", ratio_text(e.output_ratio),
-                                        ratio_text(e.input_ratio), e.input_inferred ? " (previous event)" : "",
+                                        noise_ratio_text(in_ratio))
+                          : fmt::format("output {} from inputs {}{}{} (×{:.3g})", noise_ratio_text(e.output_ratio),
+                                        noise_ratio_text(e.input_ratio), e.input_inferred ? " (previous event)" : "",
                                         std::isnan(e.explained_ratio)
                                             ? ""
-                                            : fmt::format(", which explain {} through the op", ratio_text(e.explained_ratio)),
+                                            : fmt::format(", which explain {} through the op", noise_ratio_text(e.explained_ratio)),
                                         e.amplification);
     make(SuspectKind::kSource, k, log2_score(e.amplification), std::move(why));
   }

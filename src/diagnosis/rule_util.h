@@ -11,13 +11,8 @@
 
 namespace parity::diagnosis_detail {
 
-// "3.2 u", "412 u", "non-finite", "n/a": a noise ratio in units of expected rounding error.
-inline std::string units(double r) {
-  if (std::isnan(r)) return "n/a";
-  if (std::isinf(r)) return "non-finite";
-  if (r >= 100) return fmt::format("{:.0f} u", r);
-  return fmt::format("{:.3g} u", r);
-}
+// "3.2 u", "412 u", "non-finite", "n/a": a noise ratio, as every output spells it (parity/noise.h).
+inline std::string units(double r) { return noise_ratio_text(r); }
 
 inline std::string num(double v) {
   if (std::isnan(v)) return "n/a";

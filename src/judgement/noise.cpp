@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "fmt/format.h"
+
 namespace parity {
 
 double unit_roundoff(DType t) {
@@ -45,6 +47,13 @@ NoiseJudgement classify_noise(double observed, double u, int64_t reduction_lengt
   }
   j.cls = noise_class_of_ratio(j.ratio, params);
   return j;
+}
+
+std::string noise_ratio_text(double ratio) {
+  if (std::isnan(ratio)) return "n/a";
+  if (std::isinf(ratio)) return "non-finite";
+  if (ratio >= 100) return fmt::format("{:.0f} u", ratio);
+  return fmt::format("{:.3g} u", ratio);
 }
 
 }  // namespace parity

@@ -1,8 +1,10 @@
 // decide_row_verdict: the final verdict of one compared row (docs/judgement.md "Verdict policy"); the
-// compare module applies it to every row (src/compare/apply_verdict_policy.cpp). Seed 004 §1.3: "精度不一致不等于精度差" — a difference is only a defect when it is
-// larger than the precision change explains; and a difference larger than that is a defect however
-// good its cosine looks.
+// compare module applies it to every row (src/compare/apply_verdict_policy.cpp).
+// Seed 004 §1.3: "精度不一致不等于精度差" — a difference is only a defect when it is larger than the
+// precision change explains; and a difference larger than that is a defect however good its cosine looks.
 #include "parity/verdict_policy.h"
+
+#include "parity/noise.h"
 
 #include <cmath>
 
@@ -11,11 +13,6 @@
 namespace parity {
 
 namespace {
-
-std::string units(double ratio) {
-  if (std::isinf(ratio)) return "unbounded";
-  return ratio >= 100 ? fmt::format("{:.0f} u", ratio) : fmt::format("{:.2g} u", ratio);
-}
 
 // "; fixed thresholds: fail (max abs 16 > 1)" — the other judgement, kept in the reason so that the
 // user sees both when they disagree.
@@ -33,18 +30,18 @@ RowVerdict decide_row_verdict(Verdict fixed, const std::string& fixed_reason, No
       case NoiseClass::kNoise:
         v.verdict = Verdict::kPass;
         if (fixed == Verdict::kPass) {
-          if (ratio > 0) v.reason += (v.reason.empty() ? "" : "; ") + std::string("within rounding noise (") + units(ratio) + ")";
+          if (ratio > 0) v.reason += (v.reason.empty() ? "" : "; ") + std::string("within rounding noise (") + noise_ratio_text(ratio) + ")";
         } else {
-          v.reason = "within rounding noise (" + units(ratio) + ")" + fixed_note(fixed, fixed_reason);
+          v.reason = "within rounding noise (" + noise_ratio_text(ratio) + ")" + fixed_note(fixed, fixed_reason);
         }
         break;
       case NoiseClass::kElevated:
         v.verdict = Verdict::kWarn;
-        v.reason = "above rounding noise (" + units(ratio) + ")" + fixed_note(fixed, fixed_reason);
+        v.reason = "above rounding noise (" + noise_ratio_text(ratio) + ")" + fixed_note(fixed, fixed_reason);
         break;
       case NoiseClass::kStructural:
         v.verdict = Verdict::kFail;
-        v.reason = "beyond rounding (" + units(ratio) + ")" + fixed_note(fixed, fixed_reason);
+        v.reason = "beyond rounding (" + noise_ratio_text(ratio) + ")" + fixed_note(fixed, fixed_reason);
         break;
       case NoiseClass::kUnknown:
         break;  // nothing measured by the model: the fixed judgement stands
