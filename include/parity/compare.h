@@ -63,6 +63,8 @@ struct CompareOptions {
   Thresholds thresholds;       // judgement::default_thresholds() unless overridden
   int64_t step = -1;           // only records of this step (-1 = all)
   int rank = -1;               // only records of this rank (-1 = all)
+  std::string direction;       // only records of this direction ("forward" | "backward"; "" = all)
+  std::vector<std::string> include, exclude;  // name regexes: keep matching / drop matching records
   int jobs = 0;                // worker threads (0 = all cores)
   std::vector<std::string> kl_patterns;  // regexes: names whose rows also get softmax KL
   std::string map_file;        // target→golden name mapping rules (--map), "" = none
@@ -86,6 +88,7 @@ struct CompareResult {
   std::vector<Status> problems;              // unreadable files/records on either side, with names
   int64_t golden_problems = 0;               // problems[0, golden_problems) are the golden side's
   std::vector<std::string> notes;            // what could not be compared and why (mode mismatches, ...)
+  int64_t filtered = 0;                      // records of both sides left out by the filters
   CompareSummary summary;
   Thresholds thresholds;                     // in effect
   VerdictPolicy policy = VerdictPolicy::kFixedThresholds;  // run_compare's verdicts are the fixed ones

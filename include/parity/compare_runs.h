@@ -35,7 +35,8 @@ struct CompareReport {
   CompareResult result;      // rows with their final verdicts, unmatched records, problems, notes
   Findings findings;         // analysis, configuration differences, NaN/Inf reports, diagnoses
   // kExitOk when the verdict is pass or warn, kExitDifferences when it is fail or error (or warn with
-  // fail_on_warn), kExitUsage when a side holds no readable record (`no_input` says which).
+  // fail_on_warn), kExitUsage when a side holds no readable record or the filters leave nothing to
+  // compare (`no_input` says which).
   int exit_code = kExitOk;
   std::string no_input;
   std::string command;

@@ -32,6 +32,9 @@ namespace parity::matching {
 struct RecordFilter {
   int64_t step = -1;  // keep only records of this step (-1 = all); records without a step are kept
   int rank = -1;      // keep only records of this rank (-1 = all); records without a rank are kept
+  std::string direction;  // "forward" | "backward" | "" (all); records without a direction are kept
+  std::vector<std::regex> include, exclude;  // names: kept when some include matches (or none is given)
+                                             // and no exclude matches (std::regex_search)
   bool keeps(const Record& r) const;
 };
 

@@ -32,6 +32,8 @@ struct CompareArgs {
   std::string golden_format, target_format;
   int64_t step = -1;
   int rank = -1;
+  std::string direction;
+  std::vector<std::string> include, exclude;
   int jobs = 0;
   std::string thresholds_file;
   std::optional<double> cosine, cosine_fail, max_abs, rel_l2, max_rel, kl_max, stats_rel;
@@ -135,6 +137,9 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   opts.compare.thresholds = *th;
   opts.compare.step = a.step;
   opts.compare.rank = a.rank;
+  opts.compare.direction = a.direction;
+  opts.compare.include = a.include;
+  opts.compare.exclude = a.exclude;
   opts.compare.jobs = a.jobs;
   opts.compare.kl_patterns = a.kl_patterns;
   opts.compare.map_file = a.map_file;
@@ -226,6 +231,12 @@ CommandAction setup_compare(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--step", a->step, "Only records of this capture step (plain files have none; default: all)")
       ->check(CLI::NonNegativeNumber);
   sub.add_option("--rank", a->rank, "Only records of this rank (default: all)")->check(CLI::NonNegativeNumber);
+  sub.add_option("--direction", a->direction, "Only records of this direction (capture runs; default: both)")
+      ->check(CLI::IsMember({"forward", "backward"}));
+  sub.add_option("--include", a->include, "Regex (repeatable): compare only records whose name matches one")
+      ->allow_extra_args(false);
+  sub.add_option("--exclude", a->exclude, "Regex (repeatable): leave out records whose name matches")
+      ->allow_extra_args(false);
   sub.add_option("-j,--jobs", a->jobs, "Worker threads (default 0 = all cores)")->check(CLI::NonNegativeNumber);
   sub.add_option("--thresholds", a->thresholds_file,
                  "JSON file overlaying the default thresholds ({\"bf16\": {\"cosine_pass\": 0.998}, \"all\": {...}})");

@@ -19,6 +19,7 @@
 #include <optional>
 #include <regex>
 #include <set>
+#include <tuple>
 
 #include "compare/judge.h"
 #include "parity/compare.h"
@@ -297,7 +298,17 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
 
   const std::vector<Record>& grecs = golden.records();
   const std::vector<Record>& trecs = target.records();
-  matching::RecordFilter filter{options.step, options.rank};
+  matching::RecordFilter filter{options.step, options.rank, options.direction, {}, {}};
+  for (const auto& [patterns, into, flag] : {std::tuple{&options.include, &filter.include, "--include"},
+                                             std::tuple{&options.exclude, &filter.exclude, "--exclude"}}) {
+    for (const std::string& p : *patterns) {
+      try {
+        into->emplace_back(p, std::regex::ECMAScript | std::regex::optimize);
+      } catch (const std::regex_error& e) {
+        return Status::Invalid(std::string(flag) + " pattern '" + p + "' is not a valid regular expression: " + e.what());
+      }
+    }
+  }
   matching::ExactPairing pairing = matching::pair_exact(grecs, trecs, filter);
   if (options.align) {
     const int64_t released = matching::release_diverging_op_sequences(grecs, trecs, pairing);
@@ -335,8 +346,9 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
   };
   filter_note(grecs, "golden");
   filter_note(trecs, "target");
+  res.filtered = pairing.filtered_golden + pairing.filtered_target;
   if (pairing.filtered_golden + pairing.filtered_target > 0) {
-    res.notes.push_back("filters (--step/--rank) left out " + std::to_string(pairing.filtered_golden) +
+    res.notes.push_back("filters (--step/--rank/--direction/--include/--exclude) left out " + std::to_string(pairing.filtered_golden) +
                         " golden and " + std::to_string(pairing.filtered_target) + " target records");
   }
   for (size_t i : pairing.unmatched_golden) res.unmatched_golden.push_back(grecs[i]);

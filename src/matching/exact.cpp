@@ -14,6 +14,12 @@ bool RecordFilter::keeps(const Record& r) const {
   // selects among steps, it does not demand that a source have them (compare adds a note instead).
   if (step >= 0 && r.step >= 0 && r.step != step) return false;
   if (rank >= 0 && r.rank >= 0 && r.rank != rank) return false;
+  if (!direction.empty() && !r.direction.empty() && r.direction != direction) return false;
+  if (!include.empty() && std::none_of(include.begin(), include.end(),
+                                       [&](const std::regex& re) { return std::regex_search(r.name, re); }))
+    return false;
+  for (const std::regex& re : exclude)
+    if (std::regex_search(r.name, re)) return false;
   return true;
 }
 

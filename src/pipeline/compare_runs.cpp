@@ -2,6 +2,7 @@
 #include "parity/compare_runs.h"
 
 #include <chrono>
+#include <set>
 
 #include "parity/verdict_policy.h"
 
@@ -19,6 +20,30 @@ std::string no_usable_input(const RecordSource& golden, const RecordSource& targ
   return "";
 }
 
+// Filters that leave nothing to compare are a usage error, not an empty pass: say which filters and
+// what the golden holds.
+std::string filters_match_nothing(const CompareResult& r, const CompareOptions& o, const RecordSource& golden) {
+  if (!r.rows.empty() || !r.unmatched_golden.empty() || !r.unmatched_target.empty() || r.filtered == 0) return "";
+  std::string filters;
+  if (o.step >= 0) filters += " --step " + std::to_string(o.step);
+  if (o.rank >= 0) filters += " --rank " + std::to_string(o.rank);
+  if (!o.direction.empty()) filters += " --direction " + o.direction;
+  for (const std::string& p : o.include) filters += " --include '" + p + "'";
+  for (const std::string& p : o.exclude) filters += " --exclude '" + p + "'";
+  std::set<int64_t> steps;
+  std::set<int> ranks;
+  for (const Record& rec : golden.records()) {
+    if (rec.step >= 0) steps.insert(rec.step);
+    if (rec.rank >= 0) ranks.insert(rec.rank);
+  }
+  auto span = [](const auto& set) {
+    return set.empty() ? std::string("none")
+                       : std::to_string(*set.begin()) + (set.size() > 1 ? "–" + std::to_string(*set.rbegin()) : "");
+  };
+  return "no record matches the filters" + filters + " (the golden holds " +
+         std::to_string(golden.records().size()) + " records, steps " + span(steps) + ", ranks " + span(ranks) + ")";
+}
+
 }  // namespace
 
 Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSource& target,
@@ -32,6 +57,7 @@ Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSourc
   report.findings = analyse_and_diagnose(result, &golden, &target, options.analysis);
 
   report.no_input = no_usable_input(golden, target);
+  if (report.no_input.empty()) report.no_input = filters_match_nothing(result, options.compare, golden);
   // The gate: a run passes unless something fails (a structural row, an error, a record that could not be
   // compared). A warning (an elevated row, a weakly paired one, a layout change) is shown but does not
   // fail the gate unless asked (--fail-on-warn).

@@ -137,3 +137,13 @@ def test_python_compare_is_the_cli_pipeline(tmp_path):
         parity.compare(tmp_path / "g", tmp_path / "t", policy="lenient")
     with pytest.raises(FileNotFoundError):
         parity.compare(tmp_path / "missing", tmp_path / "t")
+
+
+def test_step_filter_that_matches_nothing_is_a_usage_error(tmp_path):
+    capture_run(tmp_path / "g")
+    capture_run(tmp_path / "t")
+    p = capture_helpers.run_cli("compare", tmp_path / "g", tmp_path / "t", "--step", 5)
+    assert p.returncode == 2, p.stdout
+    assert "no record matches the filters --step 5" in p.stderr and "steps 0" in p.stderr, p.stderr
+    rc, res = compare_json(tmp_path, tmp_path / "g", tmp_path / "t", "--direction", "forward")
+    assert rc == 0 and {r["direction"] for r in res["rows"]} == {"forward"}

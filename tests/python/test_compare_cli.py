@@ -436,3 +436,19 @@ def test_thousand_good_files_and_one_bad(dirs):
     assert len(passed) == 999
     where = json.dumps(doc["problems"]) + json.dumps([r for r in doc["rows"] if r["verdict"] == "error"])
     assert "t0500.npy" in where
+
+
+def test_include_exclude_filters(dirs):
+    g, t = dirs
+    for name in ("attn.npy", "mlp.npy", "norm.npy"):
+        np.save(g / name, rnd(8))
+        np.save(t / name, rnd(8))
+    rc, doc, _ = compare_json(g, t, "--include", "attn|mlp", "--exclude", "mlp")
+    assert rc == 0 and [r["name"] for r in doc["rows"]] == ["attn.npy"]
+    assert any("left out 2 golden and 2 target" in n for n in doc["notes"]), doc["notes"]
+    p = run(g, t, "--include", "([")
+    assert p.returncode == 2 and "--include" in p.stderr
+    # Filters that leave nothing: a usage error naming them, never "PASSED | 0 pass".
+    p = run(g, t, "--include", "nothing-matches")
+    assert p.returncode == 2 and "no record matches the filters --include 'nothing-matches'" in p.stderr, p.stderr
+    assert "PASSED" not in p.stdout
