@@ -110,6 +110,10 @@ struct RunReader::Impl {
       }
       const std::string kind = jstr(j, "kind");
       if (kind == "header") {
+        if (seen_header)  // only one writer ever writes a part's header: a second one means two interleaved
+          problems.push_back(Status::Corrupt(fmt::format(
+              "{}: record {} is a second header record; the part was written by two writers at once and its "
+              "records cannot be trusted", manifest.string(), i)));
         seen_header = true;
         const std::string schema = jstr(j, "schema");
         if (schema != kDumpSchema)
@@ -118,6 +122,10 @@ struct RunReader::Impl {
         continue;
       }
       if (kind == "close") {
+        if (ps.closed)
+          problems.push_back(Status::Corrupt(fmt::format(
+              "{}: record {} is a second close record; the part was written by two writers at once and its "
+              "records cannot be trusted", manifest.string(), i)));
         ps.closed = true;
         continue;
       }
