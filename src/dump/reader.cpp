@@ -180,10 +180,11 @@ struct RunReader::Impl {
         } else if (e.shard.find('/') != std::string::npos || have < 0) {
           problems.push_back(Status::NotFound(fmt::format("{}: {}: data shard \"{}\" is missing", manifest.string(),
                                                           r.name, e.shard)));
-        } else if (e.offset % kDataAlignment != 0 || e.offset + e.nbytes > static_cast<uint64_t>(have)) {
+        } else if (e.offset % kDataAlignment != 0 || e.offset > static_cast<uint64_t>(have) ||
+                   e.nbytes > static_cast<uint64_t>(have) - e.offset) {  // no offset + nbytes: it may wrap
           problems.push_back(Status::Corrupt(fmt::format(
-              "{}: {}: bytes [{}, {}) lie outside {} ({} bytes) or are misaligned", manifest.string(), r.name,
-              e.offset, e.offset + e.nbytes, e.shard, have)));
+              "{}: {}: {} bytes at offset {} lie outside {} ({} bytes) or are misaligned", manifest.string(),
+              r.name, e.nbytes, e.offset, e.shard, have)));
         } else {
           r.has_data = true;
           r.file = (dir / e.shard).string();

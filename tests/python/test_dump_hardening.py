@@ -1,5 +1,5 @@
 """Hardening of the capture dump (issue 14): two writers of one part, a part with two header or two
-close records."""
+close records, a record whose offset + size wraps past 2^64."""
 import multiprocessing as mp
 import os
 
@@ -73,3 +73,34 @@ def test_a_part_with_two_close_records_is_a_problem(tmp_path):
     assert any("close" in p and "two writers" in p for p in run.problems), run.problems
     p = capture_helpers.run_cli("info", tmp_path / "run")
     assert p.returncode == 1, p.stdout + p.stderr
+
+
+def _run_with_wrapping_offset(root):
+    part = os.path.join(root, "rank0")
+    os.makedirs(part)
+    with open(os.path.join(part, "data-000000.bin"), "wb") as d:
+        d.write(b"\0" * 256)
+    events = []
+    for name, offset in (("good/forward/output/0", 0), ("wraps/forward/output/0", 2**64 - 64)):
+        events.append({"kind": "event", "name": name, "module": name.split("/")[0], "op": "Foreign",
+                       "direction": "forward", "role": "output", "index": 0, "step": 0, "rank": 0,
+                       "order": len(events), "dtype": "f32", "shape": [32],
+                       "data": {"shard": "data-000000.bin", "offset": offset, "nbytes": 128}})
+    with open(os.path.join(part, "manifest.pfr"), "wb") as m:
+        m.write(frame({"kind": "header", "schema": "parity.dump/1", "rank": 0, "alignment": 64}))
+        for e in events:
+            m.write(frame(e))
+        m.write(frame({"kind": "close", "events": 2}))
+
+
+def test_a_record_whose_offset_plus_size_wraps_is_corrupt(tmp_path):
+    _run_with_wrapping_offset(tmp_path / "run")
+    run = parity.load(tmp_path / "run")
+    assert any("wraps/forward/output/0" in p and "outside" in p for p in run.problems), run.problems
+    assert run.get("good/forward/output/0").has_data
+    assert not run.get("wraps/forward/output/0").has_data
+    p = capture_helpers.run_cli("info", tmp_path / "run")
+    assert p.returncode == 1 and "outside" in p.stdout, p.stdout + p.stderr
+    for cmd in (("compare", tmp_path / "run", tmp_path / "run"), ("overflow", tmp_path / "run")):
+        p = capture_helpers.run_cli(*cmd)
+        assert p.returncode in (0, 1, 2), "parity {} -> {}\n{}{}".format(cmd[0], p.returncode, p.stdout, p.stderr)
