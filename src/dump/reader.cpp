@@ -25,6 +25,33 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// JSON text with the non-standard tokens NaN, Infinity and -Infinity (Python's json.dumps writes them)
+// outside string literals replaced by the strings "nan", "inf", "-inf".
+std::string quote_bare_nonfinite(const std::string& text) {
+  std::string out;
+  out.reserve(text.size() + 16);
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (text.compare(i, 3, "NaN") == 0) { out += "\"nan\""; i += 2; continue; }
+    if (text.compare(i, 8, "Infinity") == 0) { out += "\"inf\""; i += 7; continue; }
+    if (text.compare(i, 9, "-Infinity") == 0) { out += "\"-inf\""; i += 8; continue; }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
 struct Mapping {
   void* addr = nullptr;
   size_t size = 0;
@@ -209,10 +236,34 @@ struct RunReader::Impl {
       } else {
         if (!sc->tail_problem.empty())
           problems.push_back(Status::Corrupt(fmt::format("{}: {}", (dir / "scalars.pfr").string(), sc->tail_problem)));
-        for (const auto& p : sc->payloads) {
-          nlohmann::json j = nlohmann::json::parse(p, nullptr, false);
-          if (j.is_discarded() || jstr(j, "kind") != "scalars") continue;
-          scalars.push_back({rank, jint(j, "step", -1), j.contains("values") ? j["values"].dump() : "{}"});
+        for (size_t i = 0; i < sc->payloads.size(); ++i) {
+          const fs::path file = dir / "scalars.pfr";
+          nlohmann::json j = nlohmann::json::parse(sc->payloads[i], nullptr, false);
+          if (j.is_discarded() || !j.is_object()) {
+            problems.push_back(Status::Corrupt(fmt::format("{}: record {} is not a JSON object", file.string(), i)));
+            continue;
+          }
+          if (jstr(j, "kind") != "scalars") continue;
+          const int64_t step = jint(j, "step", -1);
+          nlohmann::json values = j.contains("values") ? j["values"] : nlohmann::json::object();
+          if (values.is_string()) {
+            // The writer keeps text that was not valid JSON verbatim; older captures wrote a list holding a
+            // NaN as a bare NaN token. Read NaN/Infinity as "nan"/"inf" (the writer's convention) and say so.
+            nlohmann::json fixed = nlohmann::json::parse(quote_bare_nonfinite(values.get<std::string>()),
+                                                         nullptr, false);
+            if (!fixed.is_discarded() && fixed.is_object()) {
+              problems.push_back(Status::Corrupt(fmt::format(
+                  "{}: record {} (step {}): the scalars are not valid JSON (a bare NaN or Infinity); read with those "
+                  "values as strings", file.string(), i, step)));
+              values = std::move(fixed);
+            }
+          }
+          if (!values.is_object()) {
+            problems.push_back(Status::Corrupt(fmt::format(
+                "{}: record {} (step {}): the scalars are not a JSON object; skipped", file.string(), i, step)));
+            continue;
+          }
+          scalars.push_back({rank, step, values.dump()});
           ++ps.scalar_records;
         }
       }
