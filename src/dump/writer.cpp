@@ -226,7 +226,7 @@ Result<std::unique_ptr<DumpWriter>> DumpWriter::create(const fs::path& run_dir, 
     fs::remove_all(impl->dir, ec);
     if (ec) return Status::IOError(fmt::format("{}: cannot remove: {}", impl->dir.string(), ec.message()));
   }
-  fs::create_directories(run_dir, ec);
+  if (!run_dir.empty()) fs::create_directories(run_dir, ec);
   if (ec) return Status::IOError(fmt::format("{}: cannot create: {}", run_dir.string(), ec.message()));
   // The part folder is claimed with one mkdir(), which fails if it exists: of two processes that both
   // believe they are this rank (capture started before init_process_group), exactly one gets the part
