@@ -52,7 +52,7 @@ class TokenSource {
 
 // ---- the compact logits file ("parity.logits/1", docs/eval.md "Representation") -------------------
 struct LogitsWriterOptions {
-  int top_k = 256;        // entries stored exactly (fp64 log-prob + id), per token
+  int top_k = 256;        // entries stored exactly (fp64 log-prob + id), per token; 1..65535 (16 bits)
   int tail_bits = 16;     // the rest of the vocabulary: uniform quantisation with 8 or 16 bits
   int64_t step = -1;      // stored with every record (e.g. the training step of an evaluation)
   std::string source_dtype;  // dtype the model produced the logits in ("bf16", ...), "" = unknown

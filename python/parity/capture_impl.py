@@ -293,6 +293,22 @@ def _is_data_property(func):
     return getattr(getattr(func, "__self__", None), "__name__", None) == "data"
 
 
+def _scalar_value(v):
+    """A cap.log() value as JSON-ready Python: tensors and numpy values (np.float32, np.int64, 0-d and
+    n-d arrays) become numbers or lists, non-finite floats the strings "nan", "inf", "-inf"."""
+    if isinstance(v, torch.Tensor):
+        v = v.detach().float().item() if v.numel() == 1 else v.detach().double().tolist()
+    elif type(v).__module__ == "numpy" and hasattr(v, "tolist"):  # np.generic and np.ndarray
+        v = v.tolist()
+    if isinstance(v, float):
+        return repr(v) if (v != v or v in (float("inf"), float("-inf"))) else v
+    if isinstance(v, (list, tuple)):
+        return [_scalar_value(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _scalar_value(x) for k, x in v.items()}
+    return v
+
+
 class Capture:
     """with parity.capture(model, run_dir, level=..., mode=..., steps=[0], ...) as cap: ..."""
 
@@ -487,16 +503,12 @@ class Capture:
 
     def log(self, **scalars):
         """Scalars of the current step (loss, grad_norm, lr, ...), every step whatever `steps` says.
-        Tensors are converted with float(); non-finite values are written as strings "nan", "inf"."""
+        Tensors are converted with float(), numpy scalars and arrays (0-d included) to Python numbers and
+        lists; non-finite values, inside lists too, are written as strings "nan", "inf", "-inf"."""
         self._check_started()
-        values = {}
-        for k, v in scalars.items():
-            if isinstance(v, torch.Tensor):
-                v = v.detach().float().item() if v.numel() == 1 else v.detach().double().tolist()
-            if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
-                v = repr(v)
-            values[k] = v
-        self.writer.append_scalars(self.step, json.dumps(values, default=str))
+        values = {k: _scalar_value(v) for k, v in scalars.items()}
+        # allow_nan=False: a bare NaN would make the whole record invalid JSON (every scalar of the step lost)
+        self.writer.append_scalars(self.step, json.dumps(values, default=str, allow_nan=False))
 
     def log_logits(self, *args, **kwargs):
         """Record logits for the eval layer (perplexity / KL / top-1); see parity.logits.log_logits."""

@@ -81,7 +81,8 @@ class Run:
         self.problems = list(self._reader.problems())
         self.parts = list(self._reader.parts())
         self.fingerprints = {int(k): json.loads(v) for k, v in self._reader.fingerprints().items()}
-        self._scalars = [(r, s, json.loads(j)) for r, s, j in self._reader.scalars()]
+        self._scalars = [(r, s, v) for r, s, v in ((r, s, json.loads(j)) for r, s, j in self._reader.scalars())
+                         if isinstance(v, dict)]  # the reader lists a record that is not an object in problems
         self._index = {(r.rank, r.step, r.name): r for r in self.records}
 
     def _map(self, file):

@@ -13,6 +13,8 @@ import os
 
 __all__ = ["log_logits", "log_choices", "logits_path"]
 
+MAX_TOP_K = 65535  # the parity.logits/1 frame header holds top_k in 16 bits
+
 
 def logits_path(dest):
     """Where log_logits writes for `dest`: a capture → <run>/rank<R>/logits.plg; a directory →
@@ -51,6 +53,10 @@ def log_logits(dest, logits, labels, *, top_k=256, tail_bits=16, ignore_index=-1
     """
     from ._core import core
 
+    top_k = int(top_k)
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise ValueError("log_logits: top_k must be between 1 and {} (the file stores it in 16 bits), got {}"
+                         .format(MAX_TOP_K, top_k))
     if step is None:
         step = getattr(dest, "step", -1)
     source_dtype = str(getattr(logits, "dtype", "")).replace("torch.", "")
@@ -70,7 +76,7 @@ def log_logits(dest, logits, labels, *, top_k=256, tail_bits=16, ignore_index=-1
     parent = os.path.dirname(path)
     if parent:
         os.makedirs(parent, exist_ok=True)
-    w = core.LogitsWriter(path, int(top_k), int(tail_bits), int(step), source_dtype)
+    w = core.LogitsWriter(path, top_k, int(tail_bits), int(step), source_dtype)
     try:
         return w.append(x, y, int(ignore_index))
     finally:

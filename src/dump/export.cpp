@@ -7,10 +7,18 @@
 // record names as keys and the dtype kept (BF16, F8_E4M3, ...), per the safetensors spec
 // (8-byte little-endian header length, JSON header with dtype/shape/data_offsets, then the bytes).
 // Nothing is overwritten: if any target file exists, nothing is written and the error names it.
+// Nothing is written outside the output directory: files are created with O_EXCL | O_NOFOLLOW (a planted
+// link, dangling or not, is "already exists"), and a symbolic link where export would create a folder
+// inside the output directory (rank<R>/, step<S>/) is refused before anything is written.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include <cctype>
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -66,15 +74,76 @@ const char* st_dtype(DType t) {
   return "U8";
 }
 
-Status write_file(const fs::path& file, const std::vector<std::pair<const void*, size_t>>& pieces) {
-  std::error_code ec;
-  fs::create_directories(file.parent_path(), ec);
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  if (!out) return Status::IOError(fmt::format("{}: cannot create", file.string()));
-  for (const auto& [p, n] : pieces) out.write(static_cast<const char*>(p), static_cast<std::streamsize>(n));
-  out.close();
-  if (!out) return Status::IOError(fmt::format("{}: write failed", file.string()));
+// The folder of one (rank, step) in the npy layout, relative to the output directory.
+fs::path npy_dir(int rank, int64_t step) { return fs::path(fmt::format("rank{}", rank)) / fmt::format("step{}", step); }
+
+// What lies at `p` without following a link: 0 nothing, 'd' a real directory, 'l' a symbolic link, 'f' else.
+char entry_kind(const fs::path& p) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) != 0) return 0;
+  if (S_ISLNK(st.st_mode)) return 'l';
+  return S_ISDIR(st.st_mode) ? 'd' : 'f';
+}
+
+// A folder of the export that may not be a link: the error when it is one (or is not a folder).
+Status check_inner_dir(const fs::path& dir, const fs::path& out_dir) {
+  const char k = entry_kind(dir);
+  if (k == 'l')
+    return Status::Invalid(fmt::format("{}: is a symbolic link; export writes only inside {} and never through a link",
+                                       dir.string(), out_dir.string()));
+  if (k == 'f') return Status::Invalid(fmt::format("{}: exists and is not a directory", dir.string()));
   return Status::OK();
+}
+
+// Creates out_dir/rel one folder at a time, refusing a symbolic link on the way.
+Status make_inner_dirs(const fs::path& out_dir, const fs::path& rel) {
+  fs::path p = out_dir;
+  for (const fs::path& part : rel) {
+    p /= part;
+    if (::mkdir(p.c_str(), 0755) == 0) continue;
+    const int e = errno;
+    if (e != EEXIST) return Status::IOError(fmt::format("{}: cannot create: {}", p.string(), std::strerror(e)));
+    PARITY_RETURN_NOT_OK(check_inner_dir(p, out_dir));
+  }
+  return Status::OK();
+}
+
+// Creates `file` (never an existing one, never through a link) with the pieces; a failed write removes
+// the partial file.
+Status write_file(const fs::path& file, const std::vector<std::pair<const void*, size_t>>& pieces) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::IOError(fmt::format("{}: cannot create: {}", file.string(), std::strerror(errno)));
+  int err = 0;
+  for (const auto& [p, n] : pieces) {
+    const char* c = static_cast<const char*>(p);
+    size_t left = n;
+    while (left > 0 && err == 0) {
+      const ssize_t w = ::write(fd, c, left);
+      if (w < 0) {
+        if (errno != EINTR) err = errno;
+        continue;
+      }
+      c += w;
+      left -= static_cast<size_t>(w);
+    }
+    if (err) break;
+  }
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err) {
+    ::unlink(file.c_str());
+    return Status::IOError(fmt::format("{}: write failed: {} (the partial file was removed)", file.string(),
+                                       std::strerror(err)));
+  }
+  return Status::OK();
+}
+
+// The error of an export that wrote no tensor: how many failed, which, and the first reason.
+Status nothing_exported(const fs::path& out_dir, const std::vector<std::string>& failed, const Status& first) {
+  std::string names;
+  for (size_t i = 0; i < failed.size() && i < 5; ++i) names += (i ? ", " : "") + failed[i];
+  if (failed.size() > 5) names += fmt::format(", ... {} more", failed.size() - 5);
+  return Status::IOError(fmt::format("{}: no tensor exported; {} failed ({}): {}", out_dir.string(), failed.size(),
+                                     names, first.message()));
 }
 
 Status write_npy(const fs::path& file, const TensorView& t) {
@@ -94,6 +163,10 @@ Status write_npy(const fs::path& file, const TensorView& t) {
   if (t.shape.size() > 1) shape.resize(shape.size() - 2);
   else if (t.shape.size() == 1) shape.resize(shape.size() - 1);
   std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", descr, shape);
+  if (header.size() + 11 > 0xFFFF)  // NPY 1.0 holds the header length in 16 bits
+    return Status::Invalid(fmt::format("{}: a shape of {} dimensions needs a {}-byte .npy header, more than the 65535 "
+                                       "bytes the format holds; not exported", file.string(), t.shape.size(),
+                                       header.size() + 11));
   // NPY 1.0: magic(6) + version(2) + u16 header length, header padded with spaces to a multiple of 64
   // and ended with '\n'.
   const size_t total = 10 + header.size() + 1;
@@ -130,7 +203,7 @@ Result<ExportSummary> export_run(const RunReader& run, const std::string& format
         std::string cand = base;
         for (int k = 1; used.count(cand); ++k) cand = fmt::format("{}~{}", base, k);
         used.insert(cand);
-        const fs::path f = out_dir / fmt::format("rank{}", key.first) / fmt::format("step{}", key.second) / (cand + ".npy");
+        const fs::path f = out_dir / npy_dir(key.first, key.second) / (cand + ".npy");
         npy_targets[r] = f;
         targets.push_back(f);
       }
@@ -141,19 +214,32 @@ Result<ExportSummary> export_run(const RunReader& run, const std::string& format
       targets.push_back(out_dir / fmt::format("rank{}_step{}.safetensors", key.first, key.second));
   }
   for (const fs::path& f : targets) {
-    std::error_code ec;
-    if (fs::exists(f, ec))
+    if (entry_kind(f))  // lstat: a dangling link is there too
       return Status::Invalid(fmt::format("{}: already exists; export never overwrites (choose an empty directory)",
                                          f.string()));
+  }
+  if (format == "npy")
+    for (auto& [key, recs] : groups) {  // the folders the npy layout creates inside out_dir
+      PARITY_RETURN_NOT_OK(check_inner_dir(out_dir / fmt::format("rank{}", key.first), out_dir));
+      PARITY_RETURN_NOT_OK(check_inner_dir(out_dir / npy_dir(key.first, key.second), out_dir));
+    }
+  {
+    std::error_code ec;
+    fs::create_directories(out_dir, ec);
+    if (ec) return Status::IOError(fmt::format("{}: cannot create: {}", out_dir.string(), ec.message()));
   }
 
   if (format == "npy") {
     nlohmann::json index = {{"schema", "parity.export/1"}, {"run", run.describe()}, {"tensors", nlohmann::json::array()}};
+    std::vector<std::string> failed;
     for (auto& [r, f] : npy_targets) {
       auto t = run.load(*r);
-      Status st = t.ok() ? write_npy(f, *t) : t.status();
+      Status st = t.ok() ? make_inner_dirs(out_dir, npy_dir(r->rank, r->step)) : t.status();
+      if (st.ok()) st = write_npy(f, *t);
       if (!st.ok()) {
-        sum.problems.push_back(st);
+        sum.problems.push_back(Status(st.code(), fmt::format("tensor \"{}\" (rank {}, step {}): {}", r->name, r->rank,
+                                                             r->step, st.message())));
+        failed.push_back(r->name);
         continue;
       }
       ++sum.tensors;
@@ -162,31 +248,45 @@ Result<ExportSummary> export_run(const RunReader& run, const std::string& format
       index["tensors"].push_back({{"name", r->name}, {"rank", r->rank}, {"step", r->step},
                                   {"dtype", dtype_name(r->dtype)}, {"file", fs::relative(f, out_dir).string()}});
     }
+    if (sum.tensors == 0 && !sum.problems.empty()) return nothing_exported(out_dir, failed, sum.problems.front());
     const std::string text = index.dump(1);
-    PARITY_RETURN_NOT_OK(write_file(out_dir / "index.json", {{text.data(), text.size()}}));
-    sum.files.push_back((out_dir / "index.json").string());
+    if (Status st = write_file(out_dir / "index.json", {{text.data(), text.size()}}); !st.ok())
+      sum.problems.push_back(st);  // the .npy files are written; the index of them is not
+    else
+      sum.files.push_back((out_dir / "index.json").string());
     return sum;
   }
 
   size_t gi = 0;
+  std::vector<std::string> failed;
   for (auto& [key, recs] : groups) {
     const fs::path f = targets[gi++];
     nlohmann::json header = nlohmann::json::object();
+    nlohmann::json renamed = nlohmann::json::object();
     std::vector<TensorView> views;
+    std::vector<std::string> names;
     uint64_t offset = 0;
     for (const Record* r : recs) {
       auto t = run.load(*r);
       if (!t.ok()) {
         sum.problems.push_back(t.status());
+        failed.push_back(r->name);
         continue;
       }
+      // Keys are unique: "__metadata__" is the format's own, and two records of one name would be one key.
+      std::string key_name = r->name;
+      for (int k = 1; key_name == "__metadata__" || header.contains(key_name); ++k)
+        key_name = fmt::format("{}~{}", r->name, k);
+      if (key_name != r->name) renamed[key_name] = r->name;
       const uint64_t n = static_cast<uint64_t>(t->nbytes());
-      header[r->name] = {{"dtype", st_dtype(r->dtype)}, {"shape", r->shape}, {"data_offsets", {offset, offset + n}}};
+      header[key_name] = {{"dtype", st_dtype(r->dtype)}, {"shape", r->shape}, {"data_offsets", {offset, offset + n}}};
       offset += n;
       views.push_back(*t);
+      names.push_back(r->name);
     }
     header["__metadata__"] = {{"format", "pt"}, {"source", "parity"}, {"rank", std::to_string(key.first)},
                               {"step", std::to_string(key.second)}};
+    if (!renamed.empty()) header["__metadata__"]["parity.renamed"] = renamed.dump();  // key -> record name
     std::string htext = header.dump();
     htext.append((8 - htext.size() % 8) % 8, ' ');  // keep the data 8-byte aligned
     uint64_t hlen = htext.size();
@@ -194,11 +294,17 @@ Result<ExportSummary> export_run(const RunReader& run, const std::string& format
     for (int i = 0; i < 8; ++i) len8[i] = static_cast<unsigned char>((hlen >> (8 * i)) & 0xFF);
     std::vector<std::pair<const void*, size_t>> pieces = {{len8, 8}, {htext.data(), htext.size()}};
     for (const TensorView& v : views) pieces.emplace_back(v.data, static_cast<size_t>(v.nbytes()));
-    PARITY_RETURN_NOT_OK(write_file(f, pieces));
+    if (Status st = write_file(f, pieces); !st.ok()) {
+      sum.problems.push_back(Status(st.code(), fmt::format("{} (its {} tensors are not exported)", st.message(),
+                                                           views.size())));
+      failed.insert(failed.end(), names.begin(), names.end());
+      continue;
+    }
     sum.tensors += views.size();
     sum.bytes += offset;
     sum.files.push_back(f.string());
   }
+  if (sum.tensors == 0 && !sum.problems.empty()) return nothing_exported(out_dir, failed, sum.problems.front());
   return sum;
 }
 

@@ -25,6 +25,33 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// JSON text with the non-standard tokens NaN, Infinity and -Infinity (Python's json.dumps writes them)
+// outside string literals replaced by the strings "nan", "inf", "-inf".
+std::string quote_bare_nonfinite(const std::string& text) {
+  std::string out;
+  out.reserve(text.size() + 16);
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if (text.compare(i, 3, "NaN") == 0) { out += "\"nan\""; i += 2; continue; }
+    if (text.compare(i, 8, "Infinity") == 0) { out += "\"inf\""; i += 7; continue; }
+    if (text.compare(i, 9, "-Infinity") == 0) { out += "\"-inf\""; i += 8; continue; }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
 struct Mapping {
   void* addr = nullptr;
   size_t size = 0;
@@ -110,6 +137,10 @@ struct RunReader::Impl {
       }
       const std::string kind = jstr(j, "kind");
       if (kind == "header") {
+        if (seen_header)  // only one writer ever writes a part's header: a second one means two interleaved
+          problems.push_back(Status::Corrupt(fmt::format(
+              "{}: record {} is a second header record; the part was written by two writers at once and its "
+              "records cannot be trusted", manifest.string(), i)));
         seen_header = true;
         const std::string schema = jstr(j, "schema");
         if (schema != kDumpSchema)
@@ -118,6 +149,10 @@ struct RunReader::Impl {
         continue;
       }
       if (kind == "close") {
+        if (ps.closed)
+          problems.push_back(Status::Corrupt(fmt::format(
+              "{}: record {} is a second close record; the part was written by two writers at once and its "
+              "records cannot be trusted", manifest.string(), i)));
         ps.closed = true;
         continue;
       }
@@ -172,10 +207,11 @@ struct RunReader::Impl {
         } else if (e.shard.find('/') != std::string::npos || have < 0) {
           problems.push_back(Status::NotFound(fmt::format("{}: {}: data shard \"{}\" is missing", manifest.string(),
                                                           r.name, e.shard)));
-        } else if (e.offset % kDataAlignment != 0 || e.offset + e.nbytes > static_cast<uint64_t>(have)) {
+        } else if (e.offset % kDataAlignment != 0 || e.offset > static_cast<uint64_t>(have) ||
+                   e.nbytes > static_cast<uint64_t>(have) - e.offset) {  // no offset + nbytes: it may wrap
           problems.push_back(Status::Corrupt(fmt::format(
-              "{}: {}: bytes [{}, {}) lie outside {} ({} bytes) or are misaligned", manifest.string(), r.name,
-              e.offset, e.offset + e.nbytes, e.shard, have)));
+              "{}: {}: {} bytes at offset {} lie outside {} ({} bytes) or are misaligned", manifest.string(),
+              r.name, e.nbytes, e.offset, e.shard, have)));
         } else {
           r.has_data = true;
           r.file = (dir / e.shard).string();
@@ -200,10 +236,34 @@ struct RunReader::Impl {
       } else {
         if (!sc->tail_problem.empty())
           problems.push_back(Status::Corrupt(fmt::format("{}: {}", (dir / "scalars.pfr").string(), sc->tail_problem)));
-        for (const auto& p : sc->payloads) {
-          nlohmann::json j = nlohmann::json::parse(p, nullptr, false);
-          if (j.is_discarded() || jstr(j, "kind") != "scalars") continue;
-          scalars.push_back({rank, jint(j, "step", -1), j.contains("values") ? j["values"].dump() : "{}"});
+        for (size_t i = 0; i < sc->payloads.size(); ++i) {
+          const fs::path file = dir / "scalars.pfr";
+          nlohmann::json j = nlohmann::json::parse(sc->payloads[i], nullptr, false);
+          if (j.is_discarded() || !j.is_object()) {
+            problems.push_back(Status::Corrupt(fmt::format("{}: record {} is not a JSON object", file.string(), i)));
+            continue;
+          }
+          if (jstr(j, "kind") != "scalars") continue;
+          const int64_t step = jint(j, "step", -1);
+          nlohmann::json values = j.contains("values") ? j["values"] : nlohmann::json::object();
+          if (values.is_string()) {
+            // The writer keeps text that was not valid JSON verbatim; older captures wrote a list holding a
+            // NaN as a bare NaN token. Read NaN/Infinity as "nan"/"inf" (the writer's convention) and say so.
+            nlohmann::json fixed = nlohmann::json::parse(quote_bare_nonfinite(values.get<std::string>()),
+                                                         nullptr, false);
+            if (!fixed.is_discarded() && fixed.is_object()) {
+              problems.push_back(Status::Corrupt(fmt::format(
+                  "{}: record {} (step {}): the scalars are not valid JSON (a bare NaN or Infinity); read with those "
+                  "values as strings", file.string(), i, step)));
+              values = std::move(fixed);
+            }
+          }
+          if (!values.is_object()) {
+            problems.push_back(Status::Corrupt(fmt::format(
+                "{}: record {} (step {}): the scalars are not a JSON object; skipped", file.string(), i, step)));
+            continue;
+          }
+          scalars.push_back({rank, step, values.dump()});
           ++ps.scalar_records;
         }
       }

@@ -222,15 +222,23 @@ Result<std::unique_ptr<DumpWriter>> DumpWriter::create(const fs::path& run_dir, 
   impl->opt = options;
   impl->dir = run_dir / fmt::format("rank{}", options.rank);
   std::error_code ec;
-  if (fs::exists(impl->dir, ec)) {
-    if (!options.overwrite)
-      return Status::Invalid(fmt::format("{}: already exists; capture never overwrites a run (choose another "
-                                         "directory or pass overwrite=True)", impl->dir.string()));
+  if (options.overwrite && fs::exists(impl->dir, ec)) {
     fs::remove_all(impl->dir, ec);
     if (ec) return Status::IOError(fmt::format("{}: cannot remove: {}", impl->dir.string(), ec.message()));
   }
-  fs::create_directories(impl->dir, ec);
-  if (ec) return Status::IOError(fmt::format("{}: cannot create: {}", impl->dir.string(), ec.message()));
+  if (!run_dir.empty()) fs::create_directories(run_dir, ec);
+  if (ec) return Status::IOError(fmt::format("{}: cannot create: {}", run_dir.string(), ec.message()));
+  // The part folder is claimed with one mkdir(), which fails if it exists: of two processes that both
+  // believe they are this rank (capture started before init_process_group), exactly one gets the part
+  // and the other is refused here, instead of both appending to one shard (a check-then-create races).
+  if (::mkdir(impl->dir.c_str(), 0755) != 0) {
+    const int e = errno;
+    if (e == EEXIST)
+      return Status::Invalid(fmt::format("{}: already exists; capture never overwrites a run (another process may "
+                                         "be writing this rank: choose another directory, give each process its "
+                                         "own rank, or pass overwrite=True)", impl->dir.string()));
+    return Status::IOError(fmt::format("{}: cannot create: {}", impl->dir.string(), std::strerror(e)));
+  }
   PARITY_ASSIGN_OR_RETURN(impl->manifest_fd, open_append(impl->dir / "manifest.pfr"));
   PARITY_ASSIGN_OR_RETURN(impl->scalars_fd, open_append(impl->dir / "scalars.pfr"));
   PARITY_ASSIGN_OR_RETURN(impl->env_fd, open_append(impl->dir / "environment.pfr"));

@@ -101,7 +101,9 @@ void encode_token(const float* x, int64_t vocab, int64_t label, int top_k, int t
 
 Result<std::unique_ptr<LogitsWriter>> LogitsWriter::open(const std::filesystem::path& file,
                                                          const LogitsWriterOptions& options) {
-  if (options.top_k < 1) return Status::Invalid(fmt::format("top_k must be at least 1 (got {})", options.top_k));
+  if (options.top_k < 1 || options.top_k > std::numeric_limits<uint16_t>::max())  // a u16 in the frame header
+    return Status::Invalid(fmt::format("top_k must be between 1 and {} (got {})", std::numeric_limits<uint16_t>::max(),
+                                       options.top_k));
   if (options.tail_bits != 8 && options.tail_bits != 16)
     return Status::Invalid(fmt::format("tail_bits must be 8 or 16 (got {})", options.tail_bits));
   std::error_code ec;

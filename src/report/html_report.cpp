@@ -10,10 +10,14 @@
 // to look like a placeholder is never substituted.
 #include "parity/html_report.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
 #include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -209,17 +213,32 @@ Status write_html_report(const std::string& path, const std::vector<ReportInput>
   PARITY_ASSIGN_OR_RETURN(std::string html, render_html_report(inputs, options));
   namespace fs = std::filesystem;
   const fs::path target(path);
-  fs::path tmp = target;
-  tmp += ".tmp." + std::to_string(::getpid());
+  // The temporary beside the report is a new file with an unpredictable name (mkstemp: O_CREAT|O_EXCL, so
+  // never an existing file and never through a link planted under a guessable <report>.tmp.<pid>).
+  std::string tmpl = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(tmpl.data());
+  if (fd < 0) return Status::IOError(path + ": cannot create the report file: " + std::strerror(errno));
+  const fs::path tmp(tmpl);
+  ::fchmod(fd, 0644);
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status::IOError(path + ": cannot create the report file");
-    out.write(html.data(), static_cast<std::streamsize>(html.size()));
-    out.close();
-    if (!out) {
+    const char* p = html.data();
+    size_t left = html.size();
+    int err = 0;
+    while (left > 0) {
+      const ssize_t w = ::write(fd, p, left);
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        err = errno;
+        break;
+      }
+      p += w;
+      left -= static_cast<size_t>(w);
+    }
+    if (::close(fd) != 0 && err == 0) err = errno;
+    if (err) {
       std::error_code ec;
       fs::remove(tmp, ec);
-      return Status::IOError(path + ": write failed (disk full?)");
+      return Status::IOError(path + ": write failed: " + std::strerror(err));
     }
   }
   std::error_code ec;

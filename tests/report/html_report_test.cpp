@@ -173,3 +173,28 @@ TEST(WriteHtmlReport, WritesTheFileAndReportsUnwritablePaths) {
   EXPECT_NE(st.message().find(bad), std::string::npos);
   fs::remove_all(dir);
 }
+
+// Issue 14: the temporary beside the report was "<report>.tmp.<pid>", opened with truncation, so a
+// symbolic link planted under that name made parity overwrite the file the link points to.
+TEST(WriteHtmlReport, DoesNotWriteThroughAPlantedSymlink) {
+  const fs::path dir = temp_dir();
+  const fs::path outside = dir / "outside";
+  fs::create_directories(outside);
+  const fs::path victim = outside / "victim.txt";
+  { std::ofstream(victim) << "keep me"; }
+  const fs::path out = dir / "r.html";
+  fs::create_symlink(victim, fs::path(out.string() + ".tmp." + std::to_string(::getpid())));
+  std::vector<json> results = {compare_result("x")};
+  parity::Status st = parity::write_html_report(out.string(), results);
+  std::ifstream in(victim);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_TRUE(ss.str() == "keep me") << "the file the planted link points to was overwritten";
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_FALSE(fs::is_symlink(out));
+  std::ifstream rep(out);
+  std::stringstream rs;
+  rs << rep.rdbuf();
+  EXPECT_EQ(rs.str().rfind("<!DOCTYPE html>", 0), 0u);
+  fs::remove_all(dir);
+}
