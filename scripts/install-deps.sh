@@ -12,6 +12,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # Python side: pybind11 extension, PyTorch capture, tests
   python3-dev pybind11-dev python3-numpy python3-pytest python3-venv
+  # tests: every CSV output must load with pandas.read_csv defaults
+  python3-pandas
   python3-torch libopenblas0-pthread
   # measurement and browser tests
   time chromium nodejs

@@ -1,4 +1,5 @@
-// parity/csv_cell.h — how every CSV output of parity spells a cell (compare, curve, ranks, eval).
+// parity/csv_cell.h — how every CSV output of parity spells its header and a cell (compare, curve, ranks,
+// eval).
 // Numbers in the shortest form that reads back to the same double (round-trip exact); non-finite as
 // nan / inf / -inf, which pandas.read_csv and numpy parse; text quoted as RFC 4180 says when it holds
 // a comma, a quote or a line break.
@@ -16,6 +17,11 @@ inline std::string csv_number(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return fmt::format("{}", v);
 }
+
+// Every CSV of parity starts with the header line "schema,<columns>" and every row with its schema name
+// ("parity.compare.csv/2"): pandas.read_csv(path) loads it with its defaults (no comment line to skip),
+// and a row copied elsewhere still says what it is.
+inline std::string csv_header(const std::string& columns) { return "schema," + columns + "\n"; }
 
 inline std::string csv_escape(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;

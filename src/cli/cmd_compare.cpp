@@ -253,7 +253,7 @@ CommandAction setup_compare(CLI::App& sub, const GlobalOptions& global) {
       ->allow_extra_args(false);
   sub.add_option("--json", a->json_path, "Write the result as JSON (schema parity.compare/1, docs/compare-json.md); '-' = stdout, table to stderr");
   add_html_option(sub, a->html_path);
-  sub.add_option("--csv", a->csv_path, "Write one CSV line per pair (schema parity.compare.csv/1); '-' = stdout, table to stderr");
+  sub.add_option("--csv", a->csv_path, "Write one CSV line per pair (schema parity.compare.csv/2); '-' = stdout, table to stderr");
   sub.add_option("--sort", a->sort, "Table order: worst (verdict, then rel L2), name, order (execution order), metric")
       ->check(CLI::IsMember({"worst", "name", "order", "metric"}))
       ->capture_default_str();

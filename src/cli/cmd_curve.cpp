@@ -126,7 +126,7 @@ CommandAction setup_curve(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--final-window", a->final_window, "Points averaged for the final value (0 = auto)");
   sub.add_option("--json", a->json_path, "Write parity.curve/1 JSON to FILE ('-' = stdout)");
   add_html_option(sub, a->html_path);
-  sub.add_option("--csv", a->csv_path, "Write parity.curve.csv/1 to FILE ('-' = stdout)");
+  sub.add_option("--csv", a->csv_path, "Write parity.curve.csv/2 to FILE ('-' = stdout)");
   return [a, &global] { return run(*a, global); };
 }
 

@@ -71,7 +71,7 @@ CommandAction setup_ranks(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--consecutive", a->consecutive, "Disagreeing steps in a row that name a rank")->capture_default_str();
   sub.add_option("--json", a->json_path, "Write parity.ranks/1 JSON to FILE ('-' = stdout)");
   add_html_option(sub, a->html_path);
-  sub.add_option("--csv", a->csv_path, "Write parity.ranks.csv/1 to FILE ('-' = stdout)");
+  sub.add_option("--csv", a->csv_path, "Write parity.ranks.csv/2 to FILE ('-' = stdout)");
   return [a, &global] { return run(*a, global); };
 }
 

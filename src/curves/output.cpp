@@ -1,5 +1,5 @@
 // src/curves/output.cpp — machine-readable outputs of the curve and rank comparisons:
-// "parity.curve/1", "parity.curve.csv/1", "parity.ranks/1", "parity.ranks.csv/1" (docs/curves.md).
+// "parity.curve/1", "parity.curve.csv/2", "parity.ranks/1", "parity.ranks.csv/2" (docs/curves.md).
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -98,8 +98,8 @@ std::string curve_comparison_json(const CurveComparison& c, int indent) {
 
 std::string curve_comparison_csv(const CurveComparison& c) {
   std::ostringstream out;
-  out << "# schema: parity.curve.csv/1\n";
-  out << "metric,step,golden,target,abs_diff,rel_dev,flags\n";
+  constexpr const char* kSchema = "parity.curve.csv/2";
+  out << csv_header("metric,step,golden,target,abs_diff,rel_dev,flags");
   for (const MetricComparison& m : c.metrics) {
     std::set<int64_t> sg, st;
     for (const auto& s : m.spikes_golden) sg.insert(s.step);
@@ -112,11 +112,11 @@ std::string curve_comparison_csv(const CurveComparison& c) {
       if (!std::isfinite(p.target)) flags.push_back("nonfinite_target");
       if (p.rel_dev > m.tolerance.rel_tol) flags.push_back("above_tol");
       if (m.divergence_step && p.step >= *m.divergence_step) flags.push_back("diverged");
-      out << fmt::format("{},{},{},{},{},{},{}\n", csv_escape(m.metric), p.step, csv_number(p.golden), csv_number(p.target),
+      out << fmt::format("{},{},{},{},{},{},{},{}\n", kSchema, csv_escape(m.metric), p.step, csv_number(p.golden), csv_number(p.target),
                          csv_number(p.abs_diff), csv_number(p.rel_dev), fmt::join(flags, ";"));
     }
-    for (int64_t s : m.missing_in_golden) out << fmt::format("{},{},,,,,missing_golden\n", csv_escape(m.metric), s);
-    for (int64_t s : m.missing_in_target) out << fmt::format("{},{},,,,,missing_target\n", csv_escape(m.metric), s);
+    for (int64_t s : m.missing_in_golden) out << fmt::format("{},{},{},,,,,missing_golden\n", kSchema, csv_escape(m.metric), s);
+    for (int64_t s : m.missing_in_target) out << fmt::format("{},{},{},,,,,missing_target\n", kSchema, csv_escape(m.metric), s);
   }
   return out.str();
 }
@@ -155,11 +155,10 @@ std::string rank_comparison_json(const RankComparison& c, int indent) {
 
 std::string rank_comparison_csv(const RankComparison& c) {
   std::ostringstream out;
-  out << "# schema: parity.ranks.csv/1\n";
-  out << "metric,rank,from_step,steps,max_rel_dev,max_rel_dev_step\n";
+  out << csv_header("metric,rank,from_step,steps,max_rel_dev,max_rel_dev_step");
   for (const auto& m : c.metrics)
     for (const auto& d : m.inconsistent)
-      out << fmt::format("{},{},{},{},{},{}\n", csv_escape(m.metric), d.rank, d.from_step, d.steps, csv_number(d.max_rel_dev),
+      out << fmt::format("parity.ranks.csv/2,{},{},{},{},{},{}\n", csv_escape(m.metric), d.rank, d.from_step, d.steps, csv_number(d.max_rel_dev),
                          d.max_rel_dev_step);
   return out.str();
 }

@@ -99,11 +99,10 @@ std::string ppl_json(const PplResult& r, int indent) {
 
 std::string ppl_tokens_csv(const PplResult& r) {
   std::ostringstream out;
-  out << "# schema: parity.eval.ppl.csv/1\n";
-  out << "token,nll_golden,nll_target,kld,kld_bound,delta_p,same_top\n";
+  out << csv_header("token,nll_golden,nll_target,kld,kld_bound,delta_p,same_top");
   for (size_t i = 0; i < r.per_token.size(); ++i) {
     const TokenComparison& t = r.per_token[i];
-    out << fmt::format("{},{},{},{},{},{},{}\n", i, csv_number(t.nll_golden), csv_number(t.nll_target), csv_number(t.kld),
+    out << fmt::format("parity.eval.ppl.csv/2,{},{},{},{},{},{},{}\n", i, csv_number(t.nll_golden), csv_number(t.nll_target), csv_number(t.kld),
                        csv_number(t.kld_bound), csv_number(t.delta_p), t.same_top ? 1 : 0);
   }
   return out.str();
@@ -128,10 +127,9 @@ std::string mc_json(const McResult& r, int indent) {
 
 std::string mc_csv(const McResult& r) {
   std::ostringstream out;
-  out << "# schema: parity.eval.mc.csv/1\n";
-  out << "group,questions,golden_acc,target_acc,diff,mcnemar_p,ci_low,ci_high,verdict\n";
+  out << csv_header("group,questions,golden_acc,target_acc,diff,mcnemar_p,ci_low,ci_high,verdict");
   auto row = [&](const PairedAccuracy& a, const std::string& name) {
-    out << fmt::format("{},{},{},{},{},{},{},{},{}\n", csv_escape(name), a.questions, csv_number(a.golden_acc), csv_number(a.target_acc),
+    out << fmt::format("parity.eval.mc.csv/2,{},{},{},{},{},{},{},{},{}\n", csv_escape(name), a.questions, csv_number(a.golden_acc), csv_number(a.target_acc),
                        csv_number(a.diff), csv_number(a.mcnemar.p_value), csv_number(a.bootstrap.low),
                        csv_number(a.bootstrap.high), verdict_name(a.verdict));
   };
@@ -176,10 +174,9 @@ std::string lm_eval_json(const LmEvalResult& r, int indent) {
 
 std::string lm_eval_csv(const LmEvalResult& r) {
   std::ostringstream out;
-  out << "# schema: parity.eval.lmeval.csv/1\n";
-  out << "task,metric,filter,a,b,diff,z,p_value,paired_p,ci_low,ci_high,verdict\n";
+  out << csv_header("task,metric,filter,a,b,diff,z,p_value,paired_p,ci_low,ci_high,verdict");
   for (const auto& m : r.metrics)
-    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_escape(m.task), csv_escape(m.metric), csv_escape(m.filter), csv_number(m.a), csv_number(m.b),
+    out << fmt::format("parity.eval.lmeval.csv/2,{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_escape(m.task), csv_escape(m.metric), csv_escape(m.filter), csv_number(m.a), csv_number(m.b),
                        csv_number(m.diff), csv_number(m.z), csv_number(m.p_value),
                        m.paired ? csv_number(m.paired->mcnemar.p_value) : "",
                        m.paired ? csv_number(m.paired->bootstrap.low) : "",

@@ -1,4 +1,4 @@
-// parity.compare.csv/1: one line per compared pair, for spreadsheets and pandas.
+// parity.compare.csv/2: one line per compared pair, for spreadsheets and pandas.
 // Cells spelled as parity/csv_cell.h says: RFC 4180 quoting; numbers in the shortest round-trip form;
 // non-finite as nan/inf/-inf
 // (what pandas.read_csv and numpy parse); a cell that does not apply to the row's mode is empty.
@@ -30,16 +30,12 @@ constexpr const char* kColumns[] = {
 }  // namespace
 
 void write_compare_csv(const CompareResult& result, std::FILE* out) {
-  std::fprintf(out, "# schema: %s\n", kCompareCsvSchema);
-  std::string line;
-  for (const char* c : kColumns) {
-    if (!line.empty()) line += ',';
-    line += c;
-  }
-  std::fprintf(out, "%s\n", line.c_str());
+  std::string columns;
+  for (const char* c : kColumns) columns += (columns.empty() ? "" : ",") + std::string(c);
+  std::fputs(csv_header(columns).c_str(), out);
   for (const CompareRow& r : result.rows) {
     std::vector<std::string> cells = {
-        r.golden.name, r.target.name, match_kind_name(r.match), compare_mode_name(r.mode),
+        kCompareCsvSchema, r.golden.name, r.target.name, match_kind_name(r.match), compare_mode_name(r.mode),
         dtype_name(r.golden.dtype), dtype_name(r.target.dtype), shape_to_string(r.golden.shape),
         shape_to_string(r.target.shape), r.golden.module, r.golden.op, r.golden.direction, r.golden.role,
         num(int64_t{r.golden.index}), num(r.golden.step), num(int64_t{r.golden.rank}), num(r.golden.order),
@@ -65,7 +61,7 @@ void write_compare_csv(const CompareResult& result, std::FILE* out) {
     cells.push_back(r.checksum_equal ? (*r.checksum_equal ? "true" : "false") : "");
     cells.push_back(noise_class_name(r.noise));
     cells.push_back(num(r.noise_ratio));
-    line.clear();
+    std::string line;
     for (size_t i = 0; i < cells.size(); ++i) {
       if (i > 0) line += ',';
       line += csv_escape(cells[i]);

@@ -1,5 +1,5 @@
 // report/compare_report.h — the human and table outputs of `parity compare`: CSV
-// (parity.compare.csv/1) and the terminal sections (header, table, unmatched, problems, notes, verdict
+// (parity.compare.csv/2) and the terminal sections (header, table, unmatched, problems, notes, verdict
 // line). The JSON (parity.compare/1) is written by compare_report_to_json (parity/compare_runs.h).
 #pragma once
 
@@ -12,9 +12,10 @@
 
 namespace parity::report {
 
-inline constexpr const char* kCompareCsvSchema = "parity.compare.csv/1";
+inline constexpr const char* kCompareCsvSchema = "parity.compare.csv/2";
 
-// CSV, one line per row in result order, after a "# schema: parity.compare.csv/1" comment line.
+// CSV, one line per row in result order after the header line; the first column is the schema
+// ("parity.compare.csv/2", parity/csv_cell.h).
 // Columns: docs/compare-json.md, section "CSV". Errors name the file.
 Status write_compare_csv(const CompareResult& result, const std::string& path);
 void write_compare_csv(const CompareResult& result, std::FILE* out);

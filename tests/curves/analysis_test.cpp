@@ -161,8 +161,8 @@ TEST(CurveAnalysis, JsonAndCsvSchema) {
   for (const char* key : {"tolerance", "windows", "spikes", "final", "best", "area", "trend", "missing_in_golden"})
     EXPECT_TRUE(m.contains(key)) << key;
   std::string csv = curve_comparison_csv(*c);
-  EXPECT_EQ(csv.rfind("# schema: parity.curve.csv/1\nmetric,step,golden,target,abs_diff,rel_dev,flags\n", 0), 0u);
-  EXPECT_NE(csv.find("loss,5,"), std::string::npos);
+  EXPECT_EQ(csv.rfind("schema,metric,step,golden,target,abs_diff,rel_dev,flags\n", 0), 0u);
+  EXPECT_NE(csv.find("\nparity.curve.csv/2,loss,5,"), std::string::npos);
   EXPECT_NE(csv.find("nonfinite_target"), std::string::npos);
   std::string text = curve_comparison_text(*c, 100, false, nullptr);
   EXPECT_NE(text.find("FAIL"), std::string::npos);
@@ -178,7 +178,7 @@ TEST(CurveAnalysis, CsvQuotesNamesAndRoundTripsNumbers) {
   auto c = compare_curves(run_of({g}, "g"), run_of({t}, "t"));
   ASSERT_TRUE(c.ok());
   const std::string csv = curve_comparison_csv(*c);
-  EXPECT_NE(csv.find("\n\"loss, \"\"scaled\"\"\",1,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nparity.curve.csv/2,\"loss, \"\"scaled\"\"\",1,"), std::string::npos) << csv;
   EXPECT_NE(csv.find(",0.1,"), std::string::npos) << csv;
   EXPECT_EQ(parity::csv_number(0.1), "0.1");
   EXPECT_EQ(std::stod(parity::csv_number(1.0 / 3)), 1.0 / 3);

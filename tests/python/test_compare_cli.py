@@ -135,7 +135,7 @@ def test_noise_model_decides_the_verdict_both_ways(dirs):
     assert {r["name"]: r["verdict"] for r in doc["rows"]}["scaled.npy"] == "pass"
 
 
-def test_csv_has_schema_line_and_one_line_per_pair(dirs, tmp_path):
+def test_csv_loads_with_pandas_defaults_and_one_line_per_pair(dirs, tmp_path):
     g, t = dirs
     for i in range(4):
         np.save(g / f"x{i}.npy", rnd(10, i))
@@ -144,9 +144,13 @@ def test_csv_has_schema_line_and_one_line_per_pair(dirs, tmp_path):
     p = run(g, t, "--csv", out)
     assert p.returncode == 0
     lines = out.read_text().splitlines()
-    assert lines[0] == "# schema: parity.compare.csv/1"
-    rows = list(csv.DictReader(lines[1:]))
-    assert len(rows) == 4
+    assert lines[0].startswith("schema,name,target_name,")
+    rows = list(csv.DictReader(lines))
+    assert len(rows) == 4 and {r["schema"] for r in rows} == {"parity.compare.csv/2"}
+    pandas = pytest.importorskip("pandas")
+    df = pandas.read_csv(out)  # defaults: no comment line to skip
+    assert len(df) == 4 and list(df["schema"].unique()) == ["parity.compare.csv/2"]
+    assert df["cosine"].astype(float).tolist() == pytest.approx([1.0] * 4)
     assert {r["verdict"] for r in rows} == {"pass"}
     assert float(rows[0]["cosine"]) == pytest.approx(1.0)
 

@@ -109,3 +109,15 @@ def test_ranks_of_a_two_rank_run(tmp_path):
     bad = j["metrics"][0]["inconsistent"]
     assert [b["rank"] for b in bad] == [2]
     assert bad[0]["from_step"] <= 1
+
+
+def test_curve_csv_loads_with_pandas_defaults(runs, tmp_path):
+    """Issue 12 §6: every CSV output loads with pandas.read_csv(path) as it is — the schema is a column,
+    not a comment line."""
+    pandas = pytest.importorskip("pandas")
+    out = tmp_path / "curve.csv"
+    rc, _, err = run_cli("curve", runs / "fp32", runs / "bf16", "--csv", out)
+    assert rc in (0, 1), err
+    df = pandas.read_csv(out)
+    assert list(df.columns[:3]) == ["schema", "metric", "step"]
+    assert set(df["schema"]) == {"parity.curve.csv/2"} and "loss" in set(df["metric"])
