@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/suggest.h"
 
 #ifndef PARITY_VERSION
 #define PARITY_VERSION "0.0.0"
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
+    if (code != 0) print_did_you_mean(app, argc, argv);
     return code == 0 ? kExitOk : kExitUsage;
   }
   if (!action) return kExitUsage;

@@ -456,3 +456,12 @@ def test_include_exclude_filters(dirs):
     p = run(g, t, "--include", "nothing-matches")
     assert p.returncode == 2 and "no record matches the filters --include 'nothing-matches'" in p.stderr, p.stderr
     assert "PASSED" not in p.stdout
+
+
+def test_misspelled_command_and_option_get_did_you_mean():
+    p = subprocess.run([PARITY, "comprae", "a", "b"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "did you mean 'compare'?" in p.stderr, p.stderr
+    p = run("a", "b", "--trheshold", "x")
+    assert p.returncode == 2 and "did you mean '--thresholds'?" in p.stderr, p.stderr
+    p = run("a", "b", "--zzzzzzzzzz")
+    assert p.returncode == 2 and "did you mean" not in p.stderr  # nothing close: no guess
