@@ -2,11 +2,13 @@
 // numeric metric columns (docs/curves.md "Inputs").
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
 #include "curves/readers.h"
+#include "parity/json_depth.h"
 
 namespace parity::curves::detail {
 
@@ -134,6 +136,10 @@ Status read_jsonl(const std::filesystem::path& path, const ReadOptions& options,
   while (std::getline(in, line)) {
     ++line_no;
     if (trim(line).empty()) continue;
+    if (const std::string deep = json_depth_problem(line); !deep.empty()) {
+      run.problems.push_back(Status::Invalid(fmt::format("{}:{}: {}; line skipped", path.string(), line_no, deep)));
+      continue;
+    }
     nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
       run.problems.push_back(Status::Invalid(
@@ -187,7 +193,10 @@ Status read_jsonl(const std::filesystem::path& path, const ReadOptions& options,
 Status read_hf_trainer_state(const std::filesystem::path& path, CurveRun& run) {
   std::ifstream in(path);
   if (!in) return Status::IOError(fmt::format("{}: cannot open", path.string()));
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (const std::string deep = json_depth_problem(text); !deep.empty())
+    return Status::Invalid(fmt::format("{}: {}", path.string(), deep));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Status::Invalid(fmt::format("{}: not valid JSON", path.string()));
   if (!j.is_object() || !j.contains("log_history") || !j["log_history"].is_array())
     return Status::Invalid(fmt::format("{}: no \"log_history\" array (not a HuggingFace trainer_state.json)",

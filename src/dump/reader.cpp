@@ -19,6 +19,7 @@
 
 #include "dump/event_json.h"
 #include "parity/dump.h"
+#include "parity/json_depth.h"
 
 namespace parity::dump {
 namespace fs = std::filesystem;
@@ -103,6 +104,10 @@ struct RunReader::Impl {
     std::set<int64_t> steps;
     bool seen_header = false;
     for (size_t i = 0; i < scan->payloads.size(); ++i) {
+      if (const std::string deep = json_depth_problem(scan->payloads[i]); !deep.empty()) {
+        problems.push_back(Status::Corrupt(fmt::format("{}: record {}: {}; skipped", manifest.string(), i, deep)));
+        continue;
+      }
       nlohmann::json j = nlohmann::json::parse(scan->payloads[i], nullptr, false);
       if (j.is_discarded() || !j.is_object()) {
         problems.push_back(Status::Corrupt(fmt::format("{}: record {} is not a JSON object", manifest.string(), i)));
@@ -200,7 +205,13 @@ struct RunReader::Impl {
       } else {
         if (!sc->tail_problem.empty())
           problems.push_back(Status::Corrupt(fmt::format("{}: {}", (dir / "scalars.pfr").string(), sc->tail_problem)));
-        for (const auto& p : sc->payloads) {
+        for (size_t k = 0; k < sc->payloads.size(); ++k) {
+          const auto& p = sc->payloads[k];
+          if (const std::string deep = json_depth_problem(p); !deep.empty()) {
+            problems.push_back(Status::Corrupt(
+                fmt::format("{}: record {}: {}; skipped", (dir / "scalars.pfr").string(), k, deep)));
+            continue;
+          }
           nlohmann::json j = nlohmann::json::parse(p, nullptr, false);
           if (j.is_discarded() || jstr(j, "kind") != "scalars") continue;
           scalars.push_back({rank, jint(j, "step", -1), j.contains("values") ? j["values"].dump() : "{}"});
@@ -215,7 +226,13 @@ struct RunReader::Impl {
       } else {
         if (!ev->tail_problem.empty())
           problems.push_back(Status::Corrupt(fmt::format("{}: {}", (dir / "environment.pfr").string(), ev->tail_problem)));
-        for (const auto& p : ev->payloads) {  // the last complete fingerprint wins
+        for (size_t k = 0; k < ev->payloads.size(); ++k) {  // the last complete fingerprint wins
+          const auto& p = ev->payloads[k];
+          if (const std::string deep = json_depth_problem(p); !deep.empty()) {
+            problems.push_back(Status::Corrupt(
+                fmt::format("{}: record {}: {}; skipped", (dir / "environment.pfr").string(), k, deep)));
+            continue;
+          }
           nlohmann::json j = nlohmann::json::parse(p, nullptr, false);
           if (!j.is_discarded() && jstr(j, "kind") == "fingerprint" && j.contains("fingerprint"))
             fingerprints[rank] = j["fingerprint"].dump();

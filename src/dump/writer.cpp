@@ -24,6 +24,7 @@
 
 #include "dump/event_json.h"
 #include "parity/dump.h"
+#include "parity/json_depth.h"
 
 #ifndef PARITY_VERSION
 #define PARITY_VERSION "0.0.0"
@@ -128,7 +129,8 @@ struct DumpWriter::Impl {
     switch (it.kind) {
       case Item::Kind::kEvent: return do_event(it);
       case Item::Kind::kScalars: {
-        nlohmann::json v = nlohmann::json::parse(it.text, nullptr, false);
+        nlohmann::json v = json_depth_problem(it.text).empty() ? nlohmann::json::parse(it.text, nullptr, false)
+                                                               : nlohmann::json(nlohmann::json::value_t::discarded);
         if (v.is_discarded()) v = it.text;
         PARITY_RETURN_NOT_OK(append_frame(scalars_fd, "scalars.pfr",
                                           {{"kind", "scalars"}, {"rank", opt.rank}, {"step", it.step}, {"values", v}}));
@@ -137,7 +139,8 @@ struct DumpWriter::Impl {
         return Status::OK();
       }
       case Item::Kind::kFingerprint: {
-        nlohmann::json v = nlohmann::json::parse(it.text, nullptr, false);
+        nlohmann::json v = json_depth_problem(it.text).empty() ? nlohmann::json::parse(it.text, nullptr, false)
+                                                               : nlohmann::json(nlohmann::json::value_t::discarded);
         if (v.is_discarded()) v = it.text;
         return append_frame(env_fd, "environment.pfr", {{"kind", "fingerprint"}, {"rank", opt.rank}, {"fingerprint", v}});
       }

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "parity/eval.h"
+#include "parity/json_depth.h"
 
 namespace parity::eval {
 
@@ -69,6 +70,7 @@ Result<std::vector<McQuestion>> read_mc(const std::filesystem::path& path, std::
   while (std::getline(in, line)) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (std::string deep = json_depth_problem(line); !deep.empty()) { problem(deep + "; skipped"); continue; }
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) { problem("not a JSON object; skipped"); continue; }
     McQuestion q;

@@ -1,0 +1,62 @@
+// Hostile and broken inputs to the curve readers (issue 14): each test reproduces one finding.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "parity/curves.h"
+
+namespace fs = std::filesystem;
+using namespace parity;
+using namespace parity::curves;
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("parity_curves_hardening_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+// {"a":{"a":...1...}}: objects, which the JSONL reader flattens level by level.
+std::string nested(size_t depth) {
+  std::string s;
+  for (size_t i = 0; i < depth; ++i) s += "{\"a\":";
+  return s + "1" + std::string(depth, '}');
+}
+
+bool any_problem_has(const CurveRun& run, const std::string& a, const std::string& b) {
+  for (const Status& p : run.problems)
+    if (p.message().find(a) != std::string::npos && p.message().find(b) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+// A JSONL curve line nesting 200k deep overflowed the stack (recursive flatten); it is now skipped
+// with a problem naming file and line, and the other lines are read.
+TEST(CurveHardening, DeeplyNestedJsonlLineIsSkippedWithAProblem) {
+  const fs::path d = temp_dir("deep_jsonl");
+  write(d / "run.jsonl", "{\"step\": 1, \"loss\": 2.0}\n{\"step\": 2, \"x\": " + nested(200000) +
+                             "}\n{\"step\": 3, \"loss\": 1.5}\n");
+  auto run = read_curves(d / "run.jsonl");
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  const Series* s = run->find("loss");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->steps, (std::vector<int64_t>{1, 3}));
+  EXPECT_TRUE(any_problem_has(*run, "run.jsonl:2", "deeper than 512"));
+}
+
+// The same in a trainer_state.json: an error naming the file, not a crash.
+TEST(CurveHardening, DeeplyNestedTrainerStateIsAnError) {
+  const fs::path d = temp_dir("deep_trainer_state");
+  write(d / "trainer_state.json", "{\"log_history\": [{\"step\": 1, \"loss\": 2.0, \"x\": " + nested(200000) + "}]}");
+  auto run = read_curves(d / "trainer_state.json");
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("deeper than 512"), std::string::npos) << run.status().message();
+}
