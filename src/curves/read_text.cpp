@@ -11,6 +11,11 @@ namespace parity::curves::detail {
 
 namespace {
 
+// std::regex matches recursively, about one stack frame per character: a matching line of ~50 KB
+// overflowed the stack. No training log prints a record this long; longer lines are skipped and
+// counted in a note.
+constexpr size_t kMaxTextLine = 8192;
+
 // A number as these logs print it: 6.543210E+00, 1.500E-04, 65536.0, nan, inf.
 const char* const kNumber = R"([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?(?:nan|inf)\b)";
 
@@ -100,8 +105,13 @@ Status read_text_log(const std::filesystem::path& path, const ReadOptions& optio
   }
   SeriesBuilder b;
   std::string line;
-  int64_t matched = 0;
+  int64_t matched = 0, line_no = 0, too_long = 0, first_too_long = 0;
   while (std::getline(in, line)) {
+    ++line_no;
+    if (line.size() > kMaxTextLine) {
+      if (too_long++ == 0) first_too_long = line_no;
+      continue;
+    }
     if (custom) {
       std::smatch m;
       if (!std::regex_search(line, m, *custom)) continue;
@@ -124,10 +134,16 @@ Status read_text_log(const std::filesystem::path& path, const ReadOptions& optio
     if (!ok && (preset.empty() || preset == "deepspeed")) ok = parse_deepspeed(line, b);
     matched += ok;
   }
+  const std::string long_note =
+      too_long == 0 ? std::string()
+                    : fmt::format("{} line(s) longer than {} bytes skipped (the first is line {})", too_long,
+                                  kMaxTextLine, first_too_long);
   if (matched == 0)
     return Status::Invalid(fmt::format(
-        "{}: no line matched {}", path.string(),
-        custom ? "--regex" : (preset.empty() ? "the megatron or deepspeed preset" : "the " + preset + " preset")));
+        "{}: no line matched {}{}", path.string(),
+        custom ? "--regex" : (preset.empty() ? "the megatron or deepspeed preset" : "the " + preset + " preset"),
+        long_note.empty() ? "" : "; " + long_note));
+  if (!long_note.empty()) run.notes.push_back(fmt::format("{}: {}", path.string(), long_note));
   b.finish(run);
   return Status::OK();
 }

@@ -60,3 +60,30 @@ TEST(CurveHardening, DeeplyNestedTrainerStateIsAnError) {
   ASSERT_FALSE(run.ok());
   EXPECT_NE(run.status().message().find("deeper than 512"), std::string::npos) << run.status().message();
 }
+
+// A Megatron or DeepSpeed line of ~50 KB overflowed std::regex's stack (it recurses per character).
+// Such lines are now skipped and counted in a note; the other lines are read.
+TEST(CurveHardening, VeryLongTextLogLinesAreSkippedWithANote) {
+  const fs::path d = temp_dir("long_lines");
+  const std::string huge(200000, 'a');
+  write(d / "megatron.log", " iteration        1/      10 | lm loss: 2.0 |\n iteration        2/      10 | " + huge +
+                                ": 1.0 |\n iteration        3/      10 | lm loss: 1.5 |\n");
+  auto run = read_curves(d / "megatron.log");
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  const Series* s = run->find("loss");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->steps, (std::vector<int64_t>{1, 3}));
+  bool noted = false;
+  for (const std::string& n : run->notes) noted |= n.find("megatron.log") != std::string::npos &&
+                                                   n.find("line 2") != std::string::npos;
+  EXPECT_TRUE(noted);
+
+  write(d / "ds.log", "[Rank 0] step=1, loss=2.0\n[Rank 0] step=2, " + huge + "=1.0\n[Rank 0] step=3, loss=1.5\n");
+  ReadOptions o;
+  o.preset = "deepspeed";
+  auto ds = read_curves(d / "ds.log", o);
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  const Series* l = ds->find("loss", 0);
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->steps, (std::vector<int64_t>{1, 3}));
+}
