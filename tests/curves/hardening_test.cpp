@@ -87,3 +87,57 @@ TEST(CurveHardening, VeryLongTextLogLinesAreSkippedWithANote) {
   ASSERT_NE(l, nullptr);
   EXPECT_EQ(l->steps, (std::vector<int64_t>{1, 3}));
 }
+
+// `iteration 99999999999999999999/` and `[Rank 99999999999]` threw std::out_of_range from
+// std::stoll/stoi and aborted the whole read (exit 3). Now that line is skipped with a problem.
+TEST(CurveHardening, OutOfRangeStepOrRankInATextLogSkipsTheLine) {
+  const fs::path d = temp_dir("text_range");
+  write(d / "megatron.log", " iteration        1/      10 | lm loss: 2.0 |\n"
+                            " iteration 99999999999999999999/      10 | lm loss: 1.0 |\n"
+                            " iteration        3/      10 | lm loss: 1.5 |\n");
+  auto run = read_curves(d / "megatron.log");
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  ASSERT_NE(run->find("loss"), nullptr);
+  EXPECT_EQ(run->find("loss")->steps, (std::vector<int64_t>{1, 3}));
+  EXPECT_TRUE(any_problem_has(*run, "megatron.log:2", "out of range"));
+
+  write(d / "ds.log", "[Rank 0] step=1, loss=2.0\n[Rank 99999999999] step=2, loss=1.0\n[Rank 0] step=3, loss=1.5\n");
+  ReadOptions o;
+  o.preset = "deepspeed";
+  auto ds = read_curves(d / "ds.log", o);
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  ASSERT_NE(ds->find("loss", 0), nullptr);
+  EXPECT_EQ(ds->find("loss", 0)->steps, (std::vector<int64_t>{1, 3}));
+  EXPECT_TRUE(any_problem_has(*ds, "ds.log:2", "rank 99999999999 is out of range"));
+}
+
+// A step of 1e300 (or a rank of 1e30) was cast to an integer: undefined behaviour (INT64_MIN in
+// practice, a bogus point). Now the row/line/entry is skipped with a problem naming it.
+TEST(CurveHardening, OutOfRangeStepOrRankInTablesIsAProblem) {
+  const fs::path d = temp_dir("table_range");
+  write(d / "run.csv", "step,rank,loss\n1,0,2.0\n1e300,0,1.0\n2,1e30,1.0\n3,0,1.5\n");
+  auto csv = read_curves(d / "run.csv");
+  ASSERT_TRUE(csv.ok()) << csv.status().ToString();
+  ASSERT_NE(csv->find("loss", 0), nullptr);
+  EXPECT_EQ(csv->find("loss", 0)->steps, (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(csv->ranks(), (std::vector<int>{0}));
+  EXPECT_TRUE(any_problem_has(*csv, "run.csv:3", "out of range"));
+  EXPECT_TRUE(any_problem_has(*csv, "run.csv:4", "out of range"));
+
+  write(d / "run.jsonl", "{\"step\": 1, \"loss\": 2.0}\n{\"step\": 1e300, \"loss\": 1.0}\n"
+                         "{\"step\": 2, \"rank\": 99999999999, \"loss\": 1.0}\n{\"step\": 3, \"loss\": 1.5}\n");
+  auto jl = read_curves(d / "run.jsonl");
+  ASSERT_TRUE(jl.ok()) << jl.status().ToString();
+  ASSERT_NE(jl->find("loss"), nullptr);
+  EXPECT_EQ(jl->find("loss")->steps, (std::vector<int64_t>{1, 3}));
+  EXPECT_TRUE(any_problem_has(*jl, "run.jsonl:2", "out of range"));
+  EXPECT_TRUE(any_problem_has(*jl, "run.jsonl:3", "out of range"));
+
+  write(d / "trainer_state.json", R"({"log_history": [{"step": 1, "loss": 2.0}, {"step": 1e300, "loss": 1.0},
+                                                        {"step": 3, "loss": 1.5}]})");
+  auto hf = read_curves(d / "trainer_state.json");
+  ASSERT_TRUE(hf.ok()) << hf.status().ToString();
+  ASSERT_NE(hf->find("loss"), nullptr);
+  EXPECT_EQ(hf->find("loss")->steps, (std::vector<int64_t>{1, 3}));
+  EXPECT_TRUE(any_problem_has(*hf, "log_history[1]", "out of range"));
+}
