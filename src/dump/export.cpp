@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "parity/json_number.h"
 #include "parity/dump.h"
 
 namespace parity::dump {
@@ -162,7 +163,7 @@ Result<ExportSummary> export_run(const RunReader& run, const std::string& format
       index["tensors"].push_back({{"name", r->name}, {"rank", r->rank}, {"step", r->step},
                                   {"dtype", dtype_name(r->dtype)}, {"file", fs::relative(f, out_dir).string()}});
     }
-    const std::string text = index.dump(1);
+    const std::string text = json_text(index, 1);
     PARITY_RETURN_NOT_OK(write_file(out_dir / "index.json", {{text.data(), text.size()}}));
     sum.files.push_back((out_dir / "index.json").string());
     return sum;
@@ -187,7 +188,7 @@ Result<ExportSummary> export_run(const RunReader& run, const std::string& format
     }
     header["__metadata__"] = {{"format", "pt"}, {"source", "parity"}, {"rank", std::to_string(key.first)},
                               {"step", std::to_string(key.second)}};
-    std::string htext = header.dump();
+    std::string htext = json_text(header);
     htext.append((8 - htext.size() % 8) % 8, ' ');  // keep the data 8-byte aligned
     uint64_t hlen = htext.size();
     unsigned char len8[8];

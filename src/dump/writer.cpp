@@ -22,6 +22,7 @@
 #include <mutex>
 #include <thread>
 
+#include "parity/json_number.h"
 #include "dump/event_json.h"
 #include "parity/dump.h"
 #include "parity/json_depth.h"
@@ -98,7 +99,7 @@ struct DumpWriter::Impl {
   }
 
   Status append_frame(int fd, const char* file, const nlohmann::json& j) {
-    const std::string frame = encode_frame(j.dump());
+    const std::string frame = encode_frame(json_text(j));
     return write_all(fd, frame.data(), frame.size(), dir / file);
   }
 

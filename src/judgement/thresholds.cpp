@@ -228,7 +228,7 @@ std::string thresholds_to_json(const Thresholds& t) {
   j["policy"] = verdict_policy_name(t.policy);
   j["default"] = entry_json(t.fallback);
   for (const auto& [name, entry] : t.by_dtype) j[name] = entry_json(entry);
-  return j.dump(2);
+  return json_text(j, 2);
 }
 
 }  // namespace parity

@@ -141,3 +141,29 @@ TEST(CurveHardening, OutOfRangeStepOrRankInTablesIsAProblem) {
   EXPECT_EQ(hf->find("loss")->steps, (std::vector<int64_t>{1, 3}));
   EXPECT_TRUE(any_problem_has(*hf, "log_history[1]", "out of range"));
 }
+
+// Bytes that are not UTF-8 in a CSV header, a Megatron key or a folder name reached the JSON output
+// unreplaced and dump() threw ("invalid UTF-8 byte", exit 3). They are now written as U+FFFD.
+TEST(CurveHardening, NonUtf8NamesReachTheJsonOutputReplaced) {
+  const fs::path d = temp_dir("utf8") / "run\xff";
+  fs::create_directories(d);
+  write(d / "golden.csv", "step,loss,lo\xfess\n1,2.0,1\n2,1.5,1\n");
+  write(d / "target.log", " iteration        1/      10 | lm loss: 2.0 | ke\xfey: 1 |\n"
+                          " iteration        2/      10 | lm loss: 1.5 | ke\xfey: 1 |\n");
+  auto g = read_curves(d / "golden.csv");
+  auto t = read_curves(d / "target.log");
+  ASSERT_TRUE(g.ok() && t.ok());
+  auto c = compare_curves(*g, *t);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  std::string text;
+  ASSERT_NO_THROW(text = curve_comparison_json(*c));
+  EXPECT_NE(text.find("lo\xef\xbf\xbdss"), std::string::npos) << text.substr(0, 400);
+  EXPECT_NE(text.find("ke\xef\xbf\xbdy"), std::string::npos);
+  EXPECT_NE(text.find("run\xef\xbf\xbd"), std::string::npos);
+  write(d / "ranks.csv", "step,rank,lo\xfess\n1,0,1\n1,1,1\n2,0,1\n2,1,1.5\n");
+  auto rk = read_curves(d / "ranks.csv");
+  ASSERT_TRUE(rk.ok()) << rk.status().ToString();
+  auto r = compare_ranks(*rk);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_NO_THROW(rank_comparison_json(*r));
+}
