@@ -20,6 +20,7 @@
 #include "dump/event_json.h"
 #include "parity/dump.h"
 #include "parity/json_depth.h"
+#include "parity/regular_file.h"
 
 namespace parity::dump {
 namespace fs = std::filesystem;
@@ -246,12 +247,10 @@ struct RunReader::Impl {
     std::lock_guard<std::mutex> lk(map_mu);
     auto it = maps.find(file);
     if (it != maps.end()) return it->second;
-    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::IOError(fmt::format("{}: cannot open: {}", file.string(), std::strerror(errno)));
-    struct stat st {};
-    ::fstat(fd, &st);
+    PARITY_ASSIGN_OR_RETURN(const RegularFile f, open_regular_file(file));  // never opens a FIFO
+    const int fd = f.fd;
     auto m = std::make_shared<Mapping>();
-    m->size = static_cast<size_t>(st.st_size);
+    m->size = static_cast<size_t>(f.size);
     if (m->size > 0) {
       m->addr = ::mmap(nullptr, m->size, PROT_READ, MAP_SHARED, fd, 0);
       if (m->addr == MAP_FAILED) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "formats/test_util.h"
 #include "parity/dump.h"
 
 namespace fs = std::filesystem;
@@ -94,4 +95,19 @@ TEST(DumpHardening, DeeplyNestedJsonInEveryLogIsAProblemNotACrash) {
   EXPECT_TRUE(any_problem_has(**r, "manifest.pfr", "deeper than 512"));
   EXPECT_TRUE(any_problem_has(**r, "scalars.pfr", "deeper than 512"));
   EXPECT_TRUE(any_problem_has(**r, "environment.pfr", "deeper than 512"));
+}
+
+// A FIFO at rank0/scalars.pfr blocked the reader forever in open(). It is now a problem naming it,
+// never opened, and the run's records are read.
+TEST(DumpHardening, FifoInAPartIsAProblemNotAHang) {
+  const fs::path run = fresh_run("fifo");
+  const fs::path part = write_small_run(run);
+  fs::remove(part / "scalars.pfr");
+  ASSERT_EQ(::mkfifo((part / "scalars.pfr").c_str(), 0600), 0);
+  Result<std::unique_ptr<dump::RunReader>> r = Status::Invalid("not run");
+  ASSERT_TRUE(parity_test::returns_within(10, part / "scalars.pfr", [&] { r = dump::RunReader::open(run); }))
+      << "blocked on the FIFO";
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)->records().size(), 1u);
+  EXPECT_TRUE(any_problem_has(**r, "scalars.pfr", "not a regular file (a FIFO)"));
 }
