@@ -69,3 +69,35 @@ TEST(FormatsHardening, SafetensorsHeaderOrderAndRepeatedKeysAreKept) {
   for (const Record& r : (*s)->records()) names.push_back(r.name);
   EXPECT_EQ(names, (std::vector<std::string>{"a", "m", "z"}));
 }
+
+// An npz storing a member name twice: parity read the first copy, numpy reads the last, and nothing
+// said so. Now the last copy is read and a problem names the member.
+TEST(FormatsHardening, NpzDuplicatedMemberReadsTheLastCopyWithAProblem) {
+  TempDir d;
+  ASSERT_EQ(run_python(d.path(), R"PY(
+import io, warnings, zipfile
+def npy(a):
+    b = io.BytesIO(); np.save(b, a); return b.getvalue()
+for f, method in (('stored.npz', zipfile.ZIP_STORED), ('deflated.npz', zipfile.ZIP_DEFLATED)):
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        with zipfile.ZipFile(f, 'w', method) as z:
+            z.writestr('a.npy', npy(np.array([1, 2], dtype='<f4')))
+            z.writestr('b.npy', npy(np.array([5], dtype='<f4')))
+            z.writestr('a.npy', npy(np.array([3, 4], dtype='<f4')))
+    assert list(np.load(f)['a']) == [3, 4]
+)PY"),
+            0);
+  for (const char* f : {"stored.npz", "deflated.npz"}) {
+    auto s = open_source(d / f);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    std::vector<std::string> names;
+    for (const Record& r : (*s)->records()) names.push_back(r.name);
+    EXPECT_EQ(names, (std::vector<std::string>{"b", "a"})) << f;
+    EXPECT_EQ(load_values(**s, "a"), (std::vector<double>{3, 4})) << f;
+    ASSERT_EQ((*s)->problems().size(), 1u) << f;
+    EXPECT_TRUE(contains((*s)->problems()[0].message(), "member 'a.npy'")) << (*s)->problems()[0].message();
+    EXPECT_TRUE(contains((*s)->problems()[0].message(), "stored 2 times; the last copy is read"))
+        << (*s)->problems()[0].message();
+  }
+}
