@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "formats/test_util.h"
 #include "parity/curves.h"
 
 namespace fs = std::filesystem;
@@ -166,4 +167,21 @@ TEST(CurveHardening, NonUtf8NamesReachTheJsonOutputReplaced) {
   auto r = compare_ranks(*rk);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_NO_THROW(rank_comparison_json(*r));
+}
+
+// A FIFO given as a curve file (or as the trainer_state.json of a checkpoint folder) blocked the read
+// forever in open(). It is now refused from its stat(), naming it.
+TEST(CurveHardening, FifoIsRefusedNotOpened) {
+  const fs::path d = temp_dir("fifo");
+  ASSERT_EQ(::mkfifo((d / "run.csv").c_str(), 0600), 0);
+  fs::create_directories(d / "ckpt");
+  ASSERT_EQ(::mkfifo((d / "ckpt" / "trainer_state.json").c_str(), 0600), 0);
+  for (const fs::path& p : {d / "run.csv", d / "ckpt"}) {
+    const fs::path fifo = p == d / "ckpt" ? p / "trainer_state.json" : p;
+    Result<CurveRun> run = Status::Invalid("not run");
+    ASSERT_TRUE(parity_test::returns_within(10, fifo, [&] { run = read_curves(p); })) << "blocked on " << fifo;
+    ASSERT_FALSE(run.ok());
+    EXPECT_NE(run.status().message().find(fifo.string() + ": not a regular file (a FIFO)"), std::string::npos)
+        << run.status().message();
+  }
 }
