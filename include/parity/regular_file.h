@@ -18,5 +18,7 @@ struct RegularFile {
 // Errors name the file: "<path>: cannot open: <errno text>", "<path>: is a directory, not a file",
 // "<path>: not a regular file (a FIFO); not read".
 Result<RegularFile> open_regular_file(const std::filesystem::path& path);
+// The same check from stat() alone, for readers that open the file themselves (std::ifstream).
+Status check_regular_file(const std::filesystem::path& path);
 
 }  // namespace parity

@@ -22,11 +22,16 @@ Status not_regular(const std::filesystem::path& path, mode_t mode) {
 
 }  // namespace
 
-Result<RegularFile> open_regular_file(const std::filesystem::path& path) {
+Status check_regular_file(const std::filesystem::path& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
     return Status::IOError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
-  if (!S_ISREG(st.st_mode)) return not_regular(path, st.st_mode);
+  return S_ISREG(st.st_mode) ? Status::OK() : not_regular(path, st.st_mode);
+}
+
+Result<RegularFile> open_regular_file(const std::filesystem::path& path) {
+  PARITY_RETURN_NOT_OK(check_regular_file(path));
+  struct stat st {};
   // O_NONBLOCK: should the path be swapped for a FIFO after the stat, the open still returns at once.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return Status::IOError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));

@@ -1,6 +1,4 @@
 // src/curves/read.cpp — format detection and dispatch for curve inputs (docs/curves.md "Inputs").
-#include <unistd.h>
-
 #include <algorithm>
 #include <fstream>
 
@@ -41,10 +39,7 @@ bool json_has_log_history(const std::filesystem::path& file) {
 // A curve file must be a regular file: opening a FIFO for reading would block until a writer comes.
 Status refuse_non_regular(const std::filesystem::path& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) return Status::OK();
-  PARITY_ASSIGN_OR_RETURN(const RegularFile f, open_regular_file(path));
-  ::close(f.fd);
-  return Status::OK();
+  return std::filesystem::is_directory(path, ec) ? Status::OK() : check_regular_file(path);
 }
 
 Result<std::string> detect(std::filesystem::path& path) {

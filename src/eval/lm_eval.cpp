@@ -13,6 +13,7 @@
 
 #include "parity/eval.h"
 #include "parity/json_depth.h"
+#include "parity/regular_file.h"
 
 namespace parity::eval {
 
@@ -21,6 +22,7 @@ namespace {
 using json = nlohmann::json;
 
 Result<json> load_json(const std::filesystem::path& p) {
+  PARITY_RETURN_NOT_OK(check_regular_file(p));  // a FIFO would block the open
   std::ifstream in(p);
   if (!in) return Status::IOError(fmt::format("{}: cannot open", p.string()));
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -66,6 +68,7 @@ struct Sample {
 };
 
 Result<std::map<std::string, Sample>> read_samples(const std::filesystem::path& p, std::vector<Status>& problems) {
+  PARITY_RETURN_NOT_OK(check_regular_file(p));  // a FIFO would block the open
   std::ifstream in(p);
   if (!in) return Status::IOError(fmt::format("{}: cannot open", p.string()));
   std::map<std::string, Sample> out;

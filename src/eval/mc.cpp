@@ -11,6 +11,7 @@
 
 #include "parity/eval.h"
 #include "parity/json_depth.h"
+#include "parity/regular_file.h"
 
 namespace parity::eval {
 
@@ -59,6 +60,7 @@ struct SplitMix64 {
 }  // namespace
 
 Result<std::vector<McQuestion>> read_mc(const std::filesystem::path& path, std::vector<Status>* problems) {
+  PARITY_RETURN_NOT_OK(check_regular_file(path));  // a FIFO would block the open
   std::ifstream in(path);
   if (!in) return Status::IOError(fmt::format("{}: cannot open", path.string()));
   std::vector<McQuestion> qs;

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <string>
 
+#include "formats/test_util.h"
 #include "parity/eval.h"
 
 namespace fs = std::filesystem;
@@ -59,4 +60,25 @@ TEST(EvalHardening, DeeplyNestedLmEvalDocIdIsSkippedWithAProblem) {
     named |= p.message().find("samples_t_a.jsonl:2") != std::string::npos &&
              p.message().find("deeper than 512") != std::string::npos;
   EXPECT_TRUE(named);
+}
+
+// A FIFO given as an mc file, an lm-eval results file or a logits file blocked the read forever in
+// open(). Each is now refused from its stat(), naming it.
+TEST(EvalHardening, FifoInputsAreRefusedNotOpened) {
+  const fs::path d = temp_dir("fifo");
+  for (const char* n : {"mc.jsonl", "results.json", "run.logits"})
+    ASSERT_EQ(::mkfifo((d / n).c_str(), 0600), 0) << n;
+  write(d / "b.json", R"({"results": {"t": {"acc,none": 0.5}}})");
+  auto refused = [&](const Status& st, const char* n) {
+    EXPECT_NE(st.message().find((d / n).string() + ": not a regular file (a FIFO)"), std::string::npos)
+        << st.message();
+  };
+  Status st = Status::OK();
+  EXPECT_TRUE(parity_test::returns_within(10, d / "mc.jsonl", [&] { st = read_mc(d / "mc.jsonl").status(); }));
+  refused(st, "mc.jsonl");
+  EXPECT_TRUE(parity_test::returns_within(
+      10, d / "results.json", [&] { st = compare_lm_eval(d / "results.json", d / "b.json", {}, {}).status(); }));
+  refused(st, "results.json");
+  EXPECT_TRUE(parity_test::returns_within(10, d / "run.logits", [&] { st = open_logits_file(d / "run.logits").status(); }));
+  refused(st, "run.logits");
 }
