@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "parity/json_number.h"
 #include "parity/compare_runs.h"
 #include "parity/open_source.h"
 #include "raise_status.h"
@@ -54,7 +55,7 @@ std::string compare_json(const std::string& golden, const std::string& target, i
       py::gil_scoped_acquire acquire;
       raise_status(r.status());
     }
-    text = compare_report_to_json(*r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    text = json_text(compare_report_to_json(*r));
   }
   return text;
 }

@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "parity/json_number.h"
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/html_option.h"
@@ -173,7 +174,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
     // replace: a file name that is not valid UTF-8 (legal on Linux) must not abort the output.
     Status st = a.json_path.empty()
                     ? Status::OK()
-                    : write_output(a.json_path, j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+                    : write_output(a.json_path, json_text(j, 2) + "\n");
     if (!st.ok()) {
       std::fprintf(stderr, "parity compare: %s\n", st.message().c_str());
       code = kExitUsage;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "parity/json_number.h"
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/ui.h"
@@ -131,11 +132,11 @@ CommandAction setup_info(CLI::App& sub, const GlobalOptions& global) {
     }
     j["complete"] = all_complete && run.problems().empty();
     if (o->json_path == "-") {
-      std::cout << j.dump(2) << "\n";
+      std::cout << json_text(j, 2) << "\n";
       std::fputs(text.c_str(), stderr);
     } else {
       if (!o->json_path.empty()) {
-        Status st = write_output(o->json_path, j.dump(2) + "\n");
+        Status st = write_output(o->json_path, json_text(j, 2) + "\n");
         if (!st.ok()) {
           std::fprintf(stderr, "parity info: %s\n", st.message().c_str());
           return kExitUsage;

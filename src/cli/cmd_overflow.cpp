@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "parity/json_number.h"
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/html_option.h"
@@ -44,7 +45,7 @@ int run_overflow(const OverflowArgs& a, const GlobalOptions& global) {
   }
   const bool json_stdout = a.json_path == "-";
   if (!a.json_path.empty()) {
-    Status st = write_output(a.json_path, overflow_to_json(rep).dump(2) + "\n");
+    Status st = write_output(a.json_path, json_text(overflow_to_json(rep), 2) + "\n");
     if (!st.ok()) {
       std::fprintf(stderr, "parity overflow: %s\n", st.message().c_str());
       return kExitUsage;

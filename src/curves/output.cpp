@@ -93,7 +93,7 @@ std::string curve_comparison_json(const CurveComparison& c, int indent) {
     metrics.push_back(o);
   }
   j["metrics"] = metrics;
-  return j.dump(indent);
+  return json_text(j, indent);
 }
 
 std::string curve_comparison_csv(const CurveComparison& c) {
@@ -150,7 +150,7 @@ std::string rank_comparison_json(const RankComparison& c, int indent) {
     metrics.push_back(o);
   }
   j["metrics"] = metrics;
-  return j.dump(indent);
+  return json_text(j, indent);
 }
 
 std::string rank_comparison_csv(const RankComparison& c) {

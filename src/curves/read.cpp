@@ -6,6 +6,7 @@
 
 #include "curves/readers.h"
 #include "parity/dump.h"
+#include "parity/regular_file.h"
 
 namespace parity::curves {
 
@@ -35,10 +36,17 @@ bool json_has_log_history(const std::filesystem::path& file) {
          file.filename() == "trainer_state.json";
 }
 
+// A curve file must be a regular file: opening a FIFO for reading would block until a writer comes.
+Status refuse_non_regular(const std::filesystem::path& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec) ? Status::OK() : check_regular_file(path);
+}
+
 Result<std::string> detect(std::filesystem::path& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     return Status::NotFound(fmt::format("{}: no such file or directory", path.string()));
+  PARITY_RETURN_NOT_OK(refuse_non_regular(path));
   if (std::filesystem::is_directory(path, ec)) {
     if (dump::is_run_directory(path)) return std::string("parity-run");
     if (std::filesystem::exists(path / "trainer_state.json")) {
@@ -79,6 +87,7 @@ Result<CurveRun> read_curves(const std::filesystem::path& input, const ReadOptio
     path /= "trainer_state.json";
   }
   if (!options.regex.empty() && options.format.empty()) format = "text";
+  PARITY_RETURN_NOT_OK(refuse_non_regular(path));
   CurveRun run;
   run.path = input.string();
   run.format = format;

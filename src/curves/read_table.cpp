@@ -2,11 +2,14 @@
 // numeric metric columns (docs/curves.md "Inputs").
 #include <cmath>
 #include <fstream>
+#include <iterator>
+#include <limits>
 #include <set>
 #include <nlohmann/json.hpp>
 #include <fmt/format.h>
 
 #include "curves/readers.h"
+#include "parity/json_depth.h"
 
 namespace parity::curves::detail {
 
@@ -71,6 +74,24 @@ bool json_number(const nlohmann::json& v, double& out) {
   return false;
 }
 
+// A JSON number as a step (or rank): false when it is not integral-valued within range.
+bool json_step(const nlohmann::json& v, int64_t& out) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    out = static_cast<int64_t>(u);
+    return u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  }
+  if (v.is_number_integer()) { out = v.get<int64_t>(); return true; }
+  return v.is_number() && step_from_double(v.get<double>(), out);
+}
+
+bool json_rank(const nlohmann::json& v, int& out) {
+  int64_t r;
+  if (!json_step(v, r) || r < std::numeric_limits<int>::min() || r > std::numeric_limits<int>::max()) return false;
+  out = static_cast<int>(r);
+  return true;
+}
+
 }  // namespace
 
 Status read_csv(const std::filesystem::path& path, const ReadOptions& options, CurveRun& run) {
@@ -104,12 +125,20 @@ Status read_csv(const std::filesystem::path& path, const ReadOptions& options, C
             fmt::format("{}:{}: step cell is not a number; row skipped", path.string(), line_no)));
         continue;
       }
-      step = static_cast<int64_t>(s);
+      if (!step_from_double(s, step)) {
+        run.problems.push_back(Status::Invalid(
+            fmt::format("{}:{}: step {} is out of range; row skipped", path.string(), line_no, trim(cells[step_col]))));
+        continue;
+      }
     }
     int rank = -1;
     if (rank_col >= 0 && rank_col < static_cast<int>(cells.size())) {
       double r;
-      if (parse_number(cells[rank_col], r) && std::isfinite(r)) rank = static_cast<int>(r);
+      if (parse_number(cells[rank_col], r) && std::isfinite(r) && !rank_from_double(r, rank)) {
+        run.problems.push_back(Status::Invalid(
+            fmt::format("{}:{}: rank {} is out of range; row skipped", path.string(), line_no, trim(cells[rank_col]))));
+        continue;
+      }
     }
     for (size_t c = 0; c < cells.size() && c < header.size(); ++c) {
       if (static_cast<int>(c) == step_col || static_cast<int>(c) == rank_col) continue;
@@ -134,6 +163,10 @@ Status read_jsonl(const std::filesystem::path& path, const ReadOptions& options,
   while (std::getline(in, line)) {
     ++line_no;
     if (trim(line).empty()) continue;
+    if (const std::string deep = json_depth_problem(line); !deep.empty()) {
+      run.problems.push_back(Status::Invalid(fmt::format("{}:{}: {}; line skipped", path.string(), line_no, deep)));
+      continue;
+    }
     nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     if (j.is_discarded() || !j.is_object()) {
       run.problems.push_back(Status::Invalid(
@@ -152,25 +185,37 @@ Status read_jsonl(const std::filesystem::path& path, const ReadOptions& options,
       return false;
     };
     // The first matching step key in kStepKeys order wins.
+    const nlohmann::json* step_value = nullptr;
     if (options.step_key.empty()) {
       for (const char* s : kStepKeys) {
         for (auto& [k, v] : fields)
-          if (k == s && v->is_number()) { step = v->get<int64_t>(); have_step = true; step_key = k; break; }
+          if (k == s && v->is_number()) { step_value = v; have_step = true; step_key = k; break; }
         if (have_step) break;
       }
     } else {
       for (auto& [k, v] : fields)
-        if (k == options.step_key && v->is_number()) { step = v->get<int64_t>(); have_step = true; step_key = k; }
+        if (k == options.step_key && v->is_number()) { step_value = v; have_step = true; step_key = k; }
       if (!have_step) {
         run.problems.push_back(Status::Invalid(fmt::format("{}:{}: no numeric '{}'; line skipped",
                                                            path.string(), line_no, options.step_key)));
         continue;
       }
     }
+    if (step_value && !json_step(*step_value, step)) {
+      run.problems.push_back(Status::Invalid(fmt::format("{}:{}: {} {} is out of range; line skipped", path.string(),
+                                                         line_no, step_key, step_value->dump())));
+      continue;
+    }
     int rank = -1;
+    bool bad_rank = false;
     for (auto& [k, v] : fields)
       for (const char* r : kRankKeys)
-        if (k == r && v->is_number_integer()) rank = v->get<int>();
+        if (k == r && v->is_number_integer() && !json_rank(*v, rank)) {
+          run.problems.push_back(Status::Invalid(
+              fmt::format("{}:{}: {} {} is out of range; line skipped", path.string(), line_no, k, v->dump())));
+          bad_rank = true;
+        }
+    if (bad_rank) continue;
     for (auto& [k, v] : fields) {
       if (k == step_key || is_step_key(k)) continue;
       bool is_rank = false;
@@ -187,7 +232,10 @@ Status read_jsonl(const std::filesystem::path& path, const ReadOptions& options,
 Status read_hf_trainer_state(const std::filesystem::path& path, CurveRun& run) {
   std::ifstream in(path);
   if (!in) return Status::IOError(fmt::format("{}: cannot open", path.string()));
-  nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (const std::string deep = json_depth_problem(text); !deep.empty())
+    return Status::Invalid(fmt::format("{}: {}", path.string(), deep));
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return Status::Invalid(fmt::format("{}: not valid JSON", path.string()));
   if (!j.is_object() || !j.contains("log_history") || !j["log_history"].is_array())
     return Status::Invalid(fmt::format("{}: no \"log_history\" array (not a HuggingFace trainer_state.json)",
@@ -201,7 +249,12 @@ Status read_hf_trainer_state(const std::filesystem::path& path, CurveRun& run) {
           fmt::format("{}: log_history[{}] has no numeric \"step\"; skipped", path.string(), index - 1)));
       continue;
     }
-    int64_t step = entry["step"].get<int64_t>();
+    int64_t step;
+    if (!json_step(entry["step"], step)) {
+      run.problems.push_back(Status::Invalid(fmt::format("{}: log_history[{}]: step {} is out of range; skipped",
+                                                         path.string(), index - 1, entry["step"].dump())));
+      continue;
+    }
     for (auto it = entry.begin(); it != entry.end(); ++it) {
       // The closing summary entry's train_loss / train_runtime / ... are averages over the whole
       // training, not values at that step.

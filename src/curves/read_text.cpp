@@ -11,17 +11,27 @@ namespace parity::curves::detail {
 
 namespace {
 
+// std::regex matches recursively, about one stack frame per character: a matching line of ~50 KB
+// overflowed the stack. No training log prints a record this long; longer lines are skipped and
+// counted in a note.
+constexpr size_t kMaxTextLine = 8192;
+
 // A number as these logs print it: 6.543210E+00, 1.500E-04, 65536.0, nan, inf.
 const char* const kNumber = R"([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?(?:nan|inf)\b)";
 
 // Megatron-LM (megatron/training/training.py training_log): "iteration N/ M | key: value | ...".
-bool parse_megatron(const std::string& line, SeriesBuilder& b) {
+// Both parsers return false for a line that is not theirs; `error` is set when it is theirs but unusable.
+bool parse_megatron(const std::string& line, SeriesBuilder& b, std::string& error) {
   static const std::regex head(R"(iteration\s+([0-9]+)\s*/\s*[0-9]+\s*\|)", std::regex::icase);
   static const std::regex field(std::string(R"(^\s*([A-Za-z][^:|]*?)\s*:\s*()") + kNumber + R"()\s*$)",
                                 std::regex::icase);
   std::smatch m;
   if (!std::regex_search(line, m, head)) return false;
-  int64_t step = std::stoll(m[1].str());
+  int64_t step;
+  if (!parse_step(m[1].str(), step)) {
+    error = fmt::format("iteration {} is out of range", m[1].str());
+    return false;
+  }
   std::string rest = m.suffix().str();
   size_t start = 0;
   bool any = false;
@@ -43,7 +53,7 @@ bool parse_megatron(const std::string& line, SeriesBuilder& b) {
 }
 
 // DeepSpeed-style: "[Rank 0] step=100, skipped=0, lr=[0.0001], ..." or "steps: 100 loss: 2.34 ...".
-bool parse_deepspeed(const std::string& line, SeriesBuilder& b) {
+bool parse_deepspeed(const std::string& line, SeriesBuilder& b, std::string& error) {
   static const std::regex step_re(R"(\bsteps?\s*[=:]\s*([0-9]+))", std::regex::icase);
   static const std::regex rank_re(R"(\[Rank\s+([0-9]+)\])", std::regex::icase);
   static const std::regex pair_re(std::string(R"(([A-Za-z][A-Za-z0-9_/.\- ()]*?)\s*[=:]\s*\[?\(?\s*()") +
@@ -51,10 +61,17 @@ bool parse_deepspeed(const std::string& line, SeriesBuilder& b) {
                                   std::regex::icase);
   std::smatch m;
   if (!std::regex_search(line, m, step_re)) return false;
-  int64_t step = std::stoll(m[1].str());
+  int64_t step;
+  if (!parse_step(m[1].str(), step)) {
+    error = fmt::format("step {} is out of range", m[1].str());
+    return false;
+  }
   int rank = -1;
   std::smatch r;
-  if (std::regex_search(line, r, rank_re)) rank = std::stoi(r[1].str());
+  if (std::regex_search(line, r, rank_re) && !parse_rank(r[1].str(), rank)) {
+    error = fmt::format("rank {} is out of range", r[1].str());
+    return false;
+  }
   // Leading bracketed prefixes ("[2024-05-01 10:00:01,000] [INFO] [logging.py:96:log_dist] [Rank 0]")
   // hold timestamps and source locations, not metrics.
   static const std::regex prefix_re(R"(^(\s*\[[^\]]*\])+)");
@@ -100,19 +117,30 @@ Status read_text_log(const std::filesystem::path& path, const ReadOptions& optio
   }
   SeriesBuilder b;
   std::string line;
-  int64_t matched = 0;
+  int64_t matched = 0, line_no = 0, too_long = 0, first_too_long = 0;
   while (std::getline(in, line)) {
+    ++line_no;
+    if (line.size() > kMaxTextLine) {
+      if (too_long++ == 0) first_too_long = line_no;
+      continue;
+    }
     if (custom) {
       std::smatch m;
       if (!std::regex_search(line, m, *custom)) continue;
       double s;
+      int64_t step;
       if (!parse_number(m[step_group].str(), s) || !std::isfinite(s)) continue;
+      if (!step_from_double(s, step)) {
+        run.problems.push_back(Status::Invalid(fmt::format("{}:{}: step {} is out of range; line skipped",
+                                                           path.string(), line_no, m[step_group].str())));
+        continue;
+      }
       bool any = false;
       for (size_t i = 0; i < options.regex_fields.size(); ++i) {
         if (static_cast<int>(i) + 1 == step_group || !m[i + 1].matched) continue;
         double v;
         if (parse_number(m[i + 1].str(), v)) {
-          b.add(options.regex_fields[i], -1, static_cast<int64_t>(s), v);
+          b.add(options.regex_fields[i], -1, step, v);
           any = true;
         }
       }
@@ -120,14 +148,23 @@ Status read_text_log(const std::filesystem::path& path, const ReadOptions& optio
       continue;
     }
     bool ok = false;
-    if (preset.empty() || preset == "megatron") ok = parse_megatron(line, b);
-    if (!ok && (preset.empty() || preset == "deepspeed")) ok = parse_deepspeed(line, b);
+    std::string error;
+    if (preset.empty() || preset == "megatron") ok = parse_megatron(line, b, error);
+    if (!ok && error.empty() && (preset.empty() || preset == "deepspeed")) ok = parse_deepspeed(line, b, error);
+    if (!error.empty())
+      run.problems.push_back(Status::Invalid(fmt::format("{}:{}: {}; line skipped", path.string(), line_no, error)));
     matched += ok;
   }
+  const std::string long_note =
+      too_long == 0 ? std::string()
+                    : fmt::format("{} line(s) longer than {} bytes skipped (the first is line {})", too_long,
+                                  kMaxTextLine, first_too_long);
   if (matched == 0)
     return Status::Invalid(fmt::format(
-        "{}: no line matched {}", path.string(),
-        custom ? "--regex" : (preset.empty() ? "the megatron or deepspeed preset" : "the " + preset + " preset")));
+        "{}: no line matched {}{}", path.string(),
+        custom ? "--regex" : (preset.empty() ? "the megatron or deepspeed preset" : "the " + preset + " preset"),
+        long_note.empty() ? "" : "; " + long_note));
+  if (!long_note.empty()) run.notes.push_back(fmt::format("{}: {}", path.string(), long_note));
   b.finish(run);
   return Status::OK();
 }

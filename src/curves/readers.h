@@ -33,6 +33,13 @@ class SeriesBuilder {
 // "NaN" (any case). Returns false when `text` (trimmed) is not a number.
 bool parse_number(std::string_view text, double& out);
 std::string_view trim(std::string_view s);
+// A step or rank read as a double (CSV cell, JSON float, regex group): true with the integer when `v`
+// is finite and within int64_t (steps) or int (ranks). Casting 1e300 to an integer is undefined.
+bool step_from_double(double v, int64_t& out);
+bool rank_from_double(double v, int& out);
+// Decimal digits of a step or rank as logs print them: false when out of range (no exception).
+bool parse_step(std::string_view digits, int64_t& out);
+bool parse_rank(std::string_view digits, int& out);
 
 Status read_csv(const std::filesystem::path& path, const ReadOptions& options, CurveRun& run);
 Status read_jsonl(const std::filesystem::path& path, const ReadOptions& options, CurveRun& run);

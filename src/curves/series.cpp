@@ -75,6 +75,29 @@ bool parse_number(std::string_view text, double& out) {
   return ec == std::errc() && ptr == end;
 }
 
+bool step_from_double(double v, int64_t& out) {
+  // 2^63 is exactly representable; every double below it converts without overflow.
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return false;
+  out = static_cast<int64_t>(v);
+  return true;
+}
+
+bool rank_from_double(double v, int& out) {
+  if (!(v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max())) return false;
+  out = static_cast<int>(v);
+  return true;
+}
+
+bool parse_step(std::string_view digits, int64_t& out) {
+  const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+  return ec == std::errc() && ptr == digits.data() + digits.size();
+}
+
+bool parse_rank(std::string_view digits, int& out) {
+  const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+  return ec == std::errc() && ptr == digits.data() + digits.size();
+}
+
 }  // namespace detail
 
 const Series* CurveRun::find(std::string_view metric, int rank) const {

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <limits>
 
+#include "parity/json_depth.h"
+
 namespace parity::dump::detail {
 namespace {
 nlohmann::json num(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
@@ -57,7 +59,8 @@ nlohmann::json event_to_json(const EventMeta& m, int rank, const nlohmann::json&
   // Malformed caller JSON is kept as a string rather than dropped or allowed to break the record.
   auto embed = [&j](const char* key, const std::string& text) {
     if (text.empty()) return;
-    nlohmann::json v = nlohmann::json::parse(text, nullptr, false);
+    nlohmann::json v = json_depth_problem(text).empty() ? nlohmann::json::parse(text, nullptr, false)
+                                                        : nlohmann::json(nlohmann::json::value_t::discarded);
     j[key] = v.is_discarded() ? nlohmann::json(text) : std::move(v);
   };
   embed("args", m.args_json);

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "parity/json_number.h"
 #include "parity/dump.h"
 
 namespace parity::dump {
@@ -249,7 +250,7 @@ Result<ExportSummary> export_run(const RunReader& run, const std::string& format
                                   {"dtype", dtype_name(r->dtype)}, {"file", fs::relative(f, out_dir).string()}});
     }
     if (sum.tensors == 0 && !sum.problems.empty()) return nothing_exported(out_dir, failed, sum.problems.front());
-    const std::string text = index.dump(1);
+    const std::string text = json_text(index, 1);
     if (Status st = write_file(out_dir / "index.json", {{text.data(), text.size()}}); !st.ok())
       sum.problems.push_back(st);  // the .npy files are written; the index of them is not
     else
@@ -287,7 +288,7 @@ Result<ExportSummary> export_run(const RunReader& run, const std::string& format
     header["__metadata__"] = {{"format", "pt"}, {"source", "parity"}, {"rank", std::to_string(key.first)},
                               {"step", std::to_string(key.second)}};
     if (!renamed.empty()) header["__metadata__"]["parity.renamed"] = renamed.dump();  // key -> record name
-    std::string htext = header.dump();
+    std::string htext = json_text(header);
     htext.append((8 - htext.size() % 8) % 8, ' ');  // keep the data 8-byte aligned
     uint64_t hlen = htext.size();
     unsigned char len8[8];

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "parity/dump.h"
+#include "parity/regular_file.h"
 
 namespace parity::dump {
 namespace {
@@ -37,14 +38,9 @@ std::string encode_frame(const std::string& payload) {
 }
 
 Result<FrameScan> scan_frames(const std::filesystem::path& file) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::IOError(fmt::format("{}: cannot open: {}", file.string(), std::strerror(errno)));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    return Status::IOError(fmt::format("{}: cannot stat: {}", file.string(), std::strerror(errno)));
-  }
-  std::string bytes(static_cast<size_t>(st.st_size), '\0');
+  PARITY_ASSIGN_OR_RETURN(const RegularFile f, open_regular_file(file));  // never opens a FIFO
+  const int fd = f.fd;
+  std::string bytes(static_cast<size_t>(f.size), '\0');
   size_t got = 0;
   while (got < bytes.size()) {
     const ssize_t r = ::read(fd, bytes.data() + got, bytes.size() - got);

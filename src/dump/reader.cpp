@@ -19,6 +19,8 @@
 
 #include "dump/event_json.h"
 #include "parity/dump.h"
+#include "parity/json_depth.h"
+#include "parity/regular_file.h"
 
 namespace parity::dump {
 namespace fs = std::filesystem;
@@ -130,6 +132,10 @@ struct RunReader::Impl {
     std::set<int64_t> steps;
     bool seen_header = false;
     for (size_t i = 0; i < scan->payloads.size(); ++i) {
+      if (const std::string deep = json_depth_problem(scan->payloads[i]); !deep.empty()) {
+        problems.push_back(Status::Corrupt(fmt::format("{}: record {}: {}; skipped", manifest.string(), i, deep)));
+        continue;
+      }
       nlohmann::json j = nlohmann::json::parse(scan->payloads[i], nullptr, false);
       if (j.is_discarded() || !j.is_object()) {
         problems.push_back(Status::Corrupt(fmt::format("{}: record {} is not a JSON object", manifest.string(), i)));
@@ -238,6 +244,10 @@ struct RunReader::Impl {
           problems.push_back(Status::Corrupt(fmt::format("{}: {}", (dir / "scalars.pfr").string(), sc->tail_problem)));
         for (size_t i = 0; i < sc->payloads.size(); ++i) {
           const fs::path file = dir / "scalars.pfr";
+          if (const std::string deep = json_depth_problem(sc->payloads[i]); !deep.empty()) {
+            problems.push_back(Status::Corrupt(fmt::format("{}: record {}: {}; skipped", file.string(), i, deep)));
+            continue;
+          }
           nlohmann::json j = nlohmann::json::parse(sc->payloads[i], nullptr, false);
           if (j.is_discarded() || !j.is_object()) {
             problems.push_back(Status::Corrupt(fmt::format("{}: record {} is not a JSON object", file.string(), i)));
@@ -263,7 +273,7 @@ struct RunReader::Impl {
                 "{}: record {} (step {}): the scalars are not a JSON object; skipped", file.string(), i, step)));
             continue;
           }
-          scalars.push_back({rank, step, values.dump()});
+          scalars.push_back({rank, step, json_text(values)});
           ++ps.scalar_records;
         }
       }
@@ -275,7 +285,13 @@ struct RunReader::Impl {
       } else {
         if (!ev->tail_problem.empty())
           problems.push_back(Status::Corrupt(fmt::format("{}: {}", (dir / "environment.pfr").string(), ev->tail_problem)));
-        for (const auto& p : ev->payloads) {  // the last complete fingerprint wins
+        for (size_t k = 0; k < ev->payloads.size(); ++k) {  // the last complete fingerprint wins
+          const auto& p = ev->payloads[k];
+          if (const std::string deep = json_depth_problem(p); !deep.empty()) {
+            problems.push_back(Status::Corrupt(
+                fmt::format("{}: record {}: {}; skipped", (dir / "environment.pfr").string(), k, deep)));
+            continue;
+          }
           nlohmann::json j = nlohmann::json::parse(p, nullptr, false);
           if (!j.is_discarded() && jstr(j, "kind") == "fingerprint" && j.contains("fingerprint"))
             fingerprints[rank] = j["fingerprint"].dump();
@@ -289,12 +305,10 @@ struct RunReader::Impl {
     std::lock_guard<std::mutex> lk(map_mu);
     auto it = maps.find(file);
     if (it != maps.end()) return it->second;
-    const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status::IOError(fmt::format("{}: cannot open: {}", file.string(), std::strerror(errno)));
-    struct stat st {};
-    ::fstat(fd, &st);
+    PARITY_ASSIGN_OR_RETURN(const RegularFile f, open_regular_file(file));  // never opens a FIFO
+    const int fd = f.fd;
     auto m = std::make_shared<Mapping>();
-    m->size = static_cast<size_t>(st.st_size);
+    m->size = static_cast<size_t>(f.size);
     if (m->size > 0) {
       m->addr = ::mmap(nullptr, m->size, PROT_READ, MAP_SHARED, fd, 0);
       if (m->addr == MAP_FAILED) {

@@ -13,6 +13,7 @@
 #include "dump/stats_lanes.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 
 namespace parity::dump::detail {
@@ -101,8 +102,16 @@ __attribute__((target("avx2,f16c"))) int64_t run(const void* data, int64_t n, La
 
 }  // namespace
 
+// clang does not know "f16c" as a __builtin_cpu_supports feature (clang 14: "invalid cpu feature
+// string"), so F16C is read from CPUID leaf 1 (ECX bit 29). The AVX2 check also covers the OS side
+// (XSAVE of the YMM state), which F16C's VEX-encoded instructions need as well.
+static bool has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+
 bool lanes_simd_available() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  static const bool ok = __builtin_cpu_supports("avx2") && has_f16c();
   return ok;
 }
 

@@ -22,8 +22,10 @@
 #include <mutex>
 #include <thread>
 
+#include "parity/json_number.h"
 #include "dump/event_json.h"
 #include "parity/dump.h"
+#include "parity/json_depth.h"
 
 #ifndef PARITY_VERSION
 #define PARITY_VERSION "0.0.0"
@@ -97,7 +99,7 @@ struct DumpWriter::Impl {
   }
 
   Status append_frame(int fd, const char* file, const nlohmann::json& j) {
-    const std::string frame = encode_frame(j.dump());
+    const std::string frame = encode_frame(json_text(j));
     return write_all(fd, frame.data(), frame.size(), dir / file);
   }
 
@@ -128,7 +130,8 @@ struct DumpWriter::Impl {
     switch (it.kind) {
       case Item::Kind::kEvent: return do_event(it);
       case Item::Kind::kScalars: {
-        nlohmann::json v = nlohmann::json::parse(it.text, nullptr, false);
+        nlohmann::json v = json_depth_problem(it.text).empty() ? nlohmann::json::parse(it.text, nullptr, false)
+                                                               : nlohmann::json(nlohmann::json::value_t::discarded);
         if (v.is_discarded()) v = it.text;
         PARITY_RETURN_NOT_OK(append_frame(scalars_fd, "scalars.pfr",
                                           {{"kind", "scalars"}, {"rank", opt.rank}, {"step", it.step}, {"values", v}}));
@@ -137,7 +140,8 @@ struct DumpWriter::Impl {
         return Status::OK();
       }
       case Item::Kind::kFingerprint: {
-        nlohmann::json v = nlohmann::json::parse(it.text, nullptr, false);
+        nlohmann::json v = json_depth_problem(it.text).empty() ? nlohmann::json::parse(it.text, nullptr, false)
+                                                               : nlohmann::json(nlohmann::json::value_t::discarded);
         if (v.is_discarded()) v = it.text;
         return append_frame(env_fd, "environment.pfr", {{"kind", "fingerprint"}, {"rank", opt.rank}, {"fingerprint", v}});
       }

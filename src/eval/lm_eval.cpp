@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "parity/eval.h"
+#include "parity/json_depth.h"
+#include "parity/regular_file.h"
 
 namespace parity::eval {
 
@@ -20,9 +22,13 @@ namespace {
 using json = nlohmann::json;
 
 Result<json> load_json(const std::filesystem::path& p) {
+  PARITY_RETURN_NOT_OK(check_regular_file(p));  // a FIFO would block the open
   std::ifstream in(p);
   if (!in) return Status::IOError(fmt::format("{}: cannot open", p.string()));
-  json j = json::parse(in, nullptr, false);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (const std::string deep = json_depth_problem(text); !deep.empty())
+    return Status::Invalid(fmt::format("{}: {}", p.string(), deep));
+  json j = json::parse(text, nullptr, false);
   if (j.is_discarded()) return Status::Invalid(fmt::format("{}: not valid JSON", p.string()));
   if (!j.is_object() || !j.contains("results") || !j["results"].is_object())
     return Status::Invalid(fmt::format("{}: no \"results\" object (not an lm-evaluation-harness results file)", p.string()));
@@ -62,6 +68,7 @@ struct Sample {
 };
 
 Result<std::map<std::string, Sample>> read_samples(const std::filesystem::path& p, std::vector<Status>& problems) {
+  PARITY_RETURN_NOT_OK(check_regular_file(p));  // a FIFO would block the open
   std::ifstream in(p);
   if (!in) return Status::IOError(fmt::format("{}: cannot open", p.string()));
   std::map<std::string, Sample> out;
@@ -70,6 +77,10 @@ Result<std::map<std::string, Sample>> read_samples(const std::filesystem::path& 
   while (std::getline(in, line)) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (const std::string deep = json_depth_problem(line); !deep.empty()) {
+      problems.push_back(Status::Invalid(fmt::format("{}:{}: {}; skipped", p.string(), line_no, deep)));
+      continue;
+    }
     json j = json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("doc_id")) {
       problems.push_back(Status::Invalid(fmt::format("{}:{}: not an lm-eval sample (no doc_id); skipped", p.string(), line_no)));

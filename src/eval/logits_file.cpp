@@ -18,6 +18,7 @@
 #include "parity/dtype.h"
 #include "parity/dump.h"
 #include "parity/eval.h"
+#include "parity/regular_file.h"
 
 namespace parity::eval {
 
@@ -257,11 +258,9 @@ class LogitsFileSource final : public TokenSource {
   static Result<std::unique_ptr<TokenSource>> open(const std::filesystem::path& file) {
     std::unique_ptr<LogitsFileSource> s(new LogitsFileSource());
     s->path_ = file;
-    int fd = ::open(file.c_str(), O_RDONLY);
-    if (fd < 0) return Status::IOError(fmt::format("{}: cannot open: {}", file.string(), std::strerror(errno)));
-    struct stat st{};
-    ::fstat(fd, &st);
-    const size_t size = static_cast<size_t>(st.st_size);
+    PARITY_ASSIGN_OR_RETURN(const RegularFile f, open_regular_file(file));  // never opens a FIFO
+    const int fd = f.fd;
+    const size_t size = static_cast<size_t>(f.size);
     if (size == 0) {
       ::close(fd);
       return Status::Invalid(fmt::format("{}: empty logits file", file.string()));

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "parity/eval.h"
+#include "parity/json_depth.h"
+#include "parity/regular_file.h"
 
 namespace parity::eval {
 
@@ -58,6 +60,7 @@ struct SplitMix64 {
 }  // namespace
 
 Result<std::vector<McQuestion>> read_mc(const std::filesystem::path& path, std::vector<Status>* problems) {
+  PARITY_RETURN_NOT_OK(check_regular_file(path));  // a FIFO would block the open
   std::ifstream in(path);
   if (!in) return Status::IOError(fmt::format("{}: cannot open", path.string()));
   std::vector<McQuestion> qs;
@@ -69,6 +72,7 @@ Result<std::vector<McQuestion>> read_mc(const std::filesystem::path& path, std::
   while (std::getline(in, line)) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (std::string deep = json_depth_problem(line); !deep.empty()) { problem(deep + "; skipped"); continue; }
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) { problem("not a JSON object; skipped"); continue; }
     McQuestion q;

@@ -94,7 +94,7 @@ std::string ppl_json(const PplResult& r, int indent) {
   j["verdict"] = verdict_name(r.verdict);
   j["notes"] = r.notes;
   j["problems"] = json_problems<json>(r.problems);
-  return j.dump(indent);
+  return json_text(j, indent);
 }
 
 std::string ppl_tokens_csv(const PplResult& r) {
@@ -122,7 +122,7 @@ std::string mc_json(const McResult& r, int indent) {
   j["subjects"] = subjects;
   j["unmatched"] = r.unmatched;
   j["problems"] = json_problems<json>(r.problems);
-  return j.dump(indent);
+  return json_text(j, indent);
 }
 
 std::string mc_csv(const McResult& r) {
@@ -169,7 +169,7 @@ std::string lm_eval_json(const LmEvalResult& r, int indent) {
   j["only_a"] = r.only_a;
   j["only_b"] = r.only_b;
   j["problems"] = json_problems<json>(r.problems);
-  return j.dump(indent);
+  return json_text(j, indent);
 }
 
 std::string lm_eval_csv(const LmEvalResult& r) {

@@ -1,5 +1,6 @@
 // MappedFile: open + fstat + mmap(PROT_READ, MAP_SHARED), munmap on destruction.
 #include "formats/mapped_file.h"
+#include "parity/regular_file.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -13,23 +14,9 @@ namespace parity::formats {
 
 Result<std::shared_ptr<const MappedFile>> MappedFile::open(const std::filesystem::path& path) {
   const std::string name = path.string();
-  const int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::IOError(name + ": cannot open: " + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return Status::IOError(name + ": cannot stat: " + std::strerror(err));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return Status::IOError(name + ": is a directory, not a tensor file");
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::IOError(name + ": not a regular file");
-  }
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  PARITY_ASSIGN_OR_RETURN(const RegularFile file, open_regular_file(path));  // never opens a FIFO
+  const int fd = file.fd;
+  const uint64_t size = file.size;
   const std::byte* data = nullptr;
   if (size > 0) {
     void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);

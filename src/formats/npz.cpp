@@ -3,6 +3,7 @@
 // only their .npy header, and inflated whole (CRC-checked) on load. Keys drop the ".npy" suffix, as
 // numpy.load does.
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -42,11 +43,24 @@ Status list_npz(const MappedFile& file, std::vector<TensorEntry>& entries, std::
   const std::string name = file.path().string();
   Result<std::vector<ZipMember>> dir = read_zip_directory(ByteRange{file.data(), file.size()});
   if (!dir.ok()) return dir.status().WithContext(name);
+  // A name stored more than once: numpy (zipfile) reads the last copy, so parity does too, and says so.
+  std::map<std::string, std::pair<size_t, size_t>> copies;  // name -> (count, index of the last copy)
+  for (size_t i = 0; i < dir->size(); ++i) {
+    auto& [count, last] = copies[(*dir)[i].name];
+    ++count;
+    last = i;
+  }
   std::vector<std::byte> scratch;
-  for (const ZipMember& m : *dir) {
+  for (size_t i = 0; i < dir->size(); ++i) {
+    const ZipMember& m = (*dir)[i];
     if (!m.name.empty() && m.name.back() == '/') continue;  // a directory entry, no data
     const std::string what = name + ": member '" + m.name + "'";
     auto problem = [&](const Status& st) { problems.push_back(st.WithContext(what)); };
+    if (const auto& [count, last] = copies[m.name]; count > 1) {
+      if (i != last) continue;
+      problem(Status::Invalid("stored " + std::to_string(count) +
+                              " times; the last copy is read (as numpy does), the others are ignored"));
+    }
     if (!m.problem.ok()) { problem(m.problem); continue; }
     if (m.encrypted) { problem(Status::Unsupported("encrypted zip members are not supported")); continue; }
     if (m.method != 0 && m.method != 8) {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "parity/json_depth.h"
 #include "parity/json_number.h"
 #include <sstream>
 
@@ -171,6 +172,7 @@ Status apply_entry(const nlohmann::json& obj, DTypeThresholds& d, const std::str
 }  // namespace
 
 Status apply_thresholds_json(const std::string& text, const std::string& origin, Thresholds& th) {
+  if (const std::string deep = json_depth_problem(text); !deep.empty()) return Status::Invalid(origin + ": " + deep);
   nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded()) return Status::Invalid(origin + ": not valid JSON");
   if (!doc.is_object()) return Status::Invalid(origin + ": expected a JSON object keyed by dtype");
@@ -226,7 +228,7 @@ std::string thresholds_to_json(const Thresholds& t) {
   j["policy"] = verdict_policy_name(t.policy);
   j["default"] = entry_json(t.fallback);
   for (const auto& [name, entry] : t.by_dtype) j[name] = entry_json(entry);
-  return j.dump(2);
+  return json_text(j, 2);
 }
 
 }  // namespace parity

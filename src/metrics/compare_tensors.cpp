@@ -74,6 +74,11 @@ void finish_side(const metrics_detail::SidePartial& s, int64_t numel, SideStats&
   out.absmax = std::max(std::fabs(s.min), std::fabs(s.max));
 }
 
+// msprobe's FLOAT_EPSILON: a norm at or below it counts as zero for the cosine.
+constexpr double kNormZero = std::numeric_limits<double>::epsilon();
+
+bool both_norms_zero(const Partial& p) { return std::sqrt(p.sum_gg) <= kNormZero && std::sqrt(p.sum_tt) <= kNormZero; }
+
 void finish(const Partial& p, int64_t numel, PairMetrics& m) {
   m.numel = numel;
   m.compared = p.both;
@@ -96,8 +101,8 @@ void finish(const Partial& p, int64_t numel, PairMetrics& m) {
   // torch.ao.ns: SQNR = 20·log10(‖g‖/‖t − g‖) = 10·log10(Σg²/Σd²); identical tensors → +inf.
   m.sqnr_db = p.sum_d2 == 0 ? std::numeric_limits<double>::infinity() : 10.0 * std::log10(p.sum_gg / p.sum_d2);
 
-  // msprobe's cosine: a single element is "unsupported"; norms at or below 2^-52 count as zero.
-  constexpr double kNormZero = std::numeric_limits<double>::epsilon();
+  // msprobe's cosine: a single element is "unsupported"; norms at or below 2^-52 count as zero (but
+  // see tiny_cosine: both sides non-zero are measured, not called equal).
   if (numel <= 1) {
     m.cosine = kNaN;
   } else if (norm_t <= kNormZero && norm_g <= kNormZero) {
@@ -126,6 +131,40 @@ void finish(const Partial& p, int64_t numel, PairMetrics& m) {
   m.ulp_max = p.max_ulp;
   m.ulp_mean = p.sum_ulp / n;
   m.frac_ulp_gt1 = static_cast<double>(p.ulp_gt1) / n;
+}
+
+// The cosine when both norms are at or below 2^-52. msprobe calls that 1 ("both zero"), which made x
+// and -x at 1e-18 identical. When both sides hold a non-zero compared value the cosine, being
+// scale-invariant, is computed from each side divided by its largest magnitude (no square underflows,
+// even for values near the smallest subnormal). A side that is all zero keeps msprobe's 1. A cold path:
+// two extra passes over tensors whose norms are this small.
+double tiny_cosine(const TensorView& golden, const TensorView& target, int64_t numel) {
+  constexpr int64_t kB = 4096;
+  std::vector<double> gb(kB), tb(kB);
+  auto for_each_compared = [&](auto&& fn) {
+    for (int64_t b = 0; b < numel; b += kB) {
+      const int64_t n = std::min(kB, numel - b);
+      decode_to_double(golden, b, n, gb.data());
+      decode_to_double(target, b, n, tb.data());
+      for (int64_t i = 0; i < n; ++i)
+        if (std::isfinite(gb[i]) && std::isfinite(tb[i])) fn(gb[i], tb[i]);
+    }
+  };
+  double max_g = 0, max_t = 0;
+  for_each_compared([&](double g, double t) {
+    max_g = std::max(max_g, std::fabs(g));
+    max_t = std::max(max_t, std::fabs(t));
+  });
+  if (max_g == 0 || max_t == 0) return 1.0;
+  double s_tg = 0, s_gg = 0, s_tt = 0;
+  for_each_compared([&](double g, double t) {
+    g /= max_g;
+    t /= max_t;
+    s_tg += t * g;
+    s_gg += g * g;
+    s_tt += t * t;
+  });
+  return std::clamp(s_tg / std::sqrt(s_tt * s_gg), -1.0, 1.0);
 }
 
 Status check_view(const TensorView& v, const char* side) {
@@ -207,6 +246,7 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
 
   PairMetrics m;
   finish(chunks[0], numel, m);  // an empty tensor leaves the default Partial: counts 0, metrics NaN
+  if (numel > 1 && chunks[0].both > 0 && both_norms_zero(chunks[0])) m.cosine = tiny_cosine(golden, target, numel);
   if (options.kl) PARITY_RETURN_NOT_OK(metrics_detail::softmax_kl(golden, target, threads, m));
   return m;
 }

@@ -9,6 +9,7 @@
 // The template is split at the placeholders in one pass, so text inside an inlined asset that happens
 // to look like a placeholder is never substituted.
 #include "parity/html_report.h"
+#include "parity/json_depth.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -122,6 +123,7 @@ Result<json> load_result_json(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   if (in.bad()) return Status::IOError(path + ": read error");
+  if (const std::string deep = json_depth_problem(ss.str()); !deep.empty()) return Status::Invalid(path + ": " + deep);
   json doc;
   try {
     doc = json::parse(ss.str());

@@ -3,13 +3,18 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "parity/source.h"
@@ -38,6 +43,25 @@ class TempDir {
  private:
   fs::path path_;
 };
+
+// Runs `fn` on a thread and says whether it returned within `seconds`. If not (a reader stuck opening
+// the FIFO `fifo`), opens the FIFO's write end to release it, so that a failing test still ends.
+template <typename Fn>
+bool returns_within(double seconds, const fs::path& fifo, Fn fn) {
+  std::promise<void> done;
+  std::future<void> f = done.get_future();
+  std::thread t([&] {
+    fn();
+    done.set_value();
+  });
+  const bool in_time = f.wait_for(std::chrono::duration<double>(seconds)) == std::future_status::ready;
+  while (f.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+    const int w = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+    if (w >= 0) ::close(w);
+  }
+  t.join();
+  return in_time;
+}
 
 inline void write_file(const fs::path& p, const std::string& bytes) {
   fs::create_directories(p.parent_path());

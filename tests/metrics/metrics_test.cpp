@@ -126,6 +126,19 @@ TEST(Metrics, EmptyTensors) {
   EXPECT_TRUE(m.nonfinite_agree);
 }
 
+// Both norms at or below 2^-52 read cosine 1 (msprobe's "both zero"), even for x vs -x at 1e-18
+// (issue 14). Non-zero tiny sides are now measured, scale-invariantly; both all zero is still 1.
+TEST(Metrics, TinyNormsStillMeasureTheCosine) {
+  EXPECT_EQ(run(f64({1e-18, 2e-18, -3e-18}), f64({-1e-18, -2e-18, 3e-18})).cosine, -1.0);
+  EXPECT_EQ(run(f64({1e-18, 2e-18, -3e-18}), f64({1e-18, 2e-18, -3e-18})).cosine, 1.0);
+  EXPECT_NEAR(run(f64({1e-18, 0}), f64({0, 1e-18})).cosine, 0.0, 1e-15);
+  // squares underflow to 0 here: the scaled pass still sees the sign flip
+  EXPECT_EQ(run(f64({4e-300, -1e-300}), f64({-4e-300, 1e-300})).cosine, -1.0);
+  const float s = 1e-30f;  // float32 values whose norm is below 2^-52
+  EXPECT_NEAR(run(f32({s, 2 * s, 3 * s}), f32({-s, -2 * s, -3 * s})).cosine, -1.0, 1e-12);
+  EXPECT_EQ(run(f64({0, 0}), f64({1e-18, 1e-18})).cosine, 1.0);  // one side all zero: msprobe's 1 stays
+}
+
 TEST(Metrics, ZeroDimAndSingleElementHaveNoCosine) {
   const PairMetrics zero_d = run(f32({2.0f}, {}), f32({2.5f}, {}));
   EXPECT_TRUE(std::isnan(zero_d.cosine));

@@ -1,0 +1,113 @@
+// Hostile and broken inputs to the dump reader (issue 14): each test reproduces one finding.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "formats/test_util.h"
+#include "parity/dump.h"
+
+namespace fs = std::filesystem;
+using namespace parity;
+
+namespace {
+
+fs::path fresh_run(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("parity_dump_hardening_" + std::to_string(::getpid())) / name;
+  fs::remove_all(d);
+  fs::create_directories(d.parent_path());
+  return d;
+}
+
+std::string nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+void append_frame(const fs::path& file, const std::string& payload) {
+  std::ofstream out(file, std::ios::binary | std::ios::app);
+  out << dump::encode_frame(payload);
+}
+
+bool any_problem_has(const dump::RunReader& r, const std::string& a, const std::string& b) {
+  for (const Status& p : r.problems())
+    if (p.message().find(a) != std::string::npos && p.message().find(b) != std::string::npos) return true;
+  return false;
+}
+
+// A small valid run (one event, one scalars record, one fingerprint) whose part folder is returned.
+fs::path write_small_run(const fs::path& run) {
+  auto w = dump::DumpWriter::create(run, {});
+  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_TRUE((*w)->write_fingerprint(R"({"python":"3.11"})").ok());
+  dump::EventMeta m;
+  m.name = "x";
+  m.module = "m";
+  m.op = "Linear";
+  m.direction = "forward";
+  m.role = "output";
+  m.step = 0;
+  m.order = 0;
+  m.dtype = DType::kF32;
+  m.shape = {1};
+  m.device = "cpu";
+  auto b = dump::Buffer::allocate(4);
+  std::memset(b.bytes.get(), 0, 4);
+  EXPECT_TRUE((*w)->append_event(m, std::move(b)).ok());
+  EXPECT_TRUE((*w)->append_scalars(0, R"({"loss":2.5})").ok());
+  EXPECT_TRUE((*w)->close().ok());
+  return (*w)->part_dir();
+}
+
+}  // namespace
+
+// JSON nested 200k deep in a manifest `args`, a scalars record and an environment record overflowed
+// the stack (nlohmann's dump/copy recurse per level). Each is now skipped with a problem naming the
+// file and record; the rest of the run is read.
+TEST(DumpHardening, DeeplyNestedJsonInEveryLogIsAProblemNotACrash) {
+  const fs::path run = fresh_run("deep");
+  const fs::path part = write_small_run(run);
+  auto scan = dump::scan_frames(part / "manifest.pfr");
+  ASSERT_TRUE(scan.ok());
+  std::string event;
+  for (const auto& p : scan->payloads)
+    if (p.find("\"event\"") != std::string::npos) event = p;
+  ASSERT_FALSE(event.empty());
+  nlohmann::json ev = nlohmann::json::parse(event);
+  ev["name"] = "deep";
+  ev["args"] = "@@";
+  std::string deep_event = ev.dump();
+  deep_event.replace(deep_event.find("\"@@\""), 4, nested(200000));
+  append_frame(part / "manifest.pfr", deep_event);
+  append_frame(part / "scalars.pfr", R"({"kind":"scalars","rank":0,"step":1,"values":{"loss":)" + nested(200000) + "}}");
+  append_frame(part / "environment.pfr", R"({"kind":"fingerprint","rank":0,"fingerprint":)" + nested(200000) + "}");
+
+  auto r = dump::RunReader::open(run);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ((*r)->records().size(), 1u);
+  EXPECT_EQ((*r)->records()[0].name, "x");
+  for (const Record& rec : (*r)->records()) EXPECT_LT((*r)->args_json(rec).size(), 1000u);
+  ASSERT_EQ((*r)->scalars().size(), 1u);
+  EXPECT_EQ((*r)->scalars()[0].step, 0);
+  ASSERT_EQ((*r)->fingerprints().size(), 1u);
+  EXPECT_NE((*r)->fingerprints().begin()->second.find("3.11"), std::string::npos);
+  EXPECT_TRUE(any_problem_has(**r, "manifest.pfr", "deeper than 512"));
+  EXPECT_TRUE(any_problem_has(**r, "scalars.pfr", "deeper than 512"));
+  EXPECT_TRUE(any_problem_has(**r, "environment.pfr", "deeper than 512"));
+}
+
+// A FIFO at rank0/scalars.pfr blocked the reader forever in open(). It is now a problem naming it,
+// never opened, and the run's records are read.
+TEST(DumpHardening, FifoInAPartIsAProblemNotAHang) {
+  const fs::path run = fresh_run("fifo");
+  const fs::path part = write_small_run(run);
+  fs::remove(part / "scalars.pfr");
+  ASSERT_EQ(::mkfifo((part / "scalars.pfr").c_str(), 0600), 0);
+  Result<std::unique_ptr<dump::RunReader>> r = Status::Invalid("not run");
+  ASSERT_TRUE(parity_test::returns_within(10, part / "scalars.pfr", [&] { r = dump::RunReader::open(run); }))
+      << "blocked on the FIFO";
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)->records().size(), 1u);
+  EXPECT_TRUE(any_problem_has(**r, "scalars.pfr", "not a regular file (a FIFO)"));
+}

@@ -1,0 +1,84 @@
+// Hostile and broken inputs to the eval readers (issue 14): each test reproduces one finding.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "formats/test_util.h"
+#include "parity/eval.h"
+
+namespace fs = std::filesystem;
+using namespace parity;
+using namespace parity::eval;
+
+namespace {
+
+fs::path temp_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("parity_eval_hardening_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
+
+std::string nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+}  // namespace
+
+// An mc `id` nesting 200k deep overflowed the stack (id.dump()); the line is now skipped with a
+// problem naming file and line, the other questions are read.
+TEST(EvalHardening, DeeplyNestedMcIdIsSkippedWithAProblem) {
+  const fs::path d = temp_dir("deep_mc");
+  write(d / "mc.jsonl", "{\"id\": \"a\", \"loglik\": [-1, -2], \"answer\": 0}\n{\"id\": " + nested(200000) +
+                            ", \"loglik\": [-1, -2], \"answer\": 0}\n{\"id\": \"c\", \"loglik\": [-3, -2], \"answer\": 1}\n");
+  std::vector<Status> problems;
+  auto qs = read_mc(d / "mc.jsonl", &problems);
+  ASSERT_TRUE(qs.ok()) << qs.status().ToString();
+  ASSERT_EQ(qs->size(), 2u);
+  EXPECT_EQ((*qs)[0].id, "a");
+  EXPECT_EQ((*qs)[1].id, "c");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].message().find("mc.jsonl:2"), std::string::npos) << problems[0].message();
+  EXPECT_NE(problems[0].message().find("deeper than 512"), std::string::npos) << problems[0].message();
+}
+
+// An lm-eval sample whose doc_id nests 200k deep: skipped with a problem, the comparison goes on.
+TEST(EvalHardening, DeeplyNestedLmEvalDocIdIsSkippedWithAProblem) {
+  const fs::path d = temp_dir("deep_lmeval");
+  const std::string results = R"({"results": {"t": {"acc,none": 0.5}}, "n-samples": {"t": {"effective": 2}}})";
+  write(d / "a.json", results);
+  write(d / "b.json", results);
+  const std::string good = "{\"doc_id\": 0, \"filter\": \"none\", \"acc\": 1.0}\n";
+  write(d / "samples_t_a.jsonl", good + "{\"doc_id\": " + nested(200000) + ", \"acc\": 0.0}\n");
+  write(d / "samples_t_b.jsonl", good);
+  auto r = compare_lm_eval(d / "a.json", d / "b.json", {d / "samples_t_a.jsonl"}, {d / "samples_t_b.jsonl"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  bool named = false;
+  for (const Status& p : r->problems)
+    named |= p.message().find("samples_t_a.jsonl:2") != std::string::npos &&
+             p.message().find("deeper than 512") != std::string::npos;
+  EXPECT_TRUE(named);
+}
+
+// A FIFO given as an mc file, an lm-eval results file or a logits file blocked the read forever in
+// open(). Each is now refused from its stat(), naming it.
+TEST(EvalHardening, FifoInputsAreRefusedNotOpened) {
+  const fs::path d = temp_dir("fifo");
+  for (const char* n : {"mc.jsonl", "results.json", "run.logits"})
+    ASSERT_EQ(::mkfifo((d / n).c_str(), 0600), 0) << n;
+  write(d / "b.json", R"({"results": {"t": {"acc,none": 0.5}}})");
+  auto refused = [&](const Status& st, const char* n) {
+    EXPECT_NE(st.message().find((d / n).string() + ": not a regular file (a FIFO)"), std::string::npos)
+        << st.message();
+  };
+  Status st = Status::OK();
+  EXPECT_TRUE(parity_test::returns_within(10, d / "mc.jsonl", [&] { st = read_mc(d / "mc.jsonl").status(); }));
+  refused(st, "mc.jsonl");
+  EXPECT_TRUE(parity_test::returns_within(
+      10, d / "results.json", [&] { st = compare_lm_eval(d / "results.json", d / "b.json", {}, {}).status(); }));
+  refused(st, "results.json");
+  EXPECT_TRUE(parity_test::returns_within(10, d / "run.logits", [&] { st = open_logits_file(d / "run.logits").status(); }));
+  refused(st, "run.logits");
+}
