@@ -465,3 +465,11 @@ def test_misspelled_command_and_option_get_did_you_mean():
     assert p.returncode == 2 and "did you mean '--thresholds'?" in p.stderr, p.stderr
     p = run("a", "b", "--zzzzzzzzzz")
     assert p.returncode == 2 and "did you mean" not in p.stderr  # nothing close: no guess
+
+
+def test_two_empty_inputs_never_pass(dirs):
+    """Issue 14: two empty inputs printed `PASSED | 0 pass` and exited 2 — headline and exit code disagreed."""
+    g, t = dirs
+    p = run(g, t)
+    assert p.returncode == 2 and "no usable input" in p.stderr
+    assert "PASSED" not in p.stdout and "FAILED" in p.stdout
