@@ -24,6 +24,12 @@ bool use_color(const GlobalOptions& global, int fd) {
 }
 
 int terminal_width() {
+  // COLUMNS (set by shells, or by the user for a pipe) wins; then the terminal's own width.
+  if (const char* env = std::getenv("COLUMNS")) {
+    char* end = nullptr;
+    const long n = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && n >= 40 && n <= 10000) return static_cast<int>(n);
+  }
   winsize ws{};
   if (isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40) {
     return ws.ws_col;

@@ -473,3 +473,18 @@ def test_two_empty_inputs_never_pass(dirs):
     p = run(g, t)
     assert p.returncode == 2 and "no usable input" in p.stderr
     assert "PASSED" not in p.stdout and "FAILED" in p.stdout
+
+
+def test_table_width_follows_columns(dirs):
+    g, t = dirs
+    long_name = "model.layers.17.self_attention.query_key_value_projection_output.npy"
+    np.save(g / long_name, rnd(8))
+    np.save(t / long_name, rnd(8) * 2)
+    env = dict(os.environ, COLUMNS="200")
+    wide = subprocess.run([PARITY, "compare", str(g), str(t)], capture_output=True, text=True, env=env, timeout=60)
+    assert long_name in wide.stdout
+    env["COLUMNS"] = "90"
+    narrow = subprocess.run([PARITY, "compare", str(g), str(t)], capture_output=True, text=True, env=env, timeout=60)
+    assert long_name not in narrow.stdout
+    table = [l for l in narrow.stdout.splitlines() if l.startswith(("fail", "pass", "warn", "      name"))]
+    assert table and max(len(l) for l in table) <= 90
