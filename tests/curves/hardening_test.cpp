@@ -11,18 +11,11 @@
 
 namespace fs = std::filesystem;
 using namespace parity;
+using parity_test::TempDir;
+using parity_test::write_file;
 using namespace parity::curves;
 
 namespace {
-
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("parity_curves_hardening_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
 // {"a":{"a":...1...}}: objects, which the JSONL reader flattens level by level.
 std::string nested(size_t depth) {
@@ -42,8 +35,9 @@ bool any_problem_has(const CurveRun& run, const std::string& a, const std::strin
 // A JSONL curve line nesting 200k deep overflowed the stack (recursive flatten); it is now skipped
 // with a problem naming file and line, and the other lines are read.
 TEST(CurveHardening, DeeplyNestedJsonlLineIsSkippedWithAProblem) {
-  const fs::path d = temp_dir("deep_jsonl");
-  write(d / "run.jsonl", "{\"step\": 1, \"loss\": 2.0}\n{\"step\": 2, \"x\": " + nested(200000) +
+  TempDir tmp;
+  const fs::path d = tmp.path();
+  write_file(d / "run.jsonl", "{\"step\": 1, \"loss\": 2.0}\n{\"step\": 2, \"x\": " + nested(200000) +
                              "}\n{\"step\": 3, \"loss\": 1.5}\n");
   auto run = read_curves(d / "run.jsonl");
   ASSERT_TRUE(run.ok()) << run.status().ToString();
@@ -55,8 +49,9 @@ TEST(CurveHardening, DeeplyNestedJsonlLineIsSkippedWithAProblem) {
 
 // The same in a trainer_state.json: an error naming the file, not a crash.
 TEST(CurveHardening, DeeplyNestedTrainerStateIsAnError) {
-  const fs::path d = temp_dir("deep_trainer_state");
-  write(d / "trainer_state.json", "{\"log_history\": [{\"step\": 1, \"loss\": 2.0, \"x\": " + nested(200000) + "}]}");
+  TempDir tmp;
+  const fs::path d = tmp.path();
+  write_file(d / "trainer_state.json", "{\"log_history\": [{\"step\": 1, \"loss\": 2.0, \"x\": " + nested(200000) + "}]}");
   auto run = read_curves(d / "trainer_state.json");
   ASSERT_FALSE(run.ok());
   EXPECT_NE(run.status().message().find("deeper than 512"), std::string::npos) << run.status().message();
@@ -65,9 +60,10 @@ TEST(CurveHardening, DeeplyNestedTrainerStateIsAnError) {
 // A Megatron or DeepSpeed line of ~50 KB overflowed std::regex's stack (it recurses per character).
 // Such lines are now skipped and counted in a note; the other lines are read.
 TEST(CurveHardening, VeryLongTextLogLinesAreSkippedWithANote) {
-  const fs::path d = temp_dir("long_lines");
+  TempDir tmp;
+  const fs::path d = tmp.path();
   const std::string huge(200000, 'a');
-  write(d / "megatron.log", " iteration        1/      10 | lm loss: 2.0 |\n iteration        2/      10 | " + huge +
+  write_file(d / "megatron.log", " iteration        1/      10 | lm loss: 2.0 |\n iteration        2/      10 | " + huge +
                                 ": 1.0 |\n iteration        3/      10 | lm loss: 1.5 |\n");
   auto run = read_curves(d / "megatron.log");
   ASSERT_TRUE(run.ok()) << run.status().ToString();
@@ -79,7 +75,7 @@ TEST(CurveHardening, VeryLongTextLogLinesAreSkippedWithANote) {
                                                    n.find("line 2") != std::string::npos;
   EXPECT_TRUE(noted);
 
-  write(d / "ds.log", "[Rank 0] step=1, loss=2.0\n[Rank 0] step=2, " + huge + "=1.0\n[Rank 0] step=3, loss=1.5\n");
+  write_file(d / "ds.log", "[Rank 0] step=1, loss=2.0\n[Rank 0] step=2, " + huge + "=1.0\n[Rank 0] step=3, loss=1.5\n");
   ReadOptions o;
   o.preset = "deepspeed";
   auto ds = read_curves(d / "ds.log", o);
@@ -92,8 +88,9 @@ TEST(CurveHardening, VeryLongTextLogLinesAreSkippedWithANote) {
 // `iteration 99999999999999999999/` and `[Rank 99999999999]` threw std::out_of_range from
 // std::stoll/stoi and aborted the whole read (exit 3). Now that line is skipped with a problem.
 TEST(CurveHardening, OutOfRangeStepOrRankInATextLogSkipsTheLine) {
-  const fs::path d = temp_dir("text_range");
-  write(d / "megatron.log", " iteration        1/      10 | lm loss: 2.0 |\n"
+  TempDir tmp;
+  const fs::path d = tmp.path();
+  write_file(d / "megatron.log", " iteration        1/      10 | lm loss: 2.0 |\n"
                             " iteration 99999999999999999999/      10 | lm loss: 1.0 |\n"
                             " iteration        3/      10 | lm loss: 1.5 |\n");
   auto run = read_curves(d / "megatron.log");
@@ -102,7 +99,7 @@ TEST(CurveHardening, OutOfRangeStepOrRankInATextLogSkipsTheLine) {
   EXPECT_EQ(run->find("loss")->steps, (std::vector<int64_t>{1, 3}));
   EXPECT_TRUE(any_problem_has(*run, "megatron.log:2", "out of range"));
 
-  write(d / "ds.log", "[Rank 0] step=1, loss=2.0\n[Rank 99999999999] step=2, loss=1.0\n[Rank 0] step=3, loss=1.5\n");
+  write_file(d / "ds.log", "[Rank 0] step=1, loss=2.0\n[Rank 99999999999] step=2, loss=1.0\n[Rank 0] step=3, loss=1.5\n");
   ReadOptions o;
   o.preset = "deepspeed";
   auto ds = read_curves(d / "ds.log", o);
@@ -115,8 +112,9 @@ TEST(CurveHardening, OutOfRangeStepOrRankInATextLogSkipsTheLine) {
 // A step of 1e300 (or a rank of 1e30) was cast to an integer: undefined behaviour (INT64_MIN in
 // practice, a bogus point). Now the row/line/entry is skipped with a problem naming it.
 TEST(CurveHardening, OutOfRangeStepOrRankInTablesIsAProblem) {
-  const fs::path d = temp_dir("table_range");
-  write(d / "run.csv", "step,rank,loss\n1,0,2.0\n1e300,0,1.0\n2,1e30,1.0\n3,0,1.5\n");
+  TempDir tmp;
+  const fs::path d = tmp.path();
+  write_file(d / "run.csv", "step,rank,loss\n1,0,2.0\n1e300,0,1.0\n2,1e30,1.0\n3,0,1.5\n");
   auto csv = read_curves(d / "run.csv");
   ASSERT_TRUE(csv.ok()) << csv.status().ToString();
   ASSERT_NE(csv->find("loss", 0), nullptr);
@@ -125,7 +123,7 @@ TEST(CurveHardening, OutOfRangeStepOrRankInTablesIsAProblem) {
   EXPECT_TRUE(any_problem_has(*csv, "run.csv:3", "out of range"));
   EXPECT_TRUE(any_problem_has(*csv, "run.csv:4", "out of range"));
 
-  write(d / "run.jsonl", "{\"step\": 1, \"loss\": 2.0}\n{\"step\": 1e300, \"loss\": 1.0}\n"
+  write_file(d / "run.jsonl", "{\"step\": 1, \"loss\": 2.0}\n{\"step\": 1e300, \"loss\": 1.0}\n"
                          "{\"step\": 2, \"rank\": 99999999999, \"loss\": 1.0}\n{\"step\": 3, \"loss\": 1.5}\n");
   auto jl = read_curves(d / "run.jsonl");
   ASSERT_TRUE(jl.ok()) << jl.status().ToString();
@@ -134,7 +132,7 @@ TEST(CurveHardening, OutOfRangeStepOrRankInTablesIsAProblem) {
   EXPECT_TRUE(any_problem_has(*jl, "run.jsonl:2", "out of range"));
   EXPECT_TRUE(any_problem_has(*jl, "run.jsonl:3", "out of range"));
 
-  write(d / "trainer_state.json", R"({"log_history": [{"step": 1, "loss": 2.0}, {"step": 1e300, "loss": 1.0},
+  write_file(d / "trainer_state.json", R"({"log_history": [{"step": 1, "loss": 2.0}, {"step": 1e300, "loss": 1.0},
                                                         {"step": 3, "loss": 1.5}]})");
   auto hf = read_curves(d / "trainer_state.json");
   ASSERT_TRUE(hf.ok()) << hf.status().ToString();
@@ -146,10 +144,11 @@ TEST(CurveHardening, OutOfRangeStepOrRankInTablesIsAProblem) {
 // Bytes that are not UTF-8 in a CSV header, a Megatron key or a folder name reached the JSON output
 // unreplaced and dump() threw ("invalid UTF-8 byte", exit 3). They are now written as U+FFFD.
 TEST(CurveHardening, NonUtf8NamesReachTheJsonOutputReplaced) {
-  const fs::path d = temp_dir("utf8") / "run\xff";
+  TempDir tmp;
+  const fs::path d = tmp.path() / "run\xff";
   fs::create_directories(d);
-  write(d / "golden.csv", "step,loss,lo\xfess\n1,2.0,1\n2,1.5,1\n");
-  write(d / "target.log", " iteration        1/      10 | lm loss: 2.0 | ke\xfey: 1 |\n"
+  write_file(d / "golden.csv", "step,loss,lo\xfess\n1,2.0,1\n2,1.5,1\n");
+  write_file(d / "target.log", " iteration        1/      10 | lm loss: 2.0 | ke\xfey: 1 |\n"
                           " iteration        2/      10 | lm loss: 1.5 | ke\xfey: 1 |\n");
   auto g = read_curves(d / "golden.csv");
   auto t = read_curves(d / "target.log");
@@ -161,7 +160,7 @@ TEST(CurveHardening, NonUtf8NamesReachTheJsonOutputReplaced) {
   EXPECT_NE(text.find("lo\xef\xbf\xbdss"), std::string::npos) << text.substr(0, 400);
   EXPECT_NE(text.find("ke\xef\xbf\xbdy"), std::string::npos);
   EXPECT_NE(text.find("run\xef\xbf\xbd"), std::string::npos);
-  write(d / "ranks.csv", "step,rank,lo\xfess\n1,0,1\n1,1,1\n2,0,1\n2,1,1.5\n");
+  write_file(d / "ranks.csv", "step,rank,lo\xfess\n1,0,1\n1,1,1\n2,0,1\n2,1,1.5\n");
   auto rk = read_curves(d / "ranks.csv");
   ASSERT_TRUE(rk.ok()) << rk.status().ToString();
   auto r = compare_ranks(*rk);
@@ -172,7 +171,8 @@ TEST(CurveHardening, NonUtf8NamesReachTheJsonOutputReplaced) {
 // A FIFO given as a curve file (or as the trainer_state.json of a checkpoint folder) blocked the read
 // forever in open(). It is now refused from its stat(), naming it.
 TEST(CurveHardening, FifoIsRefusedNotOpened) {
-  const fs::path d = temp_dir("fifo");
+  TempDir tmp;
+  const fs::path d = tmp.path();
   ASSERT_EQ(::mkfifo((d / "run.csv").c_str(), 0600), 0);
   fs::create_directories(d / "ckpt");
   ASSERT_EQ(::mkfifo((d / "ckpt" / "trainer_state.json").c_str(), 0600), 0);

@@ -10,18 +10,11 @@
 
 namespace fs = std::filesystem;
 using namespace parity;
+using parity_test::TempDir;
+using parity_test::write_file;
 using namespace parity::eval;
 
 namespace {
-
-fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("parity_eval_hardening_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
-void write(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
 
 std::string nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
@@ -30,8 +23,9 @@ std::string nested(size_t depth) { return std::string(depth, '[') + std::string(
 // An mc `id` nesting 200k deep overflowed the stack (id.dump()); the line is now skipped with a
 // problem naming file and line, the other questions are read.
 TEST(EvalHardening, DeeplyNestedMcIdIsSkippedWithAProblem) {
-  const fs::path d = temp_dir("deep_mc");
-  write(d / "mc.jsonl", "{\"id\": \"a\", \"loglik\": [-1, -2], \"answer\": 0}\n{\"id\": " + nested(200000) +
+  TempDir tmp;
+  const fs::path d = tmp.path();
+  write_file(d / "mc.jsonl", "{\"id\": \"a\", \"loglik\": [-1, -2], \"answer\": 0}\n{\"id\": " + nested(200000) +
                             ", \"loglik\": [-1, -2], \"answer\": 0}\n{\"id\": \"c\", \"loglik\": [-3, -2], \"answer\": 1}\n");
   std::vector<Status> problems;
   auto qs = read_mc(d / "mc.jsonl", &problems);
@@ -46,13 +40,14 @@ TEST(EvalHardening, DeeplyNestedMcIdIsSkippedWithAProblem) {
 
 // An lm-eval sample whose doc_id nests 200k deep: skipped with a problem, the comparison goes on.
 TEST(EvalHardening, DeeplyNestedLmEvalDocIdIsSkippedWithAProblem) {
-  const fs::path d = temp_dir("deep_lmeval");
+  TempDir tmp;
+  const fs::path d = tmp.path();
   const std::string results = R"({"results": {"t": {"acc,none": 0.5}}, "n-samples": {"t": {"effective": 2}}})";
-  write(d / "a.json", results);
-  write(d / "b.json", results);
+  write_file(d / "a.json", results);
+  write_file(d / "b.json", results);
   const std::string good = "{\"doc_id\": 0, \"filter\": \"none\", \"acc\": 1.0}\n";
-  write(d / "samples_t_a.jsonl", good + "{\"doc_id\": " + nested(200000) + ", \"acc\": 0.0}\n");
-  write(d / "samples_t_b.jsonl", good);
+  write_file(d / "samples_t_a.jsonl", good + "{\"doc_id\": " + nested(200000) + ", \"acc\": 0.0}\n");
+  write_file(d / "samples_t_b.jsonl", good);
   auto r = compare_lm_eval(d / "a.json", d / "b.json", {d / "samples_t_a.jsonl"}, {d / "samples_t_b.jsonl"});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   bool named = false;
@@ -65,10 +60,11 @@ TEST(EvalHardening, DeeplyNestedLmEvalDocIdIsSkippedWithAProblem) {
 // A FIFO given as an mc file, an lm-eval results file or a logits file blocked the read forever in
 // open(). Each is now refused from its stat(), naming it.
 TEST(EvalHardening, FifoInputsAreRefusedNotOpened) {
-  const fs::path d = temp_dir("fifo");
+  TempDir tmp;
+  const fs::path d = tmp.path();
   for (const char* n : {"mc.jsonl", "results.json", "run.logits"})
     ASSERT_EQ(::mkfifo((d / n).c_str(), 0600), 0) << n;
-  write(d / "b.json", R"({"results": {"t": {"acc,none": 0.5}}})");
+  write_file(d / "b.json", R"({"results": {"t": {"acc,none": 0.5}}})");
   auto refused = [&](const Status& st, const char* n) {
     EXPECT_NE(st.message().find((d / n).string() + ": not a regular file (a FIFO)"), std::string::npos)
         << st.message();
