@@ -20,6 +20,7 @@
 #include "dump/event_json.h"
 #include "parity/dump.h"
 #include "parity/json_depth.h"
+#include "parity/json_number.h"
 #include "parity/regular_file.h"
 
 namespace parity::dump {
