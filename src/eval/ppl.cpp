@@ -177,6 +177,26 @@ Result<PplResult> compare_ppl(const TokenSource& golden, const TokenSource& targ
         "{} token(s) have different labels on the two sides (first at token {}); they are skipped", mismatches,
         first_mismatch)));
 
+  // A token whose log-probabilities are not finite (NaN logits on one side) would turn every statistic
+  // into NaN: it is named, counted and left out of the sums; a target that produces them fails below.
+  std::vector<uint8_t> nonfinite(static_cast<size_t>(n), 0);
+  int64_t nonfinite_target = 0, nonfinite_golden = 0, first_nonfinite = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    if (label_mismatch[i]) continue;
+    const TokenComparison& t = per[i];
+    const bool g_bad = std::isnan(t.nll_golden), t_bad = std::isnan(t.nll_target) || std::isnan(t.kld);
+    if (!g_bad && !t_bad) continue;
+    nonfinite[i] = 1;
+    nonfinite_golden += g_bad;
+    nonfinite_target += t_bad && !g_bad;
+    if (first_nonfinite < 0) first_nonfinite = i;
+  }
+  if (first_nonfinite >= 0)
+    r.problems.push_back(Status::Invalid(fmt::format(
+        "{} token(s) have NaN log-probabilities ({} in the target only, {} in the golden; first at token {}): left "
+        "out of every statistic", nonfinite_golden + nonfinite_target, nonfinite_target, nonfinite_golden,
+        first_nonfinite)));
+
   // llama.cpp's running sums, in fp64, in token order (deterministic).
   double sum_nll = 0, sum_nll2 = 0, sum_base = 0, sum_base2 = 0, sum_cross = 0;
   double sum_kld = 0, sum_kld2 = 0, sum_dp = 0, sum_dp2 = 0, sum_dp4 = 0;
@@ -186,7 +206,7 @@ Result<PplResult> compare_ppl(const TokenSource& golden, const TokenSource& targ
   klds.reserve(n);
   dps.reserve(n);
   for (int64_t i = 0; i < n; ++i) {
-    if (label_mismatch[i]) continue;
+    if (label_mismatch[i] || nonfinite[i]) continue;
     const TokenComparison& t = per[i];
     sum_nll += t.nll_target;
     sum_nll2 += t.nll_target * t.nll_target;
@@ -246,6 +266,7 @@ Result<PplResult> compare_ppl(const TokenSource& golden, const TokenSource& targ
   r.verdict = Verdict::kPass;
   for (const Check& c : r.checks)
     if (!c.pass) r.verdict = Verdict::kFail;
+  if (nonfinite_target > 0) r.verdict = Verdict::kFail;  // the target produced NaN where the golden did not
   if (r.verdict == Verdict::kPass && !r.problems.empty()) r.verdict = Verdict::kWarn;
   if (options.keep_per_token) {
     for (int64_t i = 0; i < n; ++i)

@@ -235,3 +235,20 @@ def test_safetensors_logits_with_keys_and_binding(random_logits, tmp_path):
     jb = json.loads(core.eval_ppl_json(str(d / "g.npy"), str(d / "t.npy"), str(d / "labels.npy")))
     assert jb["kld"]["mean"] == pytest.approx(ref["kld"][0], rel=1e-9)
     assert jb["target"]["representation"]["format"] == "logits-tensor"
+
+
+def test_a_nan_logits_row_is_named_and_left_out(random_logits, tmp_path):
+    """Issue 14: one NaN logits row turned every perplexity statistic into -nan without naming the token.
+    Now the token is named, left out of the statistics, and a target that produces NaN fails."""
+    d, g, t, labels = random_logits
+    bad = t.copy()
+    bad[7, :] = np.nan
+    assert parity.log_logits(tmp_path / "g.plg", g, labels) == len(labels)
+    assert parity.log_logits(tmp_path / "t.plg", bad, labels) == len(labels)
+    rc, out, err = run_cli("eval", "ppl", tmp_path / "g.plg", tmp_path / "t.plg", "--json", "-")
+    j = json.loads(out)
+    assert rc == 1 and j["verdict"] == "fail", err
+    assert any("first at token 7" in p for p in j["problems"]), j["problems"]
+    assert j["tokens"] == len(labels) - 1
+    for v in (j["ppl_ratio"]["value"], j["ln_ppl_ratio"]["value"], j["kld"]["mean"], j["same_top"]["value"]):
+        assert isinstance(v, float) and np.isfinite(v), j
