@@ -3,10 +3,12 @@
 // only their .npy header, and inflated whole (CRC-checked) on load. Keys drop the ".npy" suffix, as
 // numpy.load does.
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "fmt/format.h"
 #include "formats/inflate.h"
 #include "formats/npy.h"
 #include "formats/tensor_file_source.h"
@@ -15,6 +17,27 @@
 
 namespace parity::formats {
 namespace {
+
+// Zip-bomb cap (docs/formats.md "npz"): a deflated member that inflates more than kMaxRatio times AND to more
+// than kCapFreeBytes is refused before any allocation, unless PARITY_NPZ_MAX_RATIO raises the ratio. Real
+// tensors compress far less (float data 1–4:1; even all-zero tensors are rarely stored deflated at scale).
+constexpr uint64_t kCapFreeBytes = uint64_t{64} << 20;
+constexpr double kMaxRatio = 200.0;
+
+Status check_inflation(uint64_t compressed, uint64_t inflated) {
+  double max_ratio = kMaxRatio;
+  if (const char* env = std::getenv("PARITY_NPZ_MAX_RATIO")) {
+    char* end = nullptr;
+    const double v = std::strtod(env, &end);
+    if (end != env && *end == '\0' && v > 0) max_ratio = v;
+  }
+  if (inflated <= kCapFreeBytes) return Status::OK();
+  const double ratio = static_cast<double>(inflated) / static_cast<double>(std::max<uint64_t>(compressed, 1));
+  if (ratio <= max_ratio) return Status::OK();
+  return Status::Invalid(fmt::format(
+      "inflates {:.0f}:1 to {} bytes: refused as a possible zip bomb (more than {:g}:1 above {} MiB; set "
+      "PARITY_NPZ_MAX_RATIO to allow it)", ratio, inflated, max_ratio, kCapFreeBytes >> 20));
+}
 
 bool probe_npz(const std::filesystem::path& p) { return has_extension(p, ".npz"); }
 
@@ -79,6 +102,12 @@ Status list_npz(const MappedFile& file, std::vector<TensorEntry>& entries, std::
       problem(Status::Invalid("implausible uncompressed size " + std::to_string(m.uncompressed_size) + " for " +
                               std::to_string(m.compressed_size) + " compressed bytes"));
       continue;
+    }
+    if (m.method == 8) {
+      if (Status bomb = check_inflation(m.compressed_size, m.uncompressed_size); !bomb.ok()) {
+        problem(bomb);
+        continue;
+      }
     }
     Result<NpyHeader> h = member_header(file, m, scratch);
     if (!h.ok()) { problem(h.status()); continue; }

@@ -489,3 +489,21 @@ def test_table_width_follows_columns(dirs):
     narrow = subprocess.run([PARITY, "compare", str(g), str(t)], capture_output=True, text=True, env=env, timeout=60)
     assert table(narrow) and not any(long_name in l for l in table(narrow))
     assert max(len(l) for l in table(narrow)) <= 90
+
+
+def test_npz_zip_bomb_is_refused_with_a_clear_message(tmp_path):
+    """Issue 14: a small npz inflating to a large tensor (here 128 MiB of zeros in ~130 KB) is refused before
+    anything is allocated, named as a problem (so the run cannot pass), and PARITY_NPZ_MAX_RATIO lifts the cap."""
+    bomb = np.zeros(32 << 20, dtype=np.float32)
+    np.savez_compressed(tmp_path / "g.npz", x=bomb, y=rnd(8))
+    np.savez_compressed(tmp_path / "t.npz", x=bomb, y=rnd(8))
+    del bomb
+    assert (tmp_path / "g.npz").stat().st_size < (1 << 20)
+    rc, doc, p = compare_json(tmp_path / "g.npz", tmp_path / "t.npz")
+    assert rc == 1 and doc["summary"]["verdict"] == "error"
+    assert any("zip bomb" in pr["message"] and "PARITY_NPZ_MAX_RATIO" in pr["message"] for pr in doc["problems"])
+    assert [r["name"] for r in doc["rows"]] == ["y"]  # the rest is compared
+    env = dict(os.environ, PARITY_NPZ_MAX_RATIO="100000")
+    q = subprocess.run([PARITY, "compare", str(tmp_path / "g.npz"), str(tmp_path / "t.npz"), "--json", "-", "-q"],
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert q.returncode == 0 and len(json.loads(q.stdout)["rows"]) == 2
