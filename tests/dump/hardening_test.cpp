@@ -13,6 +13,7 @@
 
 namespace fs = std::filesystem;
 using namespace parity;
+using parity_test::nested;
 
 namespace {
 
@@ -22,8 +23,6 @@ fs::path fresh_run(const std::string& name) {
   fs::create_directories(d.parent_path());
   return d;
 }
-
-std::string nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
 void append_frame(const fs::path& file, const std::string& payload) {
   std::ofstream out(file, std::ios::binary | std::ios::app);

@@ -10,13 +10,12 @@
 
 namespace fs = std::filesystem;
 using namespace parity;
+using parity_test::nested;
 using parity_test::TempDir;
 using parity_test::write_file;
 using namespace parity::eval;
 
 namespace {
-
-std::string nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
 
 }  // namespace
 

@@ -126,6 +126,9 @@ inline std::vector<double> load_values(const parity::RecordSource& s, const std:
   return values_of(*v);
 }
 
+// JSON nested `depth` deep ("[[[…]]]"): the input that overflowed recursive parsers (issue 14).
+inline std::string nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
 inline bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 }  // namespace parity_test
