@@ -30,6 +30,9 @@ struct TensorView {
   int64_t numel = 0;
   // Keeps the bytes alive (an mmap region, an owned buffer). Views are cheap to copy.
   std::shared_ptr<const void> owner;
+  // The bytes are a read-only mapping of a file (never anonymous or heap memory): pages already read
+  // may be handed back with release_pages() and fault in again from the file if read once more.
+  bool file_mapped = false;
 
   bool is_c_contiguous() const;
   int64_t nbytes() const { return numel * dtype_size(dtype); }
@@ -40,6 +43,12 @@ struct TensorView {
 void decode_to_double(const TensorView& t, int64_t begin, int64_t count, double* out);
 // The same into floats, for kernels that work in fp32 (exact for every dtype narrower than fp32).
 void decode_to_float(const TensorView& t, int64_t begin, int64_t count, float* out);
+
+// Hand back the memory pages of C-order elements [begin, end) of a file-mapped, C-contiguous view
+// (madvise MADV_DONTNEED on the whole pages inside the range); no-op for any other view. Keeps the
+// resident size of a pass over a multi-GiB mapped tensor bounded by what is being read, not the
+// tensor size. The data is unchanged: a later read faults the pages back in from the file.
+void release_pages(const TensorView& t, int64_t begin, int64_t end);
 
 // A view over an owned buffer (tests, Python arrays, decompressed archive members).
 TensorView make_owned_tensor(DType dtype, Shape shape, std::vector<std::byte> bytes);

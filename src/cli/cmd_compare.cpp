@@ -170,18 +170,16 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
               : a.sort == "metric" ? report::SortKey::kMetric
                                    : report::SortKey::kWorst;
 
-  if (!a.json_path.empty() || !a.html_path.empty()) {
-    const nlohmann::json j = compare_report_to_json(*report);
-    // replace: a file name that is not valid UTF-8 (legal on Linux) must not abort the output.
-    Status st = a.json_path.empty()
-                    ? Status::OK()
-                    : write_output(a.json_path, json_text(j, 2) + "\n");
+  if (!a.json_path.empty()) {
+    // Streamed row by row: a 100,000-row report never exists as one JSON tree in memory.
+    Status st = write_output(a.json_path, [&](std::FILE* f) { return write_compare_report_json(*report, f); });
     if (!st.ok()) {
       std::fprintf(stderr, "parity compare: %s\n", terminal_text(st.message()).c_str());
       code = kExitUsage;
     }
-    if (!a.html_path.empty() && !write_html_option(a.html_path, j, "compare", global)) code = kExitUsage;
   }
+  if (!a.html_path.empty() && !write_html_option(a.html_path, compare_report_to_json(*report), "compare", global))
+    code = kExitUsage;
   if (!a.csv_path.empty()) {
     Status st = Status::OK();
     if (a.csv_path == "-") {

@@ -1,6 +1,8 @@
 #include "cli/output.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 namespace parity::cli {
@@ -16,6 +18,20 @@ Status write_output(const std::string& path, const std::string& text) {
   out << text;
   out.close();
   return out ? Status::OK() : Status::IOError(path + ": error while writing");
+}
+
+Status write_output(const std::string& path, const std::function<Status(std::FILE*)>& write) {
+  if (path == "-") {
+    Status st = write(stdout);
+    std::fflush(stdout);
+    return st;
+  }
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) return Status::IOError(path + ": cannot open for writing: " + std::strerror(errno));
+  Status st = write(f);
+  const bool closed = std::fclose(f) == 0;
+  if (!st.ok()) return st.WithContext(path);
+  return closed ? Status::OK() : Status::IOError(path + ": error while writing: " + std::strerror(errno));
 }
 
 }  // namespace parity::cli

@@ -1,6 +1,8 @@
 // src/cli/output.h — writing a command's machine-readable output, shared by every subcommand.
 #pragma once
 
+#include <cstdio>
+#include <functional>
 #include <string>
 
 #include "parity/status.h"
@@ -10,5 +12,8 @@ namespace parity::cli {
 // Write `text` to the file `path`, or to stdout when path is "-". Truncates an existing file (result
 // files are outputs the user named, never captured data). Errors name the path.
 Status write_output(const std::string& path, const std::string& text);
+// The same for a writer that streams into a FILE* (stdout when path is "-"); its error is returned,
+// and a failed write or close of the file names the path.
+Status write_output(const std::string& path, const std::function<Status(std::FILE*)>& write);
 
 }  // namespace parity::cli

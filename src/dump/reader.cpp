@@ -408,6 +408,7 @@ Result<TensorView> RunReader::load(const Record& r) const {
   v.numel = e.nbytes / static_cast<uint64_t>(dtype_size(r.dtype));
   v.data = static_cast<const std::byte*>(m->addr) + e.offset;
   v.owner = std::shared_ptr<const void>(m, m->addr);
+  v.file_mapped = true;  // PROT_READ mapping of the shard
   return v;
 }
 

@@ -67,6 +67,7 @@ Result<TensorView> TensorFileSource::load(const Record& r) const {
     }
     v.data = m->data() + e.offset;
     v.owner = std::shared_ptr<const void>(m, m->data());
+    v.file_mapped = true;  // MappedFile: PROT_READ, MAP_SHARED
     return v;
   }
   if (!file.contains(e.offset, e.size)) {

@@ -233,6 +233,9 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
     }
     reduce_pairwise(blocks, nb);
     chunks[static_cast<size_t>(c)] = blocks[0];
+    // Read once: a 4 GiB mapped pair then stays at a few chunks resident, not 8 GiB (issue 14 §5).
+    release_pages(golden, begin, end);
+    release_pages(target, begin, end);
   };
 
   const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();

@@ -9,7 +9,20 @@
 
 #include "parity/tensor.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 namespace parity {
+
+void release_pages(const TensorView& t, int64_t begin, int64_t end) {
+  if (!t.file_mapped || t.byteswapped || !t.is_c_contiguous() || end <= begin) return;
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const size_t es = dtype_size(t.dtype);
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(t.data) + static_cast<uintptr_t>(begin) * es;
+  const uintptr_t hi = reinterpret_cast<uintptr_t>(t.data) + static_cast<uintptr_t>(end) * es;
+  const uintptr_t a = (lo + page - 1) & ~(page - 1), b = hi & ~(page - 1);  // whole pages inside only
+  if (b > a) (void)::madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+}
 
 Result<int64_t> shape_numel(const Shape& shape) {
   int64_t n = 1;

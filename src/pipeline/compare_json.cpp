@@ -1,6 +1,9 @@
 // parity.compare/1: the JSON form of a CompareReport, the one serializer of the schema
 // (docs/compare-json.md is the contract).
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 
 #include "parity/compare_runs.h"
 #include "parity/json_number.h"
@@ -175,11 +178,13 @@ void findings_json(const Findings& f, const CompareResult& result, json& j) {
 
 }  // namespace
 
-json compare_report_to_json(const CompareReport& report) {
+namespace {
+
+// Everything of the document but the rows ("rows" is an empty array here).
+json compare_report_head_to_json(const CompareReport& report) {
   const CompareResult& result = report.result;
   const CompareSummary& s = result.summary;
   json rows = json::array();
-  for (const CompareRow& r : result.rows) rows.push_back(compare_row_to_json(r));
   json ug = json::array(), ut = json::array();
   for (const Record& r : result.unmatched_golden) ug.push_back(record_to_json(r));
   for (const Record& r : result.unmatched_target) ut.push_back(record_to_json(r));
@@ -219,6 +224,60 @@ json compare_report_to_json(const CompareReport& report) {
       {"elapsed_seconds", report.elapsed_seconds}};
   findings_json(report.findings, result, j);
   return j;
+}
+
+// `text` (a value dumped with indent 2) re-indented to sit `depth` levels deep.
+std::string indented(const std::string& text, const std::string& pad) {
+  std::string out;
+  out.reserve(text.size() + 64);
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += pad;
+  }
+  return out;
+}
+
+}  // namespace
+
+json compare_report_to_json(const CompareReport& report) {
+  json j = compare_report_head_to_json(report);
+  json& rows = j["rows"];
+  for (const CompareRow& r : report.result.rows) rows.push_back(compare_row_to_json(r));
+  return j;
+}
+
+Status write_compare_report_json(const CompareReport& report, std::FILE* out) {
+  const json head = compare_report_head_to_json(report);
+  std::string buf = "{";
+  bool first = true;
+  auto flush = [&] {
+    std::fwrite(buf.data(), 1, buf.size(), out);
+    buf.clear();
+  };
+  for (auto it = head.begin(); it != head.end(); ++it) {  // keys in the object's (sorted) order
+    buf += first ? "\n  " : ",\n  ";
+    first = false;
+    buf += json_text(json(it.key())) + ": ";
+    if (it.key() != "rows") {
+      buf += indented(json_text(it.value(), 2), "  ");
+      continue;
+    }
+    const auto& rows = report.result.rows;
+    if (rows.empty()) {
+      buf += "[]";
+      continue;
+    }
+    buf += "[";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      buf += i ? ",\n    " : "\n    ";
+      buf += indented(json_text(compare_row_to_json(rows[i]), 2), "    ");
+      if (buf.size() > (1u << 20)) flush();
+    }
+    buf += "\n  ]";
+  }
+  buf += "\n}\n";
+  flush();
+  return std::ferror(out) ? Status::IOError(std::string("write failed: ") + std::strerror(errno)) : Status::OK();
 }
 
 }  // namespace parity

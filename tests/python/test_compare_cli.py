@@ -110,6 +110,27 @@ def test_json_schema_keys_and_differences_exit_1(dirs):
     assert doc["summary"]["fail"] == 1 and doc["summary"]["verdict"] == "fail"
 
 
+def test_streamed_json_equals_the_library_document(dirs):
+    """`--json` is written row by row (write_compare_report_json); it must be the very document the
+    library's serializer builds (parity.compare, compare_report_to_json), with rows in order."""
+    import parity
+
+    g, t = dirs
+    for i in range(40):
+        a = rnd((8, 8))
+        np.save(g / f"t{i:02d}.npy", a)
+        np.save(t / f"t{i:02d}.npy", a * (1 + (i % 3) * 1e-3))
+    np.save(t / "only_target.npy", rnd((2,)))
+    rc, doc, _ = compare_json(g, t)
+    lib = parity.compare(g, t)
+    for d in (doc, lib):
+        d.pop("elapsed_seconds")
+        d.pop("command")
+    assert rc == lib["summary"]["exit_code"] == 1
+    assert doc == lib
+    assert [r["name"] for r in doc["rows"]] == [r["name"] for r in lib["rows"]] and len(doc["rows"]) == 40
+
+
 def test_noise_model_decides_the_verdict_both_ways(dirs):
     """Issue 10's plain-file cases: an fp32 pair 1e-3 apart (16,000 fp32 roundings) and a 2 % perturbation
     fail although their cosines pass the fixed thresholds; a bf16 cast of large activations (max abs 16 > 1,
