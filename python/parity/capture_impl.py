@@ -42,7 +42,7 @@ import torch
 
 from ._core import core
 from ._stats import device_stats
-from ._tensors import DTYPE_NAMES, describe_args, has_tensor, iter_tensors
+from ._tensors import DTYPE_NAMES, describe_args, has_tensor, iter_input_tensors, iter_tensors
 from .fingerprint import environment_fingerprint
 
 ROOT_NAME = "<root>"
@@ -154,6 +154,7 @@ def _written_tensors(name, args, kwargs):
 _dist_lock = threading.Lock()
 _dist_users = [0]
 _dist_saved = []  # (namespace, name, original, wrapper)
+_in_collective = threading.local()  # depth > 0 inside a wrapped collective call
 
 
 class _EqualsOriginal:
@@ -182,7 +183,9 @@ def _make_collective_wrapper(name, orig):
 
     def wrapper(*args, **kwargs):
         caps = [c for c in list(_open_captures) if c._watch_collectives]
-        if not caps or sig is None:
+        # torch 2.x: a collective may reach another wrapped one (or itself, through its torch-function
+        # dispatch): the outermost call is the event.
+        if not caps or sig is None or getattr(_in_collective, "depth", 0):
             return orig(*args, **kwargs)
         try:
             bound = sig.bind(*args, **kwargs)
@@ -192,10 +195,12 @@ def _make_collective_wrapper(name, orig):
         a = bound.arguments
         states = [(c, c._collective_before(name, a)) for c in caps]
         ok, out = False, None
+        _in_collective.depth = 1
         try:
             out = orig(*args, **kwargs)
             ok = True
         finally:
+            _in_collective.depth = 0
             for c, st in states:
                 c._collective_after(name, a, st, ok)
         return out
@@ -285,6 +290,8 @@ class _OpMode(torch.overrides.TorchFunctionMode):
             return out
         if name in _SKIP_OPS or name.startswith(_SKIP_PREFIXES):
             return func(*args, **kwargs)
+        if name in _COLLECTIVES and (cap._watch_collectives or getattr(_in_collective, "depth", 0)):
+            return func(*args, **kwargs)  # torch 2.x dispatches collectives here too: the wrapper records them
         return cap._op_event(func, name, args, kwargs)
 
 
@@ -625,8 +632,16 @@ class Capture:
 
     def _record_all(self, obj, base, module, op, direction, role, call, args=None):
         """Record every tensor in obj as <base>/<direction>/<role>/<i>; returns [(i, tensor)]."""
+        return self._record_indexed(((i, p, t) for i, (p, t) in enumerate(iter_tensors(obj))), base, module, op,
+                                    direction, role, call, args)
+
+    def _record_inputs(self, args, kwargs, base, module, op, call):
+        """Record a call's forward inputs; a None argument keeps its index (_tensors.iter_input_tensors)."""
+        return self._record_indexed(iter_input_tensors(args, kwargs), base, module, op, "forward", "input", call)
+
+    def _record_indexed(self, items, base, module, op, direction, role, call, args=None):
         out = []
-        for i, (path, t) in enumerate(iter_tensors(obj)):
+        for i, path, t in items:
             self._record("{}/{}/{}/{}".format(base, direction, role, i), t, module, op, direction, role, i, call,
                          args if i == 0 else None, {"path": path} if path else None)
             out.append((i, t))
@@ -701,7 +716,7 @@ class Capture:
                 cap._busy = True
                 try:
                     cap._begin_burst()
-                    ins = cap._record_all((args, kwargs) if kwargs else args, ev, name, cls, "forward", "input", k)
+                    ins = cap._record_inputs(args, kwargs, ev, name, cls, k)
                     cap._record_params(mod, name)
                     # Parameters of submodules too: some modules use a child's weights without calling the
                     # child (nn.MultiheadAttention reads out_proj.weight inside its functional kernel), and
@@ -747,7 +762,7 @@ class Capture:
         self._busy = True
         try:
             # Inputs are recorded before the call: an in-place op would change them.
-            ins = self._record_all((args, kwargs) if kwargs else args, base, module, name, "forward", "input", k)
+            ins = self._record_inputs(args, kwargs, base, module, name, k)
         finally:
             self._busy = False
         out = func(*args, **kwargs)
