@@ -36,6 +36,7 @@ import inspect
 import json
 import re
 import threading
+import warnings
 import weakref
 
 import torch
@@ -262,6 +263,12 @@ def _p2p_tensors(a):
     return reads, writes
 
 
+# torch.compile (dynamo) must not trace the capture's own bookkeeping: it would compile the recording code,
+# recompile it for every tensor shape and type, and its side effects (the writer, the hook lists) are not
+# graph operations. Functions marked _eager run eagerly at a graph break, on the real tensors.
+_eager = getattr(getattr(torch, "compiler", None), "disable", None) or (lambda f: f)
+
+
 def _op_name(func):
     name = getattr(func, "__name__", None)
     if name is None:
@@ -330,6 +337,9 @@ class Capture:
             raise ValueError("capture: direction {!r} is not one of {}".format(direction, ", ".join(DIRECTIONS)))
         if not isinstance(model, torch.nn.Module):
             raise TypeError("capture: model must be a torch.nn.Module, got {}".format(type(model).__name__))
+        inner = getattr(model, "_orig_mod", None)
+        if type(model).__name__ == "OptimizedModule" and isinstance(inner, torch.nn.Module):
+            model = inner  # torch.compile's wrapper: events are named after the compiled module's own paths
         self.model = model
         self.run_dir = str(run_dir)
         self.level, self.mode, self.direction = level, mode, direction
@@ -343,6 +353,7 @@ class Capture:
         self.fingerprint_extra = fingerprint_extra
         self.step = 0
         self.skipped = 0          # tensors that could not be recorded (complex, sparse, ...)
+        self._warned = set()      # kinds of tensors already named in a warning (_warn_once)
         self.writer = None
         self._started = False
         self._recording = False   # inside a recorded step
@@ -559,6 +570,10 @@ class Capture:
         busy = self._busy
         self._busy = True
         try:
+            t, extra = self._host_view(name, t, extra)
+            if t is None:
+                self.skipped += 1
+                return None
             with self._lock:
                 order = self._order
                 self._order += 1
@@ -566,6 +581,35 @@ class Capture:
                 return self._record_tensor(name, t, module, op, direction, role, index, call, order, args, extra)
         finally:
             self._busy = busy
+
+    def _host_view(self, name, t, extra):
+        """The tensor whose memory is recorded, and the record's extra. A DTensor (torch.distributed.tensor;
+        FSDP2 `fully_shard` parameters are DTensors) is recorded as this rank's local shard — no collective
+        runs inside a hook — with its placements, mesh shape and global shape under extra["dtensor"]; a
+        tensor subclass without memory of its own is skipped. Each is named once in a warning."""
+        if type(t).__name__ == "DTensor" and hasattr(t, "to_local") and hasattr(t, "placements"):
+            info = {"placements": [str(p) for p in t.placements], "mesh_shape": list(t.device_mesh.shape),
+                    "global_shape": list(t.shape)}
+            local = t.to_local()
+            self._warn_once("dtensor", "parity.capture: {} is a DTensor (placements {}, mesh {}): the local shard "
+                            "of this rank is recorded (shape {}), not the global tensor of shape {}; compare it "
+                            "with a run sharded the same way (docs/capture.md \"torch 2.x\")".format(
+                                name, info["placements"], info["mesh_shape"], list(local.shape), info["global_shape"]))
+            return local, dict(extra or {}, dtensor=info)
+        try:
+            has_memory = t.numel() == 0 or t.data_ptr() != 0
+        except Exception:  # subclasses that refuse data_ptr()
+            has_memory = False
+        if not has_memory:
+            self._warn_once("no-memory", "parity.capture: {} is a {} without memory of its own: not recorded "
+                            "(counted in cap.skipped)".format(name, type(t).__name__))
+            return None, extra
+        return t, extra
+
+    def _warn_once(self, key, message):
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(message, RuntimeWarning, stacklevel=3)
 
     def _record_tensor(self, name, t, module, op, direction, role, index, call, order, args, extra):
         x = t.detach()
@@ -702,10 +746,12 @@ class Capture:
         cap_ref = weakref.ref(self)
         cls = type(mod).__name__
 
-        def forward(*args, **kwargs):
+        @_eager
+        def enter(args, kwargs):
+            """Before the call: names the event, records inputs and parameters; None when not capturing."""
             cap = cap_ref()
             if cap is None or not cap._started or threading.get_ident() != cap._thread:
-                return orig(*args, **kwargs)
+                return None
             k = cap._module_calls.get(name, 0)
             cap._module_calls[name] = k + 1
             ev = name if k == 0 else "{}#{}".format(name, k)
@@ -727,11 +773,14 @@ class Capture:
                 finally:
                     cap._busy = busy
             cap._stack.append(ev)
-            try:
-                out = orig(*args, **kwargs)
-            finally:
-                cap._stack.pop()
-            if record:
+            return cap, ev, k, record, ins
+
+        @_eager
+        def leave(state, out, failed=False):
+            """After the call: records outputs and hooks the gradients (unless the call raised)."""
+            cap, ev, k, record, ins = state
+            cap._stack.pop()
+            if record and not failed:
                 busy = cap._busy
                 cap._busy = True
                 try:
@@ -742,6 +791,17 @@ class Capture:
                 finally:
                     cap._busy = busy
             return out
+
+        def forward(*args, **kwargs):
+            state = enter(args, kwargs)
+            if state is None:
+                return orig(*args, **kwargs)
+            try:
+                out = orig(*args, **kwargs)
+            except BaseException:
+                leave(state, None, failed=True)
+                raise
+            return leave(state, out)
 
         forward.__wrapped__ = orig
         return forward
@@ -755,6 +815,7 @@ class Capture:
         self._op_calls[key] = k + 1
         return "{}/{}#{}".format(parent, name, k), parent.split("#")[0], k
 
+    @_eager
     def _op_event(self, func, name, args, kwargs):
         if threading.get_ident() != self._thread:
             return func(*args, **kwargs)
