@@ -8,8 +8,9 @@
 BUILD ?= build
 JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
-PY := /usr/bin/python3
 VENV := .venv
+# The venv's python runs the Python and browser tests (scripts/make-venv.sh makes it)
+VENV_PY := $(CURDIR)/$(VENV)/bin/python
 
 .PHONY: all deps configure build test demo bench sanitize clean web
 
@@ -19,13 +20,14 @@ deps:
 	@bash scripts/install-deps.sh
 
 $(BUILD)/CMakeCache.txt: | deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release -DPARITY_TEST_PYTHON=$(VENV_PY) $(CMAKE_FLAGS)
 
 configure: deps $(BUILD)/CMakeCache.txt
 
 build: configure web
 	cmake --build $(BUILD) -j $(JOBS)
 	@bash scripts/make-venv.sh $(VENV) $(BUILD)
+	@grep -qx 'PARITY_TEST_PYTHON:FILEPATH=$(VENV_PY)' $(BUILD)/CMakeCache.txt || cmake -S . -B $(BUILD) -DPARITY_TEST_PYTHON=$(VENV_PY) >/dev/null
 
 web: deps
 	@bash scripts/install-web.sh

@@ -7,4 +7,4 @@ BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "$BUILD" && pwd)
 PYTHONPATH="$ROOT/python:$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
-  /usr/bin/python3 "$ROOT/bench/capture_overhead.py" --dir "$BUILD/bench-capture" "${@:2}"
+  "${PARITY_VENV_PYTHON:-$ROOT/.venv/bin/python}" "$ROOT/bench/capture_overhead.py" --dir "$BUILD/bench-capture" "${@:2}"

@@ -14,7 +14,7 @@ BUILD=$(cd "${1:-build}" && pwd)
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 DATA="$BUILD/bench-data/compare"
 SCALE=${BENCH_SCALE:-1}
-PY=/usr/bin/python3
+PY=${PARITY_VENV_PYTHON:-$SRC/.venv/bin/python}  # the project's venv (scripts/make-venv.sh)
 export PYTHONPATH="$SRC/python:$BUILD/python:$SRC/bench"
 trap 'rm -rf "$DATA"' EXIT
 

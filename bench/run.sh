@@ -17,5 +17,5 @@ for part in "$HERE"/*.sh; do
     status=1
   fi
 done
-echo "==== bench part: faultbench ====" && PARITY_BIN="$BUILD/parity" PYTHONPATH="$HERE/../python:$BUILD/python" /usr/bin/python3 "$HERE/faultbench/run.py" --out "$BUILD/faultbench" --markdown "$BUILD/bench-results/faultbench.md" 2>&1 | tee "$BUILD/bench-results/faultbench.txt" || status=1
+echo "==== bench part: faultbench ====" && PARITY_BIN="$BUILD/parity" PYTHONPATH="$HERE/../python:$BUILD/python" "${PARITY_VENV_PYTHON:-$HERE/../.venv/bin/python}" "$HERE/faultbench/run.py" --out "$BUILD/faultbench" --markdown "$BUILD/bench-results/faultbench.md" 2>&1 | tee "$BUILD/bench-results/faultbench.txt" || status=1
 exit $status

@@ -6,10 +6,11 @@ cd "$(dirname "$0")/.."
 BUILD="${1:-build}"
 OUT="${DEMO_OUT:-demo-out}"
 PARITY="$BUILD/parity"
+PY="${PARITY_VENV_PYTHON:-.venv/bin/python}"  # the project's venv (torch 2.x from PyPI, scripts/make-venv.sh)
 [ -x "$PARITY" ] || { echo "demo: $PARITY not found; build first (make build)" >&2; exit 2; }
 
 echo "== 1. golden (fp32) and target (bf16, blocks.2.attn without its 1/sqrt(d) scale) =="
-/usr/bin/python3 examples/make_demo_tensors.py "$OUT"
+"$PY" examples/make_demo_tensors.py "$OUT"
 
 echo
 echo "== 2. $PARITY compare $OUT/golden.npz $OUT/target.safetensors =="
@@ -27,7 +28,7 @@ echo "The full result (schema parity.compare/1, docs/compare-json.md) is in $OUT
 echo
 echo "== 3. captured training: the small Llama-style model in fp32 (golden) and bf16 (target) =="
 PYTHONPATH="$PWD/python:$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
-  /usr/bin/python3 python/parity/examples/demo_train.py "$OUT/train"
+  "$PY" python/parity/examples/demo_train.py "$OUT/train"
 
 echo
 echo "== 4. $PARITY info $OUT/train/target =="
@@ -69,7 +70,7 @@ echo
 echo "== 8. a hidden fault: layer 1's softmax in fp16 without max subtraction (captured at op level) =="
 rm -rf "$OUT/overflow"
 PYTHONPATH="$PWD/python:$BUILD/python${PYTHONPATH:+:$PYTHONPATH}" \
-  /usr/bin/python3 python/parity/examples/demo_overflow.py "$OUT/overflow"
+  "$PY" python/parity/examples/demo_overflow.py "$OUT/overflow"
 echo
 echo "-- $PARITY overflow $OUT/overflow/target (one run, no golden needed)"
 status=0

@@ -10,11 +10,9 @@ PACKAGES=(
   libcli11-dev libfmt-dev nlohmann-json3-dev zlib1g-dev
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
-  # Python side: pybind11 extension, PyTorch capture, tests
-  python3-dev pybind11-dev python3-numpy python3-pytest python3-venv
-  # tests: every CSV output must load with pandas.read_csv defaults
-  python3-pandas
-  python3-torch libopenblas0-pthread
+  # Python side: the pybind11 extension and the venv (torch, numpy, pytest, pandas, transformers ... come
+  # from PyPI into .venv: python/requirements.txt, scripts/make-venv.sh)
+  python3-dev pybind11-dev python3-venv
   # measurement and browser tests
   time chromium nodejs
 )

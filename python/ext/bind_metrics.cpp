@@ -20,7 +20,10 @@ namespace {
 // The parity dtype of a numpy array, or of its bits reinterpreted as `override` ("bf16" over uint16,
 // "f8_e4m3" over uint8, ...), which must have the array's item size.
 parity::DType array_dtype(const py::array& a, const std::optional<std::string>& override, const char* side) {
-  const int itemsize = static_cast<int>(a.itemsize());
+  // Item size and kind through the dtype's Python attributes: pybind11 < 2.12 (Debian's 2.10) reads them
+  // from numpy 1's PyArray_Descr layout, and numpy 2 moved `elsize` (itemsize() returns garbage there).
+  const py::object descr = a.dtype();
+  const int itemsize = descr.attr("itemsize").cast<int>();
   if (override) {
     auto dt = parity::dtype_from_name(*override);
     if (!dt) throw py::value_error(std::string(side) + "_dtype: unknown dtype '" + *override + "'");
@@ -31,7 +34,7 @@ parity::DType array_dtype(const py::array& a, const std::optional<std::string>& 
     }
     return *dt;
   }
-  const char kind = a.dtype().kind();
+  const char kind = descr.attr("kind").cast<std::string>().at(0);
   std::optional<parity::DType> dt;
   if (kind == 'f') dt = itemsize == 8 ? parity::DType::kF64 : itemsize == 4 ? parity::DType::kF32
                       : itemsize == 2 ? std::optional(parity::DType::kF16) : std::nullopt;

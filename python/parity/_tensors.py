@@ -46,6 +46,23 @@ def iter_tensors(obj, path="", depth=0):
         yield from iter_tensors(items, path, depth + 1)
 
 
+def iter_input_tensors(args, kwargs):
+    """Yield (index, path, tensor) for the tensors of a call's arguments: positional, then keyword, each
+    flattened like iter_tensors. An argument passed as None keeps one index, so a call that passes a
+    tensor where another implementation passes None (Hugging Face's eager attention gets a mask,
+    its sdpa attention `attention_mask=None`) does not shift the index of every later input."""
+    items = [("[0][{}]".format(i) if kwargs else "[{}]".format(i), v) for i, v in enumerate(args)]
+    items += [("[1][{!r}]".format(k), v) for k, v in kwargs.items()]
+    index = 0
+    for path, v in items:
+        if v is None:
+            index += 1
+            continue
+        for p, t in iter_tensors(v, path, 1):
+            yield index, p, t
+            index += 1
+
+
 def has_tensor(obj):
     for _ in iter_tensors(obj):
         return True

@@ -36,6 +36,7 @@ import inspect
 import json
 import re
 import threading
+import warnings
 import weakref
 
 import torch
@@ -43,7 +44,7 @@ import torch
 from ._core import core
 from ._guarded_writer import CaptureWriteError, GuardedWriter  # noqa: F401 (re-exported)
 from ._stats import device_stats
-from ._tensors import DTYPE_NAMES, describe_args, has_tensor, iter_tensors
+from ._tensors import DTYPE_NAMES, describe_args, has_tensor, iter_input_tensors, iter_tensors
 from .fingerprint import environment_fingerprint
 
 ROOT_NAME = "<root>"
@@ -155,6 +156,7 @@ def _written_tensors(name, args, kwargs):
 _dist_lock = threading.Lock()
 _dist_users = [0]
 _dist_saved = []  # (namespace, name, original, wrapper)
+_in_collective = threading.local()  # depth > 0 inside a wrapped collective call
 
 
 class _EqualsOriginal:
@@ -183,7 +185,9 @@ def _make_collective_wrapper(name, orig):
 
     def wrapper(*args, **kwargs):
         caps = [c for c in list(_open_captures) if c._watch_collectives]
-        if not caps or sig is None:
+        # torch 2.x: a collective may reach another wrapped one (or itself, through its torch-function
+        # dispatch): the outermost call is the event.
+        if not caps or sig is None or getattr(_in_collective, "depth", 0):
             return orig(*args, **kwargs)
         try:
             bound = sig.bind(*args, **kwargs)
@@ -193,10 +197,12 @@ def _make_collective_wrapper(name, orig):
         a = bound.arguments
         states = [(c, c._collective_before(name, a)) for c in caps]
         ok, out = False, None
+        _in_collective.depth = 1
         try:
             out = orig(*args, **kwargs)
             ok = True
         finally:
+            _in_collective.depth = 0
             for c, st in states:
                 c._collective_after(name, a, st, ok)
         return out
@@ -258,6 +264,12 @@ def _p2p_tensors(a):
     return reads, writes
 
 
+# torch.compile (dynamo) must not trace the capture's own bookkeeping: it would compile the recording code,
+# recompile it for every tensor shape and type, and its side effects (the writer, the hook lists) are not
+# graph operations. Functions marked _eager run eagerly at a graph break, on the real tensors.
+_eager = getattr(getattr(torch, "compiler", None), "disable", None) or (lambda f: f)
+
+
 def _op_name(func):
     name = getattr(func, "__name__", None)
     if name is None:
@@ -286,6 +298,8 @@ class _OpMode(torch.overrides.TorchFunctionMode):
             return out
         if name in _SKIP_OPS or name.startswith(_SKIP_PREFIXES):
             return func(*args, **kwargs)
+        if name in _COLLECTIVES and (cap._watch_collectives or getattr(_in_collective, "depth", 0)):
+            return func(*args, **kwargs)  # torch 2.x dispatches collectives here too: the wrapper records them
         return cap._op_event(func, name, args, kwargs)
 
 
@@ -324,6 +338,9 @@ class Capture:
             raise ValueError("capture: direction {!r} is not one of {}".format(direction, ", ".join(DIRECTIONS)))
         if not isinstance(model, torch.nn.Module):
             raise TypeError("capture: model must be a torch.nn.Module, got {}".format(type(model).__name__))
+        inner = getattr(model, "_orig_mod", None)
+        if type(model).__name__ == "OptimizedModule" and isinstance(inner, torch.nn.Module):
+            model = inner  # torch.compile's wrapper: events are named after the compiled module's own paths
         self.model = model
         self.run_dir = str(run_dir)
         self.level, self.mode, self.direction = level, mode, direction
@@ -339,6 +356,7 @@ class Capture:
         self.error = None         # the first write failure (on_error="warn": recording stopped there)
         self.step = 0
         self.skipped = 0          # tensors that could not be recorded (complex, sparse, ...)
+        self._warned = set()      # kinds of tensors already named in a warning (_warn_once)
         self.writer = None
         self._started = False
         self._recording = False   # inside a recorded step
@@ -562,6 +580,10 @@ class Capture:
         busy = self._busy
         self._busy = True
         try:
+            t, extra = self._host_view(name, t, extra)
+            if t is None:
+                self.skipped += 1
+                return None
             with self._lock:
                 order = self._order
                 self._order += 1
@@ -569,6 +591,35 @@ class Capture:
                 return self._record_tensor(name, t, module, op, direction, role, index, call, order, args, extra)
         finally:
             self._busy = busy
+
+    def _host_view(self, name, t, extra):
+        """The tensor whose memory is recorded, and the record's extra. A DTensor (torch.distributed.tensor;
+        FSDP2 `fully_shard` parameters are DTensors) is recorded as this rank's local shard — no collective
+        runs inside a hook — with its placements, mesh shape and global shape under extra["dtensor"]; a
+        tensor subclass without memory of its own is skipped. Each is named once in a warning."""
+        if type(t).__name__ == "DTensor" and hasattr(t, "to_local") and hasattr(t, "placements"):
+            info = {"placements": [str(p) for p in t.placements], "mesh_shape": list(t.device_mesh.shape),
+                    "global_shape": list(t.shape)}
+            local = t.to_local()
+            self._warn_once("dtensor", "parity.capture: {} is a DTensor (placements {}, mesh {}): the local shard "
+                            "of this rank is recorded (shape {}), not the global tensor of shape {}; compare it "
+                            "with a run sharded the same way (docs/capture.md \"torch 2.x\")".format(
+                                name, info["placements"], info["mesh_shape"], list(local.shape), info["global_shape"]))
+            return local, dict(extra or {}, dtensor=info)
+        try:
+            has_memory = t.numel() == 0 or t.data_ptr() != 0
+        except Exception:  # subclasses that refuse data_ptr()
+            has_memory = False
+        if not has_memory:
+            self._warn_once("no-memory", "parity.capture: {} is a {} without memory of its own: not recorded "
+                            "(counted in cap.skipped)".format(name, type(t).__name__))
+            return None, extra
+        return t, extra
+
+    def _warn_once(self, key, message):
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(message, RuntimeWarning, stacklevel=3)
 
     def _record_tensor(self, name, t, module, op, direction, role, index, call, order, args, extra):
         x = t.detach()
@@ -635,8 +686,16 @@ class Capture:
 
     def _record_all(self, obj, base, module, op, direction, role, call, args=None):
         """Record every tensor in obj as <base>/<direction>/<role>/<i>; returns [(i, tensor)]."""
+        return self._record_indexed(((i, p, t) for i, (p, t) in enumerate(iter_tensors(obj))), base, module, op,
+                                    direction, role, call, args)
+
+    def _record_inputs(self, args, kwargs, base, module, op, call):
+        """Record a call's forward inputs; a None argument keeps its index (_tensors.iter_input_tensors)."""
+        return self._record_indexed(iter_input_tensors(args, kwargs), base, module, op, "forward", "input", call)
+
+    def _record_indexed(self, items, base, module, op, direction, role, call, args=None):
         out = []
-        for i, (path, t) in enumerate(iter_tensors(obj)):
+        for i, path, t in items:
             self._record("{}/{}/{}/{}".format(base, direction, role, i), t, module, op, direction, role, i, call,
                          args if i == 0 else None, {"path": path} if path else None)
             out.append((i, t))
@@ -697,10 +756,12 @@ class Capture:
         cap_ref = weakref.ref(self)
         cls = type(mod).__name__
 
-        def forward(*args, **kwargs):
+        @_eager
+        def enter(args, kwargs):
+            """Before the call: names the event, records inputs and parameters; None when not capturing."""
             cap = cap_ref()
             if cap is None or not cap._started or threading.get_ident() != cap._thread:
-                return orig(*args, **kwargs)
+                return None
             k = cap._module_calls.get(name, 0)
             cap._module_calls[name] = k + 1
             ev = name if k == 0 else "{}#{}".format(name, k)
@@ -711,7 +772,7 @@ class Capture:
                 cap._busy = True
                 try:
                     cap._begin_burst()
-                    ins = cap._record_all((args, kwargs) if kwargs else args, ev, name, cls, "forward", "input", k)
+                    ins = cap._record_inputs(args, kwargs, ev, name, cls, k)
                     cap._record_params(mod, name)
                     # Parameters of submodules too: some modules use a child's weights without calling the
                     # child (nn.MultiheadAttention reads out_proj.weight inside its functional kernel), and
@@ -722,11 +783,14 @@ class Capture:
                 finally:
                     cap._busy = busy
             cap._stack.append(ev)
-            try:
-                out = orig(*args, **kwargs)
-            finally:
-                cap._stack.pop()
-            if record:
+            return cap, ev, k, record, ins
+
+        @_eager
+        def leave(state, out, failed=False):
+            """After the call: records outputs and hooks the gradients (unless the call raised)."""
+            cap, ev, k, record, ins = state
+            cap._stack.pop()
+            if record and not failed:
                 busy = cap._busy
                 cap._busy = True
                 try:
@@ -737,6 +801,17 @@ class Capture:
                 finally:
                     cap._busy = busy
             return out
+
+        def forward(*args, **kwargs):
+            state = enter(args, kwargs)
+            if state is None:
+                return orig(*args, **kwargs)
+            try:
+                out = orig(*args, **kwargs)
+            except BaseException:
+                leave(state, None, failed=True)
+                raise
+            return leave(state, out)
 
         forward.__wrapped__ = orig
         return forward
@@ -750,6 +825,7 @@ class Capture:
         self._op_calls[key] = k + 1
         return "{}/{}#{}".format(parent, name, k), parent.split("#")[0], k
 
+    @_eager
     def _op_event(self, func, name, args, kwargs):
         if threading.get_ident() != self._thread:
             return func(*args, **kwargs)
@@ -757,7 +833,7 @@ class Capture:
         self._busy = True
         try:
             # Inputs are recorded before the call: an in-place op would change them.
-            ins = self._record_all((args, kwargs) if kwargs else args, base, module, name, "forward", "input", k)
+            ins = self._record_inputs(args, kwargs, base, module, name, k)
         finally:
             self._busy = False
         out = func(*args, **kwargs)

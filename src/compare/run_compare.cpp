@@ -235,17 +235,30 @@ bool is_op_event(const Record& r) {
   return !r.module.empty() && !r.op.empty() && r.name.find("/" + r.op + "#") != std::string::npos;
 }
 
+// An input or output of a module call itself (named "<module>[#k]/<direction>/<role>/<index>"), below the
+// model's root. Two implementations of one module may take or return different extra tensors — Hugging
+// Face's eager attention gets a mask and returns its attention weights, its sdpa attention neither — while
+// the module's compared outputs carry the verdict on what it computes. The root's inputs and outputs are
+// the model's own: one missing there still fails. Parameters, buffers and gradients never count here.
+bool is_module_io_event(const Record& r) {
+  if (r.module.empty() || r.module == "<root>" || (r.role != "input" && r.role != "output") || is_op_event(r))
+    return false;
+  const size_t n = r.module.size();
+  return r.name.size() > n && r.name.compare(0, n, r.module) == 0 && (r.name[n] == '/' || r.name[n] == '#');
+}
+
 }  // namespace
 
 int64_t count_implementation_records(const CompareResult& result, bool golden_side) {
-  // Modules compared on both sides: ops they run on one side only are how they are computed there.
+  // Modules compared on both sides: ops they run on one side only, and extra tensors they take or return on
+  // one side only, are how they are computed there.
   std::set<std::string> compared_modules;
   for (const CompareRow& row : result.rows)
     if (row.golden.module == row.target.module && !row.golden.module.empty() && row.mode != CompareMode::kNone)
       compared_modules.insert(row.golden.module);
   int64_t n = 0;
   for (const Record& r : golden_side ? result.unmatched_golden : result.unmatched_target)
-    if (is_op_event(r) && compared_modules.count(r.module)) ++n;
+    if ((is_op_event(r) || is_module_io_event(r)) && compared_modules.count(r.module)) ++n;
   return n;
 }
 
@@ -268,7 +281,8 @@ CompareSummary summarize_compare(const CompareResult& result) {
   s.problems = static_cast<int64_t>(result.problems.size());
   // What could not be compared cannot be shown equivalent: a record present on one side only fails the
   // run, unless it is an op inside a module compared on both sides (an implementation detail: a fused
-  // op, an extra cast); an unreadable file is an error. Neither can ever pass.
+  // op, an extra cast) or an extra input / output of such a module (below the root); an unreadable file
+  // is an error. Neither can ever pass.
   if (s.unmatched_golden + s.unmatched_target > s.unmatched_implementation) worst = std::max(worst, Verdict::kFail);
   if (s.problems > 0) worst = std::max(worst, Verdict::kError);
   s.verdict = worst;

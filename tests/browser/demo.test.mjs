@@ -16,7 +16,9 @@ const results = {};
 let r;
 
 before(async () => {
-  execFileSync('/usr/bin/python3', [path.join(sourceDir, 'tests/browser/demo_runs.py'), work, parityBin],
+  // the project's venv (torch 2.x from PyPI): ctest passes it; a plain node run falls back to <source>/.venv
+  const py = process.env.PARITY_VENV_PYTHON || path.join(sourceDir, '.venv/bin/python');
+  execFileSync(py, [path.join(sourceDir, 'tests/browser/demo_runs.py'), work, parityBin],
     { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, OMP_NUM_THREADS: '2' } });
   for (const k of ['compare', 'train-compare', 'train-curve']) results[k] = JSON.parse(fs.readFileSync(path.join(work, k + '.json'), 'utf8'));
   r = await openReport(path.join(work, 'report.html'));

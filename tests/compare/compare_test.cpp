@@ -114,6 +114,43 @@ TEST(ComparePairing, PairsByNameAndListsUnmatched) {
   EXPECT_EQ(r->summary.unmatched_implementation, 0);
 }
 
+// Hugging Face's eager attention takes a mask and returns its weights, its sdpa attention neither: extra
+// inputs / outputs of a module compared on both sides are implementation records; a missing parameter, or
+// an output of the root (the model's own result), still fails the run.
+TEST(ComparePairing, OneSidedInputsAndOutputsOfAComparedModuleAreImplementation) {
+  auto event = [](MemorySource& s, const std::string& module, const std::string& rest, const std::string& role) {
+    Record& r = s.add(module + rest, ramp(16));
+    r.module = module;
+    r.op = "LlamaAttention";
+    r.role = role;
+  };
+  MemorySource g, t;
+  for (MemorySource* s : {&g, &t}) event(*s, "attn", "/forward/output/0", "output");
+  event(g, "attn", "/forward/input/1", "input");    // the mask
+  event(g, "attn", "/forward/output/1", "output");  // the attention weights
+  event(g, "attn", "#1/forward/output/1", "output");
+  Result<CompareResult> r = run_compare(g, t, default_options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // attn#1 is a second call of attn, whose module path "attn" is compared
+  EXPECT_EQ(r->summary.unmatched_golden, 3);
+  EXPECT_EQ(r->summary.unmatched_implementation, 3);
+  EXPECT_EQ(r->summary.verdict, Verdict::kPass);
+
+  MemorySource g2 = g, t2 = t;
+  event(g2, "attn", "/forward/parameter/weight", "parameter");  // a weight on one side only
+  Result<CompareResult> r2 = run_compare(g2, t2, default_options());
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(r2->summary.unmatched_implementation, 3);
+  EXPECT_EQ(r2->summary.verdict, Verdict::kFail);
+
+  MemorySource g3 = g, t3 = t;
+  for (MemorySource* s : {&g3, &t3}) event(*s, "<root>", "/forward/output/0", "output");
+  event(g3, "<root>", "/forward/output/1", "output");  // the model returns one more tensor on one side
+  Result<CompareResult> r3 = run_compare(g3, t3, default_options());
+  ASSERT_TRUE(r3.ok());
+  EXPECT_EQ(r3->summary.verdict, Verdict::kFail);
+}
+
 TEST(ComparePairing, KeyIncludesStepAndRankAndFiltersApply) {
   MemorySource g, t;
   g.add("x", ramp(8)).step = 0;

@@ -254,8 +254,13 @@ def test_collective_wrappers_keep_p2pop_accepting_the_originals(tmp_path):
     if not dist.is_available():
         pytest.skip("torch.distributed is not available")
     orig = dist.isend, dist.irecv
-    with parity.capture(nn.Linear(2, 2), tmp_path / "run", level="op"):
-        dist.P2POp(orig[0], torch.zeros(2), 0)
-        dist.P2POp(dist.irecv, torch.zeros(2), 0)
-        assert dist.isend == orig[0] and hash(dist.irecv) == hash(orig[1])
-    assert (dist.isend, dist.irecv) == orig and dist.isend is orig[0]
+    # torch 2.x's P2POp needs a default process group: a single-process gloo one
+    dist.init_process_group("gloo", init_method="file://" + str(tmp_path / "pg"), rank=0, world_size=1)
+    try:
+        with parity.capture(nn.Linear(2, 2), tmp_path / "run", level="op"):
+            dist.P2POp(orig[0], torch.zeros(2), 0)
+            dist.P2POp(dist.irecv, torch.zeros(2), 0)
+            assert dist.isend == orig[0] and hash(dist.irecv) == hash(orig[1])
+        assert (dist.isend, dist.irecv) == orig and dist.isend is orig[0]
+    finally:
+        dist.destroy_process_group()
