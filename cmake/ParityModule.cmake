@@ -13,6 +13,8 @@
 #   - The module's private headers, src/<name>/*.h, are included as "<name>/....h" through the PRIVATE
 #     include directory ${CMAKE_BINARY_DIR}/private/<name> (a link <name> -> src/<name>): only the
 #     module's own sources see them.
+# Every module is recorded, in declaration order, in the global property PARITY_MODULES (the installed
+# library libparity is built from their objects, cmake/ParityInstall.cmake).
 # parity_check_header_owners(), called after the last module, fails the configure step when a header
 # in include/parity/ has no owner; a header listed by two modules fails at the second.
 set(PARITY_PUBLIC_HEADERS ${CMAKE_SOURCE_DIR}/include/parity)
@@ -70,6 +72,8 @@ function(parity_module name)
     _parity_link(${CMAKE_SOURCE_DIR}/src/${name} ${private}/${name})
   endif()
 
+  set_property(GLOBAL APPEND PROPERTY PARITY_MODULES ${name})  # in declaration order (bottom-up)
+  set_property(GLOBAL PROPERTY PARITY_MODULE_DEPS_${name} ${PM_DEPS})
   file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/${name}/*.cpp ${CMAKE_SOURCE_DIR}/src/${name}/*.cc)
   if(srcs)
     add_library(parity_${name} STATIC ${srcs})
@@ -99,6 +103,28 @@ function(parity_check_header_owners)
     message(FATAL_ERROR "no module owns ${unowned}: add each to the HEADERS of the parity_module() that "
                         "defines it (CMakeLists.txt; docs/architecture.md, \"Layers\")")
   endif()
+endfunction()
+
+# parity_write_module_graph(<file>)
+# Writes, at generate time, one line per module: "<name> <static library or -> <module it uses>,...",
+# the declared graph that tests/install/link_layers.py checks the libraries' symbols against.
+function(parity_write_module_graph file)
+  get_property(modules GLOBAL PROPERTY PARITY_MODULES)
+  set(lines "")
+  foreach(m IN LISTS modules)
+    get_property(deps GLOBAL PROPERTY PARITY_MODULE_DEPS_${m})
+    list(FILTER deps INCLUDE REGEX "^parity_")
+    list(TRANSFORM deps REPLACE "^parity_" "")
+    list(JOIN deps "," deps)
+    get_target_property(type parity_${m} TYPE)
+    if(type STREQUAL "STATIC_LIBRARY")
+      set(lib "$<TARGET_FILE:parity_${m}>")
+    else()
+      set(lib "-")
+    endif()
+    string(APPEND lines "${m} ${lib} ${deps}\n")
+  endforeach()
+  file(GENERATE OUTPUT ${file} CONTENT "${lines}")
 endfunction()
 
 # parity_test_dir(<dir>)

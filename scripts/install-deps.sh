@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   # build
-  build-essential cmake ccache
+  build-essential cmake ccache pkgconf
   # C++ libraries
   libcli11-dev libfmt-dev nlohmann-json3-dev zlib1g-dev
   libprotobuf-dev protobuf-compiler

@@ -14,6 +14,7 @@ checksums, writing, reading) runs in the C++ core through the `_parity_core` ext
 
 Importing parity does not import torch; `capture` and `seed_all` do, when called.
 """
+from ._binary import binary_path  # noqa: F401  (the `parity` CLI; `python -m parity` runs it)
 from ._core import core_version as __version__  # noqa: F401
 from .load import Run, RunRecord, load  # noqa: F401
 from .logits import log_choices, log_logits  # noqa: F401  (eval layer, docs/eval.md)
@@ -40,4 +41,4 @@ def compare(golden, target, step=-1, rank=-1, thresholds="", policy="", map_file
                                         str(map_file), bool(align), list(kl), bool(fail_on_warn), int(jobs)))
 
 
-__all__ = ["capture", "compare", "load", "seed_all", "log_logits", "log_choices", "Run", "RunRecord", "__version__"]
+__all__ = ["binary_path", "capture", "compare", "load", "seed_all", "log_logits", "log_choices", "Run", "RunRecord", "__version__"]
