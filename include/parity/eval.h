@@ -264,8 +264,13 @@ struct LmEvalMetric {
   Verdict verdict = Verdict::kPass;
 };
 
+struct LmEvalSamplesPair {
+  std::string task, a, b;  // the per-sample logs paired for this task
+};
+
 struct LmEvalResult {
-  std::string a_source, b_source;
+  std::string a_source, b_source;           // the results files read
+  std::vector<LmEvalSamplesPair> samples;
   std::vector<LmEvalMetric> metrics;
   std::vector<std::string> only_a, only_b;  // tasks present on one side only
   std::vector<Status> problems;
@@ -278,6 +283,21 @@ struct LmEvalOptions {
   std::vector<std::string> metrics = {"acc", "acc_norm", "exact_match", "mc1", "mc2", "f1", "em"};
 };
 
+// What one lm-eval run wrote (docs/eval.md "lm-evaluation-harness results"): its results file and the
+// per-task `--log_samples` files written with it. A path is a results JSON file, or the `--output_path`
+// directory lm-eval writes into (`<out>/<model_name>/results_<timestamp>.json` next to
+// `samples_<task>_<timestamp>.jsonl`), or that `<model_name>` directory itself.
+struct LmEvalOutput {
+  std::filesystem::path results;
+  std::map<std::string, std::filesystem::path> samples;  // task → samples file of the same timestamp
+};
+// The newest results file (timestamps sort as text) of the one directory that holds results files;
+// an error names the path when there is none, or the directories when several models' outputs are there.
+Result<LmEvalOutput> find_lm_eval_output(const std::filesystem::path& path);
+
+// `a` and `b` are what find_lm_eval_output takes. Explicit `samples_a[i]`/`samples_b[i]` pairs replace
+// the sample files found next to the results; each pair's task is the results task its file name
+// names (`samples_<task>[_<timestamp>].jsonl`), else the only task both results share.
 Result<LmEvalResult> compare_lm_eval(const std::filesystem::path& a, const std::filesystem::path& b,
                                      const std::vector<std::filesystem::path>& samples_a,
                                      const std::vector<std::filesystem::path>& samples_b,

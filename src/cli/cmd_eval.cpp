@@ -172,9 +172,9 @@ CommandAction setup_eval(CLI::App& sub, const GlobalOptions& global) {
   add_output_options(mc, *a, "parity.eval.mc/1");
 
   CLI::App* lm = sub.add_subcommand("lm-eval", "Compare two lm-evaluation-harness results files task by task");
-  lm->add_option("a", a->a, "Golden results.json")->required();
-  lm->add_option("b", a->b, "Target results.json")->required();
-  lm->add_option("--samples", a->samples, "Per-sample logs, in pairs: A.jsonl B.jsonl (repeat per task)");
+  lm->add_option("a", a->a, "Golden results JSON, or the lm-eval --output_path directory")->required();
+  lm->add_option("b", a->b, "Target results JSON, or the lm-eval --output_path directory")->required();
+  lm->add_option("--samples", a->samples, "Per-sample logs, in pairs: A.jsonl B.jsonl (repeat per task; default: the samples_<task>_<timestamp>.jsonl written with each results file)");
   add_accuracy_options(lm, *a);
   add_output_options(lm, *a, "parity.eval.lmeval/1");
 

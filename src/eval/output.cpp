@@ -166,6 +166,8 @@ std::string lm_eval_json(const LmEvalResult& r, int indent) {
     metrics.push_back(o);
   }
   j["metrics"] = metrics;
+  j["samples"] = json::array();
+  for (const auto& s : r.samples) j["samples"].push_back({{"task", s.task}, {"a", s.a}, {"b", s.b}});
   j["only_a"] = r.only_a;
   j["only_b"] = r.only_b;
   j["problems"] = json_problems<json>(r.problems);

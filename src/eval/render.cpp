@@ -97,7 +97,9 @@ std::string mc_text(const McResult& r, bool color, VerdictColorizer colorize) {
 
 std::string lm_eval_text(const LmEvalResult& r, bool color, VerdictColorizer colorize) {
   std::string o;
-  o += fmt::format("A: {}\nB: {}\n\n", r.a_source, r.b_source);
+  o += fmt::format("A: {}\nB: {}\n", r.a_source, r.b_source);
+  for (const auto& s : r.samples) o += fmt::format("samples {}: {} | {}\n", s.task, s.a, s.b);
+  o += "\n";
   o += fmt::format("{:<28} {:<10} {:>7} {:>7} {:>7} {:>8} {:>9}  {}\n", "task", "metric", "A", "B", "Δ pts", "z-test p",
                    "paired p", "verdict");
   for (const auto& m : r.metrics)
