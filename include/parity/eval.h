@@ -120,13 +120,18 @@ struct Percentiles {  // linear interpolation at fraction·(n−1) of the sorted
 };
 
 struct PplThresholds {
-  double ppl_rel = 0.05;      // |PPL_t / PPL_g − 1| ≤ 5 % (seed 000)
-  double ppl_diff = 0.5;      // |PPL_t − PPL_g| ≤ 0.5 (seed 004, LLM)
+  double ppl_rel = 0.05;      // |PPL_t / PPL_g − 1| ≤ 5 % (seed 000): perplexity is judged relatively
+  double ppl_diff = kNaN;     // |PPL_t − PPL_g| ≤ this when set (seed 004's 0.5 is an absolute
+                              // difference that only means something at one PPL scale: opt-in)
   double kld = 0.005;         // mean KLD below this (seed 000: bf16 0.005, fp16 1e-4)
   std::string kld_dtype = "bf16";  // which seed value was chosen (for the report)
+  std::string kld_source;     // why that dtype: whose logits dtype, or the option that set it
 };
-// The seed KL threshold for the target's dtype: bf16 0.005, f16 1e-4, f32/f64 1e-6 (docs/eval.md).
+// The seed KL threshold for one dtype: bf16 0.005, f16 1e-4, f32/f64 1e-6 (docs/eval.md).
 PplThresholds default_ppl_thresholds(const std::string& dtype = "bf16");
+// The KL threshold for the dtypes the two sides' logits were computed in ("" = unknown): that of the
+// less precise known one (the larger limit), bf16 when neither is known; kld_source says which.
+PplThresholds ppl_thresholds_for_logits(const std::string& golden_dtype, const std::string& target_dtype);
 
 struct Check {
   std::string name;   // "ppl_rel" | "ppl_diff" | "kld" | ...

@@ -64,6 +64,8 @@ std::string ppl_text(const PplResult& r, bool color, VerdictColorizer colorize) 
   line(fmt::format("RMS Δp    : {:6.3f} ± {:5.3f} %", 100 * r.delta_p_rms.value, 100 * r.delta_p_rms.unc));
   line(fmt::format("Same top p: {:6.3f} ± {:5.3f} %", 100 * r.same_top.value, 100 * r.same_top.unc));
   line("");
+  line(fmt::format("KLD limit {:g} for {} logits: {} (override: --kld-dtype or --kld)", r.thresholds.kld,
+                   r.thresholds.kld_dtype, r.thresholds.kld_source));
   for (const Check& c : r.checks)
     line(fmt::format("check {:<9} {:.6g} {} {:.6g}  {}", c.name, c.value, c.pass ? "within" : "outside", c.limit,
                      word(c.pass ? Verdict::kPass : Verdict::kFail, color, colorize)));
