@@ -3,15 +3,21 @@
 plus the TensorBoard events written by a real `transformers.Trainer` run of a tiny random-init Llama
 (CPU, in-memory dataset). Also counters skipped unless asked, and steady divergence vs spikes on real
 training curves."""
+import importlib.util
 import json
 import os
 import subprocess
 
 import numpy as np
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("tensorboard")
+# The writers are PyPI packages (python/requirements.txt); where one is missing its tests are skipped
+# (collected and reported as skipped, so the file still runs under a Python without them).
+needs_tensorboard = pytest.mark.skipif(importlib.util.find_spec("tensorboard") is None,
+                                       reason="tensorboard (PyPI) not installed")
+needs_transformers = pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
+                                        reason="transformers (PyPI) not installed")
 
 PARITY = os.environ.get("PARITY_BIN", "parity")
 STEPS = 10
@@ -37,7 +43,7 @@ def points(j, metric):
 # ---- a real transformers.Trainer run -----------------------------------------------------------------
 
 def trainer_run(out, lr=1e-3):
-    transformers = pytest.importorskip("transformers")
+    import transformers
 
     class Tokens(torch.utils.data.Dataset):
         def __init__(self):
@@ -76,6 +82,7 @@ def log_history(path, key):
         return {e["step"]: e[key] for e in json.load(f)["log_history"] if key in e}
 
 
+@needs_transformers
 def test_trainer_state_json_from_a_real_trainer(trainer_runs):
     a, _ = trainer_runs["a"]
     b, _ = trainer_runs["b"]
@@ -100,6 +107,8 @@ def test_trainer_state_json_from_a_real_trainer(trainer_runs):
     assert loss["points"][-1]["rel_dev"] > 0
 
 
+@needs_transformers
+@needs_tensorboard
 def test_tensorboard_events_from_a_real_trainer(trainer_runs):
     state, events = trainer_runs["a"]
     rc, j = curve(events, trainer_runs["b"][1])
@@ -172,6 +181,7 @@ def sw_runs(tmp_path_factory):
             "bad_batch": summary_writer_run(d / "bad_batch", bad_batch)}
 
 
+@needs_tensorboard
 def test_summary_writer_events_and_counters(sw_runs):
     rc, j = curve(sw_runs["golden"], sw_runs["golden"])
     assert rc == 0 and j["golden"]["format"] == "tensorboard"
@@ -183,6 +193,7 @@ def test_summary_writer_events_and_counters(sw_runs):
     assert [m["metric"] for m in j["metrics"]] == ["consumed_samples"] and j["metrics"][0]["max_rel_dev"] == 0
 
 
+@needs_tensorboard
 def test_steady_divergence_and_spikes(sw_runs):
     rc, j = curve(sw_runs["golden"], sw_runs["lr_bug"], "--metric", "loss")
     loss = points(j, "loss")
