@@ -41,6 +41,7 @@ import weakref
 import torch
 
 from ._core import core
+from ._guarded_writer import CaptureWriteError, GuardedWriter  # noqa: F401 (re-exported)
 from ._stats import device_stats
 from ._tensors import DTYPE_NAMES, describe_args, has_tensor, iter_tensors
 from .fingerprint import PrecisionTimeline, environment_fingerprint
@@ -314,7 +315,7 @@ class Capture:
 
     def __init__(self, model, run_dir, level="module", mode="statistics", steps=(0,), include=None,
                  exclude=None, direction="both", overwrite=False, rank=None, params=True,
-                 queue_bytes=256 << 20, shard_bytes=1 << 30, fingerprint_extra=None):
+                 queue_bytes=256 << 20, shard_bytes=1 << 30, fingerprint_extra=None, on_error="warn"):
         if level not in LEVELS:
             raise ValueError("capture: level {!r} is not one of {}".format(level, ", ".join(LEVELS)))
         if mode not in MODES:
@@ -334,6 +335,8 @@ class Capture:
         self.params = bool(params)
         self.queue_bytes, self.shard_bytes = int(queue_bytes), int(shard_bytes)
         self.fingerprint_extra = fingerprint_extra
+        self.on_error = on_error
+        self.error = None         # the first write failure (on_error="warn": recording stopped there)
         self.step = 0
         self.skipped = 0          # tensors that could not be recorded (complex, sparse, ...)
         self.writer = None
@@ -367,8 +370,10 @@ class Capture:
     def start(self):
         if self._started:
             raise RuntimeError("capture: already started")
-        self.writer = core.DumpWriter(self.run_dir, rank=self.rank, overwrite=self.overwrite,
-                                      queue_bytes=self.queue_bytes, shard_bytes=self.shard_bytes)
+        # Creating the part is not guarded: an output folder that cannot be made is an error at start.
+        self.writer = GuardedWriter(core.DumpWriter(self.run_dir, rank=self.rank, overwrite=self.overwrite,
+                                                    queue_bytes=self.queue_bytes, shard_bytes=self.shard_bytes),
+                                    self.run_dir, self.on_error, self._write_failed)
         fp = environment_fingerprint(self.model, self.fingerprint_extra)
         fp["capture"] = {"level": self.level, "mode": self.mode, "direction": self.direction,
                          "steps": None if self.steps is None else sorted(self.steps), "rank": self.rank,
@@ -398,6 +403,11 @@ class Capture:
             w, self.writer = self.writer, None
             if w is not None:
                 w.close()
+
+    def _write_failed(self, message):
+        """The dump writer failed (disk full, output folder read-only or removed): stop recording."""
+        self.error = message
+        self._recording = False
 
     def __enter__(self):
         return self.start()
@@ -509,7 +519,7 @@ class Capture:
         self._remove_handles()
         self.step += 1
         self._reset_step_state()
-        self._recording = self._step_recorded(self.step)
+        self._recording = self.error is None and self._step_recorded(self.step)
 
     def log(self, **scalars):
         """Scalars of the current step (loss, grad_norm, lr, ...), every step whatever `steps` says.
@@ -595,7 +605,7 @@ class Capture:
             res = self.writer.append_event(name, module, op, direction, role, index, call, self.step, order, dtype,
                                            shape, stride, device, ptr, numel, stats, want_crc, want_data,
                                            args_json, extra_json, crc)
-            if ptr:
+            if ptr and res is not None:
                 try:
                     ref = weakref.ref(t)
                     version = t._version

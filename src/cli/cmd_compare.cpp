@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "parity/terminal_text.h"
 #include "parity/json_number.h"
 #include "cli/command.h"
 #include "cli/output.h"
@@ -84,7 +85,7 @@ std::string command_line() {
 }
 
 int usage_error(const std::string& message) {
-  std::fprintf(stderr, "parity compare: %s\n", message.c_str());
+  std::fprintf(stderr, "parity compare: %s\n", terminal_text(message).c_str());
   return kExitUsage;
 }
 
@@ -176,7 +177,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
                     ? Status::OK()
                     : write_output(a.json_path, json_text(j, 2) + "\n");
     if (!st.ok()) {
-      std::fprintf(stderr, "parity compare: %s\n", st.message().c_str());
+      std::fprintf(stderr, "parity compare: %s\n", terminal_text(st.message()).c_str());
       code = kExitUsage;
     }
     if (!a.html_path.empty() && !write_html_option(a.html_path, j, "compare", global)) code = kExitUsage;
@@ -190,7 +191,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
       st = report::write_compare_csv(res, a.csv_path);
     }
     if (!st.ok()) {
-      std::fprintf(stderr, "parity compare: %s\n", st.message().c_str());
+      std::fprintf(stderr, "parity compare: %s\n", terminal_text(st.message()).c_str());
       code = kExitUsage;
     }
   }
@@ -206,7 +207,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
     std::fputc('\n', human);
   } else {
     // --quiet still names what could not be read: errors are never silent.
-    for (const Status& st : res.problems) std::fprintf(stderr, "parity compare: %s\n", st.message().c_str());
+    for (const Status& st : res.problems) std::fprintf(stderr, "parity compare: %s\n", terminal_text(st.message()).c_str());
   }
   report::print_compare_verdict(human, res, report->elapsed_seconds, report->command, report->exit_code == kExitOk,
                                 topt.color);

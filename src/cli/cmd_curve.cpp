@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "parity/terminal_text.h"
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/html_option.h"
@@ -26,7 +27,7 @@ struct CurveArgs {
 };
 
 int usage_error(const std::string& m) {
-  std::fprintf(stderr, "parity curve: %s\n", m.c_str());
+  std::fprintf(stderr, "parity curve: %s\n", terminal_text(m).c_str());
   return kExitUsage;
 }
 

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "parity/terminal_text.h"
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/html_option.h"
@@ -36,7 +37,7 @@ struct EvalArgs {
 };
 
 int usage_error(const std::string& m) {
-  std::fprintf(stderr, "parity eval: %s\n", m.c_str());
+  std::fprintf(stderr, "parity eval: %s\n", terminal_text(m).c_str());
   return kExitUsage;
 }
 

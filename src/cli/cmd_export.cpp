@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "parity/terminal_text.h"
 #include "cli/command.h"
 #include "parity/dump.h"
 
@@ -24,16 +25,16 @@ CommandAction setup_export(CLI::App& sub, const GlobalOptions& global) {
   return [o, &global]() -> int {
     auto r = dump::RunReader::open(o->run);
     if (!r.ok()) {
-      std::fprintf(stderr, "parity export: %s\n", r.status().message().c_str());
+      std::fprintf(stderr, "parity export: %s\n", terminal_text(r.status().message()).c_str());
       return kExitUsage;
     }
     auto s = dump::export_run(**r, o->format, o->out);
     if (!s.ok()) {
-      std::fprintf(stderr, "parity export: %s\n", s.status().message().c_str());
+      std::fprintf(stderr, "parity export: %s\n", terminal_text(s.status().message()).c_str());
       return kExitUsage;
     }
-    for (const Status& p : (*r)->problems()) std::fprintf(stderr, "parity export: warning: %s\n", p.message().c_str());
-    for (const Status& p : s->problems) std::fprintf(stderr, "parity export: %s\n", p.message().c_str());
+    for (const Status& p : (*r)->problems()) std::fprintf(stderr, "parity export: warning: %s\n", terminal_text(p.message()).c_str());
+    for (const Status& p : s->problems) std::fprintf(stderr, "parity export: %s\n", terminal_text(p.message()).c_str());
     if (!global.quiet)
       std::printf("exported %llu tensors (%llu bytes) as %s into %s (%zu files)\n",
                   static_cast<unsigned long long>(s->tensors), static_cast<unsigned long long>(s->bytes),

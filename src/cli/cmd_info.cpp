@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "parity/terminal_text.h"
 #include "parity/json_number.h"
 #include "cli/command.h"
 #include "cli/output.h"
@@ -84,7 +85,7 @@ CommandAction setup_info(CLI::App& sub, const GlobalOptions& global) {
   return [o, &global]() -> int {
     auto r = dump::RunReader::open(o->run);
     if (!r.ok()) {
-      std::fprintf(stderr, "parity info: %s\n", r.status().message().c_str());
+      std::fprintf(stderr, "parity info: %s\n", terminal_text(r.status().message()).c_str());
       return kExitUsage;
     }
     const dump::RunReader& run = **r;
@@ -138,7 +139,7 @@ CommandAction setup_info(CLI::App& sub, const GlobalOptions& global) {
       if (!o->json_path.empty()) {
         Status st = write_output(o->json_path, json_text(j, 2) + "\n");
         if (!st.ok()) {
-          std::fprintf(stderr, "parity info: %s\n", st.message().c_str());
+          std::fprintf(stderr, "parity info: %s\n", terminal_text(st.message()).c_str());
           return kExitUsage;
         }
       }

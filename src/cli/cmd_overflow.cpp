@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "parity/terminal_text.h"
 #include "parity/json_number.h"
 #include "cli/command.h"
 #include "cli/output.h"
@@ -30,7 +31,7 @@ struct OverflowArgs {
 int run_overflow(const OverflowArgs& a, const GlobalOptions& global) {
   Result<std::unique_ptr<RecordSource>> src = open_source(a.run, a.format);
   if (!src.ok()) {
-    std::fprintf(stderr, "parity overflow: cannot open %s: %s\n", a.run.c_str(), src.status().message().c_str());
+    std::fprintf(stderr, "parity overflow: cannot open %s: %s\n", terminal_text(a.run).c_str(), terminal_text(src.status().message()).c_str());
     return kExitUsage;
   }
   OverflowOptions opt;
@@ -40,14 +41,14 @@ int run_overflow(const OverflowArgs& a, const GlobalOptions& global) {
   opt.underflow_warn_fraction = a.underflow_fraction;
   OverflowReport rep = analyse_overflow(**src, opt);
   if (rep.measured == 0 && rep.records > 0) {
-    std::fprintf(stderr, "parity overflow: %s: no record has statistics or tensor data to inspect\n", a.run.c_str());
+    std::fprintf(stderr, "parity overflow: %s: no record has statistics or tensor data to inspect\n", terminal_text(a.run).c_str());
     return kExitUsage;
   }
   const bool json_stdout = a.json_path == "-";
   if (!a.json_path.empty()) {
     Status st = write_output(a.json_path, json_text(overflow_to_json(rep), 2) + "\n");
     if (!st.ok()) {
-      std::fprintf(stderr, "parity overflow: %s\n", st.message().c_str());
+      std::fprintf(stderr, "parity overflow: %s\n", terminal_text(st.message()).c_str());
       return kExitUsage;
     }
   }

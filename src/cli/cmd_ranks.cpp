@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "parity/terminal_text.h"
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/html_option.h"
@@ -23,7 +24,7 @@ struct RanksArgs {
 };
 
 int usage_error(const std::string& m) {
-  std::fprintf(stderr, "parity ranks: %s\n", m.c_str());
+  std::fprintf(stderr, "parity ranks: %s\n", terminal_text(m).c_str());
   return kExitUsage;
 }
 

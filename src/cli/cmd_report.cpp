@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "parity/terminal_text.h"
 #include "cli/command.h"
 #include "cli/ui.h"
 #include "parity/html_report.h"
@@ -53,7 +54,7 @@ CommandAction setup_report(CLI::App& sub, const GlobalOptions& global) {
       Result<nlohmann::json> doc = load_result_json(path);
       if (progress && !ec) progress->advance(static_cast<int64_t>(size));
       if (!doc.ok()) {
-        std::fprintf(stderr, "parity report: %s\n", doc.status().message().c_str());
+        std::fprintf(stderr, "parity report: %s\n", terminal_text(doc.status().message()).c_str());
         ++skipped;
         continue;
       }
@@ -73,7 +74,7 @@ CommandAction setup_report(CLI::App& sub, const GlobalOptions& global) {
     for (const std::string& p : origins) opts.generated_by += " " + p;
     Status st = write_html_report(o->output, inputs, opts);
     if (!st.ok()) {
-      std::fprintf(stderr, "parity report: %s\n", st.message().c_str());
+      std::fprintf(stderr, "parity report: %s\n", terminal_text(st.message()).c_str());
       return st.code() == StatusCode::kInternal ? kExitInternal : kExitUsage;
     }
     if (!global.quiet) {

@@ -1,3 +1,4 @@
+#include "parity/terminal_text.h"
 #include "cli/html_option.h"
 
 #include <cstdio>
@@ -23,7 +24,7 @@ bool write_html_option(const std::string& path, const nlohmann::json& result, co
   options.generated_by = std::string("parity ") + PARITY_VERSION + " " + command;
   Status st = write_html_report(path, std::vector<ReportInput>{{"", &result}}, options);
   if (!st.ok()) {
-    std::fprintf(stderr, "parity %s: %s\n", command, st.message().c_str());
+    std::fprintf(stderr, "parity %s: %s\n", command, terminal_text(st.message()).c_str());
     return false;
   }
   if (!global.quiet) std::fprintf(stderr, "report: %s\n", path.c_str());

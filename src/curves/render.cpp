@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "parity/curves.h"
+#include "parity/terminal_text.h"
 
 namespace parity::curves {
 
@@ -68,6 +69,13 @@ std::string wrap(const std::string& text, int width, int indent) {
   return out + line + "\n";
 }
 
+// Metric names of one side, for the "only in" lines (names come from other people's files).
+std::vector<std::string> escaped(const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  for (const std::string& n : names) out.push_back(terminal_text(n));
+  return out;
+}
+
 }  // namespace
 
 std::string sparkline(const std::vector<double>& values, int columns, double lo, double hi) {
@@ -98,8 +106,8 @@ std::string curve_comparison_text(const CurveComparison& c, int width, bool colo
   width = std::clamp(width, 40, 100);
   std::string out;
   auto line = [&](const std::string& s) { out += fit(s, width) + "\n"; };
-  line(fmt::format("golden: {} ({})", c.golden_path, c.golden_format));
-  line(fmt::format("target: {} ({})", c.target_path, c.target_format));
+  line(fmt::format("golden: {} ({})", terminal_text(c.golden_path), c.golden_format));
+  line(fmt::format("target: {} ({})", terminal_text(c.target_path), c.target_format));
   const int spark = std::max(10, width - 34);
   bool blank = true;
   for (const MetricComparison& m : c.metrics) {
@@ -107,7 +115,7 @@ std::string curve_comparison_text(const CurveComparison& c, int width, bool colo
     const bool full = verbose || m.verdict != Verdict::kPass || m.metric == "loss" || c.metrics.size() <= 2;
     if (full || blank) out += "\n";
     blank = full;
-    line(fmt::format("{} {}  {} aligned step(s)  mean rel dev {}  max {}{}", m.metric,
+    line(fmt::format("{} {}  {} aligned step(s)  mean rel dev {}  max {}{}", terminal_text(m.metric),
                      verdict_word(m.verdict, color, colorize), m.points.size(), pct(m.mean_rel_dev),
                      pct(m.max_rel_dev),
                      m.max_rel_dev_step >= 0 ? fmt::format(" @{}", m.max_rel_dev_step) : std::string()));
@@ -137,7 +145,7 @@ std::string curve_comparison_text(const CurveComparison& c, int width, bool colo
       line(fmt::format("  spikes golden {} target {}  NaN/Inf golden {} target {}", m.spikes_golden.size(),
                        m.spikes_target.size(), m.nonfinite_golden.size(), m.nonfinite_target.size()));
     for (const std::string& r : m.reasons) {
-      std::string w = wrap("- " + r, width - 2, 2);
+      std::string w = wrap("- " + terminal_text(r), width - 2, 2);
       for (size_t a = 0, b; a < w.size(); a = b + 1) {
         b = w.find('\n', a);
         out += "  " + w.substr(a, b - a) + "\n";
@@ -148,11 +156,11 @@ std::string curve_comparison_text(const CurveComparison& c, int width, bool colo
         line(fmt::format("    steps {}..{}: mean rel dev {}, max {}", w.first_step, w.last_step, pct(w.mean_rel_dev),
                          pct(w.max_rel_dev)));
   }
-  if (!c.only_golden.empty()) line(fmt::format("\nonly in golden: {}", fmt::join(c.only_golden, ", ")));
-  if (!c.only_target.empty()) line(fmt::format("only in target: {}", fmt::join(c.only_target, ", ")));
+  if (!c.only_golden.empty()) line(fmt::format("\nonly in golden: {}", fmt::join(escaped(c.only_golden), ", ")));
+  if (!c.only_target.empty()) line(fmt::format("only in target: {}", fmt::join(escaped(c.only_target), ", ")));
   if (!c.counters_skipped.empty())
-    line(fmt::format("counters not compared: {} (--counters compares them)", fmt::join(c.counters_skipped, ", ")));
-  for (const Status& p : c.problems) line("problem: " + p.message());
+    line(fmt::format("counters not compared: {} (--counters compares them)", fmt::join(escaped(c.counters_skipped), ", ")));
+  for (const Status& p : c.problems) line("problem: " + terminal_text(p.message()));
   out += "\n";
   line(fmt::format("curve: {} ({} metric(s) compared)", verdict_word(c.verdict, color, colorize), c.metrics.size()));
   return out;
@@ -162,9 +170,9 @@ std::string rank_comparison_text(const RankComparison& c, int width, bool color,
   width = std::clamp(width, 40, 100);
   std::string out;
   auto line = [&](const std::string& s) { out += fit(s, width) + "\n"; };
-  line(fmt::format("run: {} ({})", c.path, c.format));
+  line(fmt::format("run: {} ({})", terminal_text(c.path), c.format));
   for (const RankMetricResult& m : c.metrics) {
-    line(fmt::format("{} {}  ranks {}  {} step(s) compared  tol {:.3g}", m.metric,
+    line(fmt::format("{} {}  ranks {}  {} step(s) compared  tol {:.3g}", terminal_text(m.metric),
                      verdict_word(m.verdict, color, colorize), fmt::join(m.ranks, ","), m.steps_compared, c.rel_tol));
     for (const RankDeviation& d : m.inconsistent)
       line(fmt::format("  rank {} departs from step {}: {} step(s), max rel dev {} @{}", d.rank, d.from_step, d.steps,
@@ -173,7 +181,7 @@ std::string rank_comparison_text(const RankComparison& c, int width, bool color,
       line(fmt::format("  rank {} did not log {} step(s) the others logged (first {})", rank, steps.size(),
                        steps.front()));
   }
-  for (const Status& p : c.problems) line("problem: " + p.message());
+  for (const Status& p : c.problems) line("problem: " + terminal_text(p.message()));
   line(fmt::format("ranks: {}{}", verdict_word(c.verdict, color, colorize),
                    c.rank_inconsistent ? "  RANK_INCONSISTENT" : ""));
   return out;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "parity/terminal_text.h"
 #include "fmt/format.h"
 #include "parity/diagnosis.h"
 
@@ -50,8 +51,8 @@ void print_findings(std::FILE* out, const Findings& f, const CompareResult& resu
                a.statistics_only ? " (statistics only: weaker evidence)" : "");
   if (a.first_divergence) {
     const FirstDivergence& d = *a.first_divergence;
-    std::fprintf(out, "%s %s%s — %s, %s (%s)\n", bold("First divergence:", color).c_str(), d.name.c_str(),
-                 where(d.step, d.rank).c_str(), red(verdict_name(d.verdict), color).c_str(), d.reason.c_str(),
+    std::fprintf(out, "%s %s%s — %s, %s (%s)\n", bold("First divergence:", color).c_str(), terminal_text(d.name).c_str(),
+                 where(d.step, d.rank).c_str(), red(verdict_name(d.verdict), color).c_str(), terminal_text(d.reason).c_str(),
                  units(d.noise_ratio).c_str());
   } else {
     std::fprintf(out, "%s none (no row fails)\n", bold("First divergence:", color).c_str());
@@ -60,8 +61,8 @@ void print_findings(std::FILE* out, const Findings& f, const CompareResult& resu
     std::fprintf(out, "%s (ranked by error created, in units of expected rounding u)\n", bold("Suspects", color).c_str());
     for (size_t i = 0; i < a.suspects.size() && i < max_suspects; ++i) {
       const Suspect& s = a.suspects[i];
-      std::fprintf(out, "  %zu. %s [%s%s]%s: %s%s\n", i + 1, bold(s.name, color).c_str(), suspect_kind_name(s.kind),
-                   s.op.empty() ? "" : (", " + s.op).c_str(), where(s.step, s.rank).c_str(), s.why.c_str(),
+      std::fprintf(out, "  %zu. %s [%s%s]%s: %s%s\n", i + 1, bold(terminal_text(s.name), color).c_str(), suspect_kind_name(s.kind),
+                   s.op.empty() ? "" : (", " + terminal_text(s.op)).c_str(), where(s.step, s.rank).c_str(), terminal_text(s.why).c_str(),
                    !s.weak_evidence                      ? ""
                    : a.events[s.event].aligned_only      ? " (weak: paired by order alignment only)"
                                                          : " (weak: statistics only)");
@@ -78,7 +79,7 @@ void print_findings(std::FILE* out, const Findings& f, const CompareResult& resu
     for (const Diagnosis& d : f.diagnoses) {
       const std::string code = d.strength >= 3 ? red(d.code, color) : d.strength == 0 ? green(d.code, color) : yellow(d.code, color);
       std::fprintf(out, "  %s — %s\n", code.c_str(), d.title.c_str());
-      for (size_t i = 0; i < d.evidence.size() && i < 6; ++i) std::fprintf(out, "      · %s\n", d.evidence[i].c_str());
+      for (size_t i = 0; i < d.evidence.size() && i < 6; ++i) std::fprintf(out, "      · %s\n", terminal_text(d.evidence[i]).c_str());
       std::string advice = d.advice;
       size_t pos = 0;
       while ((pos = advice.find('\n', pos)) != std::string::npos) advice.replace(pos, 1, "\n        "), pos += 9;
@@ -89,37 +90,37 @@ void print_findings(std::FILE* out, const Findings& f, const CompareResult& resu
 
 void print_overflow(std::FILE* out, const OverflowReport& r, bool color) {
   std::fprintf(out, "%s %s: %lld records, %lld measured, %lld with NaN/Inf\n", bold("Overflow", color).c_str(),
-               r.source.c_str(), static_cast<long long>(r.records), static_cast<long long>(r.measured),
+               terminal_text(r.source).c_str(), static_cast<long long>(r.records), static_cast<long long>(r.measured),
                static_cast<long long>(r.nonfinite_records));
   if (r.origins.empty()) std::fprintf(out, "  %s\n", green("no NaN/Inf born in any step", color).c_str());
   for (const NanOrigin& o : r.origins) {
-    std::fprintf(out, "  %s %s [%s, %s]%s\n", red("NaN/Inf born at", color).c_str(), bold(o.event, color).c_str(),
-                 o.op.c_str(), o.direction.c_str(), where(o.step, o.rank).c_str());
+    std::fprintf(out, "  %s %s [%s, %s]%s\n", red("NaN/Inf born at", color).c_str(), bold(terminal_text(o.event), color).c_str(),
+                 terminal_text(o.op).c_str(), o.direction.c_str(), where(o.step, o.rank).c_str());
     for (const ValueRange& v : o.inputs)
-      std::fprintf(out, "      input  %s %s: min %.4g max %.4g\n", v.name.c_str(), dtype_name(v.dtype), v.min, v.max);
+      std::fprintf(out, "      input  %s %s: min %.4g max %.4g\n", terminal_text(v.name).c_str(), dtype_name(v.dtype), v.min, v.max);
     for (const ValueRange& v : o.outputs)
-      std::fprintf(out, "      output %s %s: %lld NaN, %lld Inf\n", v.name.c_str(), dtype_name(v.dtype),
+      std::fprintf(out, "      output %s %s: %lld NaN, %lld Inf\n", terminal_text(v.name).c_str(), dtype_name(v.dtype),
                    static_cast<long long>(v.nan_count), static_cast<long long>(v.inf_count));
-    std::fprintf(out, "      why: %s\n", o.explanation.c_str());
+    std::fprintf(out, "      why: %s\n", terminal_text(o.explanation).c_str());
     std::fprintf(out, "      %lld later events contaminated\n", static_cast<long long>(o.contaminated));
   }
   for (size_t i = 0; i < r.near_overflow.size() && i < 10; ++i) {
     const NearOverflow& n = r.near_overflow[i];
-    std::fprintf(out, "  %s %s %s |x| max %.6g > %.6g%s\n", yellow("near overflow:", color).c_str(), n.name.c_str(),
+    std::fprintf(out, "  %s %s %s |x| max %.6g > %.6g%s\n", yellow("near overflow:", color).c_str(), terminal_text(n.name).c_str(),
                  dtype_name(n.dtype), n.absmax, n.limit, where(n.step, n.rank).c_str());
   }
   if (r.near_overflow.size() > 10) std::fprintf(out, "  ... and %zu more near-overflow tensors\n", r.near_overflow.size() - 10);
   size_t shown = 0;
   for (const GradUnderflow& g : r.grad_underflow) {
     if (shown++ >= 10) break;
-    std::fprintf(out, "  gradient %s %s: %.1f %% zero, %.1f %% subnormal%s\n", g.name.c_str(), dtype_name(g.dtype),
+    std::fprintf(out, "  gradient %s %s: %.1f %% zero, %.1f %% subnormal%s\n", terminal_text(g.name).c_str(), dtype_name(g.dtype),
                  100 * g.zero_fraction, 100 * g.subnormal_fraction, where(g.step, g.rank).c_str());
   }
   if (r.loss_scale_advice == "lower")
     std::fprintf(out, "  %s gradients overflow: lower the loss scale (or use dynamic loss scaling)\n", red("loss scale:", color).c_str());
   else if (r.loss_scale_advice == "raise")
     std::fprintf(out, "  %s gradients underflow: raise the loss scale (or use dynamic loss scaling)\n", yellow("loss scale:", color).c_str());
-  for (const Status& st : r.problems) std::fprintf(out, "  problem: %s\n", st.message().c_str());
+  for (const Status& st : r.problems) std::fprintf(out, "  problem: %s\n", terminal_text(st.message()).c_str());
 }
 
 }  // namespace parity

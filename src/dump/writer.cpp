@@ -162,6 +162,17 @@ struct DumpWriter::Impl {
     return Status::OK();
   }
 
+  // Writes into a folder that was deleted (rm -rf of the run while capturing) still succeed: they go
+  // to unlinked files and vanish at exit. A manifest with no links left turns that into the writer's
+  // error, so the capture says so instead of losing everything after it silently. One fstat per item.
+  Status check_not_removed() const {
+    struct stat st {};
+    if (manifest_fd >= 0 && ::fstat(manifest_fd, &st) == 0 && st.st_nlink == 0)
+      return Status::IOError(fmt::format("{}: the output folder was removed while capturing; nothing written after "
+                                         "that is kept", (dir / "manifest.pfr").string()));
+    return Status::OK();
+  }
+
   void run() {
     for (;;) {
       Item it;
@@ -174,6 +185,7 @@ struct DumpWriter::Impl {
       const bool is_close = it.kind == Item::Kind::kClose;
       const uint64_t nbytes = it.data.size;
       Status st = error.ok() ? do_item(it) : Status::OK();  // after an error, drain without writing
+      if (st.ok() && error.ok() && !is_close) st = check_not_removed();
       it.data = Buffer{};  // free the bytes before waking producers
       {
         std::lock_guard<std::mutex> lk(mu);

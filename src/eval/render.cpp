@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "parity/eval.h"
+#include "parity/terminal_text.h"
 
 namespace parity::eval {
 
@@ -24,8 +25,8 @@ std::string pts(double frac) { return std::isnan(frac) ? "n/a" : fmt::format("{:
 std::string ppl_text(const PplResult& r, bool color, VerdictColorizer colorize) {
   std::string o;
   auto line = [&](std::string s) { o += s + "\n"; };
-  line(fmt::format("golden: {}", r.golden_source));
-  line(fmt::format("target: {}", r.target_source));
+  line(fmt::format("golden: {}", terminal_text(r.golden_source)));
+  line(fmt::format("target: {}", terminal_text(r.target_source)));
   line(fmt::format("tokens: {}", r.tokens));
   line("");
   line("====== Perplexity statistics ======");
@@ -65,12 +66,12 @@ std::string ppl_text(const PplResult& r, bool color, VerdictColorizer colorize) 
   line(fmt::format("Same top p: {:6.3f} ± {:5.3f} %", 100 * r.same_top.value, 100 * r.same_top.unc));
   line("");
   line(fmt::format("KLD limit {:g} for {} logits: {} (override: --kld-dtype or --kld)", r.thresholds.kld,
-                   r.thresholds.kld_dtype, r.thresholds.kld_source));
+                   r.thresholds.kld_dtype, terminal_text(r.thresholds.kld_source)));
   for (const Check& c : r.checks)
     line(fmt::format("check {:<9} {:.6g} {} {:.6g}  {}", c.name, c.value, c.pass ? "within" : "outside", c.limit,
                      word(c.pass ? Verdict::kPass : Verdict::kFail, color, colorize)));
   for (const auto& n : r.notes) line("note: " + n);
-  for (const auto& p : r.problems) line("problem: " + p.message());
+  for (const auto& p : r.problems) line("problem: " + terminal_text(p.message()));
   line(fmt::format("eval ppl: {}", word(r.verdict, color, colorize)));
   return o;
 }
@@ -79,11 +80,12 @@ std::string mc_text(const McResult& r, bool color, VerdictColorizer colorize) {
   std::string o;
   auto row = [&](const PairedAccuracy& a, const std::string& name) {
     o += fmt::format("{:<24} {:>6}  {:6.2f}  {:6.2f}  {:>6}  {:>3}/{:<3}  {:8.4f}  [{:+.2f}, {:+.2f}]  {}\n",
-                     name.substr(0, 24), a.questions, 100 * a.golden_acc, 100 * a.target_acc, pts(a.diff),
+                     terminal_text(name).substr(0, 24), a.questions, 100 * a.golden_acc, 100 * a.target_acc, pts(a.diff),
                      a.mcnemar.only_golden, a.mcnemar.only_target, a.mcnemar.p_value, 100 * a.bootstrap.low,
                      100 * a.bootstrap.high, word(a.verdict, color, colorize));
   };
-  o += fmt::format("golden: {}\ntarget: {}\nchoice: argmax log-likelihood{}\n\n", r.golden_source, r.target_source,
+  o += fmt::format("golden: {}\ntarget: {}\nchoice: argmax log-likelihood{}\n\n", terminal_text(r.golden_source),
+                   terminal_text(r.target_source),
                    r.length_normalised ? " / length" : "");
   o += fmt::format("{:<24} {:>6}  {:>6}  {:>6}  {:>6}  {:>7}  {:>8}  {:<18}  {}\n", "group", "n", "golden", "target",
                    "Δ pts", "b/c", "McNemar", "bootstrap 95% CI", "verdict");
@@ -92,27 +94,28 @@ std::string mc_text(const McResult& r, bool color, VerdictColorizer colorize) {
   o += fmt::format("\nthe difference is {}statistically distinguishable from zero (McNemar p = {:.4g}, α = {})\n",
                    r.overall.distinguishable ? "" : "not ", r.overall.mcnemar.p_value, r.thresholds.alpha);
   if (!r.unmatched.empty()) o += fmt::format("{} question(s) present on one side only\n", r.unmatched.size());
-  for (const auto& p : r.problems) o += "problem: " + p.message() + "\n";
+  for (const auto& p : r.problems) o += "problem: " + terminal_text(p.message()) + "\n";
   o += fmt::format("eval mc: {}\n", word(r.verdict, color, colorize));
   return o;
 }
 
 std::string lm_eval_text(const LmEvalResult& r, bool color, VerdictColorizer colorize) {
   std::string o;
-  o += fmt::format("A: {}\nB: {}\n", r.a_source, r.b_source);
-  for (const auto& s : r.samples) o += fmt::format("samples {}: {} | {}\n", s.task, s.a, s.b);
+  o += fmt::format("A: {}\nB: {}\n", terminal_text(r.a_source), terminal_text(r.b_source));
+  for (const auto& s : r.samples)
+    o += fmt::format("samples {}: {} | {}\n", terminal_text(s.task), terminal_text(s.a), terminal_text(s.b));
   o += "\n";
   o += fmt::format("{:<28} {:<10} {:>7} {:>7} {:>7} {:>8} {:>9}  {}\n", "task", "metric", "A", "B", "Δ pts", "z-test p",
                    "paired p", "verdict");
   for (const auto& m : r.metrics)
-    o += fmt::format("{:<28} {:<10} {:7.2f} {:7.2f} {:>7} {:8.4f} {:>9}  {}{}\n", m.task.substr(0, 28),
-                     (m.metric + (m.filter.empty() || m.filter == "none" ? "" : "," + m.filter)).substr(0, 10),
+    o += fmt::format("{:<28} {:<10} {:7.2f} {:7.2f} {:>7} {:8.4f} {:>9}  {}{}\n", terminal_text(m.task).substr(0, 28),
+                     terminal_text(m.metric + (m.filter.empty() || m.filter == "none" ? "" : "," + m.filter)).substr(0, 10),
                      100 * m.a, 100 * m.b, pts(m.diff), m.p_value,
                      m.paired ? fmt::format("{:.4f}", m.paired->mcnemar.p_value) : std::string("-"),
                      word(m.verdict, color, colorize), m.distinguishable ? "  (distinguishable)" : "");
-  if (!r.only_a.empty()) o += fmt::format("only in A: {}\n", fmt::join(r.only_a, ", "));
-  if (!r.only_b.empty()) o += fmt::format("only in B: {}\n", fmt::join(r.only_b, ", "));
-  for (const auto& p : r.problems) o += "problem: " + p.message() + "\n";
+  if (!r.only_a.empty()) o += fmt::format("only in A: {}\n", terminal_text(fmt::format("{}", fmt::join(r.only_a, ", "))));
+  if (!r.only_b.empty()) o += fmt::format("only in B: {}\n", terminal_text(fmt::format("{}", fmt::join(r.only_b, ", "))));
+  for (const auto& p : r.problems) o += "problem: " + terminal_text(p.message()) + "\n";
   o += fmt::format("eval lm-eval: {}\n", word(r.verdict, color, colorize));
   return o;
 }

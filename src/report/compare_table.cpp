@@ -5,6 +5,7 @@
 #include <numeric>
 #include <tuple>
 
+#include "parity/terminal_text.h"
 #include "report/compare_report.h"
 
 namespace parity::report {
@@ -33,7 +34,9 @@ std::string pad(std::string s, size_t w, bool right = false) {
 
 // Shorten to `w` columns keeping the head (module path, layer index) and the tail (the leaf):
 // "model.layers.7.a...output_projection".
-std::string fit(const std::string& s, size_t w) {
+// Names come from other people's files: control characters are escaped first (terminal_text.h).
+std::string fit(const std::string& raw, size_t w) {
+  const std::string s = terminal_text(raw);
   if (s.size() <= w) return s;
   if (w <= 3) return s.substr(0, w);
   const size_t head = (w - 3) / 2;
@@ -216,13 +219,13 @@ void print_compare_problems(std::FILE* out, const CompareResult& result, const T
                                          : result.problems.size();
   for (size_t i = 0; i < shown; ++i) {
     const bool golden = static_cast<int64_t>(i) < result.golden_problems;
-    std::fprintf(out, "  %s: %s\n", golden ? "golden" : "target", result.problems[i].message().c_str());
+    std::fprintf(out, "  %s: %s\n", golden ? "golden" : "target", terminal_text(result.problems[i].message()).c_str());
   }
   if (shown < result.problems.size()) std::fprintf(out, "  ... %zu more\n", result.problems.size() - shown);
 }
 
 void print_compare_notes(std::FILE* out, const CompareResult& result, const TableOptions& options) {
-  for (const std::string& n : result.notes) std::fprintf(out, "%s %s\n", paint("note:", "2", options.color).c_str(), n.c_str());
+  for (const std::string& n : result.notes) std::fprintf(out, "%s %s\n", paint("note:", "2", options.color).c_str(), terminal_text(n).c_str());
 }
 
 void print_compare_verdict(std::FILE* out, const CompareResult& result, double seconds,
@@ -241,7 +244,7 @@ void print_compare_verdict(std::FILE* out, const CompareResult& result, double s
   const char* headline = !gate_passed ? "FAILED" : warned ? "PASSED WITH WARNINGS" : "PASSED";
   std::fprintf(out, "%s | %s | %s | %.2fs | %s\n",
                paint(headline, !gate_passed ? "1;31" : warned ? "1;33" : "1;32", color).c_str(), counts.c_str(),
-               verdict_policy_name(result.policy), seconds, command.c_str());
+               verdict_policy_name(result.policy), seconds, terminal_text(command).c_str());
 }
 
 }  // namespace parity::report

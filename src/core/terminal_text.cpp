@@ -1,0 +1,75 @@
+// src/core/terminal_text.cpp — visible escapes for control characters and broken UTF-8
+// (parity/terminal_text.h).
+#include "parity/terminal_text.h"
+
+#include <cstdint>
+
+namespace parity {
+
+namespace {
+
+// Length of the well-formed UTF-8 sequence starting at s[i] (Unicode 15, table 3-7), 0 if none.
+size_t utf8_sequence_length(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return static_cast<uint8_t>(s[i + k]); };
+  const size_t left = s.size() - i;
+  const uint8_t c = b(0);
+  if (c < 0x80) return 1;
+  const auto cont = [&](size_t k, uint8_t lo = 0x80, uint8_t hi = 0xBF) { return k < left && b(k) >= lo && b(k) <= hi; };
+  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
+  if (c == 0xE0) return cont(1, 0xA0) && cont(2) ? 3 : 0;
+  if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) return cont(1) && cont(2) ? 3 : 0;
+  if (c == 0xED) return cont(1, 0x80, 0x9F) && cont(2) ? 3 : 0;  // no UTF-16 surrogates
+  if (c == 0xF0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
+  if (c >= 0xF1 && c <= 0xF3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
+  if (c == 0xF4) return cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
+  return 0;
+}
+
+bool is_c0_or_del(uint8_t c) { return c < 0x20 || c == 0x7F; }
+bool is_c1(std::string_view s, size_t i, size_t n) {
+  return n == 2 && static_cast<uint8_t>(s[i]) == 0xC2 && static_cast<uint8_t>(s[i + 1]) <= 0x9F;
+}
+
+void append_hex(std::string& out, const char* prefix, uint8_t v) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += prefix;
+  out += kHex[v >> 4];
+  out += kHex[v & 15];
+}
+
+bool needs_escaping(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_sequence_length(s, i);
+    if (n == 0 || (n == 1 && is_c0_or_del(static_cast<uint8_t>(s[i]))) || is_c1(s, i, n)) return true;
+    i += n;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string terminal_text(std::string_view s) {
+  if (!needs_escaping(s)) return std::string(s);
+  std::string out;
+  out.reserve(s.size() + 16);
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_sequence_length(s, i);
+    const auto c = static_cast<uint8_t>(s[i]);
+    if (n == 0) {
+      append_hex(out, "\\x", c);
+      i += 1;
+    } else if (n == 1 && is_c0_or_del(c)) {
+      append_hex(out, "\\x", c);
+      i += 1;
+    } else if (is_c1(s, i, n)) {
+      append_hex(out, "\\u00", static_cast<uint8_t>(s[i + 1]));
+      i += 2;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
+}  // namespace parity
