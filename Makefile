@@ -2,7 +2,7 @@
 #   make deps   install missing Debian packages (scripts/install-deps.sh; idempotent)
 #   make build  configure and build into build/ (Release), the Python extension, the venv, web assets
 #   make test   build, then run every test (C++, Python, browser) through ctest
-#   make demo   build, then run the built-in example end to end
+#   make demo   build the CLI and the Python extension only, then run the built-in example end to end
 #   make bench  build, then run the benchmarks and write their figures
 #   make sanitize  build with ASan+UBSan into build-asan/ and run the C++ tests there
 BUILD ?= build
@@ -12,7 +12,7 @@ VENV := .venv
 # The venv's python runs the Python and browser tests (scripts/make-venv.sh makes it)
 VENV_PY := $(CURDIR)/$(VENV)/bin/python
 
-.PHONY: all deps configure build test demo bench sanitize clean web
+.PHONY: all deps configure build test demo demo-build bench sanitize clean web
 
 all: build
 
@@ -35,7 +35,14 @@ web: deps
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-demo: build
+# The demo needs the CLI and the Python extension (and what they link), not the tests and benchmarks.
+DEMO_TARGETS := parity _parity_core
+
+demo-build: configure web
+	cmake --build $(BUILD) -j $(JOBS) --target $(DEMO_TARGETS)
+	@bash scripts/make-venv.sh $(VENV) $(BUILD)
+
+demo: demo-build
 	@bash scripts/demo.sh $(BUILD)
 
 bench: build

@@ -70,6 +70,11 @@ std::string canonical_metric(std::string_view raw);
 // Timing / throughput / memory counters ("iter_time_ms", "tokens_per_sec", "tflops", ...): they differ
 // between hardware by design, so they are compared only when named with --metric.
 bool is_performance_metric(std::string_view metric);
+// Counters: how far training has got, not how well it goes — consumed samples/tokens, batch size,
+// step/epoch/iteration numbers. By name, or by shape: a series that is exactly affine in the step
+// (value = a·step + b, a ≠ 0: epoch = step/steps_per_epoch, consumed samples = step·batch) and is not
+// a training quantity (loss, norm, lr, scale, accuracy). Compared only when asked (docs/curves.md).
+bool is_counter_metric(const Series& series);
 
 // ---- golden vs target -----------------------------------------------------------------------------
 
@@ -89,7 +94,13 @@ struct CurveOptions {
   int spike_window = 21;     // rolling-median window (trailing, in points) for spike detection
   double spike_k = 6.0;      // spike: value > median + k · 1.4826 · MAD
   int final_window = 0;      // points averaged for the final value (0 = auto: clamp(n/20, 1, 10))
-  double rel_floor = 1e-12;  // |golden| below this: relative deviation uses this denominator
+  double rel_floor = 1e-12;  // absolute floor of every relative-deviation denominator
+  // Denominator floor relative to the golden series' scale (RMS of its finite values): a golden value
+  // crossing zero is compared against this much of the series' typical size, not divided by ~0.
+  double rel_scale_floor = 1e-3;
+  bool counters = false;     // compare counters (is_counter_metric) too; naming one with `metrics` does
+  double steady_fraction = 0.8;  // steady divergence: at least this share of the steps from the
+                                 // divergence step on are above tolerance
 };
 
 struct AlignedPoint {
@@ -124,6 +135,14 @@ struct MetricComparison {
   double mean_abs_diff = kNaN, max_abs_diff = kNaN;  // of |t − g|
   std::vector<Window> windows;
   std::optional<int64_t> divergence_step;
+  // What the above-tolerance steps look like (docs/curves.md "Steady divergence or spikes"):
+  // "none"; "steady" (diverged and stays apart: ≥ steady_fraction of the steps from the divergence step
+  // on are above tolerance); "transient" (diverged, then came back); "spikes" (isolated steps above
+  // tolerance, never `consecutive` in a row).
+  std::string deviation_kind = "none";
+  int64_t steps_above_tol = 0;
+  double fraction_above_after_divergence = kNaN;
+  std::vector<int64_t> spike_steps_above_tol;  // "spikes": the isolated steps above tolerance
   std::vector<int64_t> nonfinite_golden, nonfinite_target;  // steps holding NaN/Inf
   std::vector<Spike> spikes_golden, spikes_target;
   // Final value: mean of the last final_window finite aligned points of each side.
@@ -144,6 +163,7 @@ struct CurveComparison {
   std::string golden_path, golden_format, target_path, target_format;
   std::vector<MetricComparison> metrics;
   std::vector<std::string> only_golden, only_target;  // metrics present on one side only
+  std::vector<std::string> counters_skipped;          // shared counters left out (CurveOptions::counters)
   std::vector<Status> problems;                       // both runs' reading problems
   Verdict verdict = Verdict::kPass;                   // worst metric; problems make it at least kWarn
 };

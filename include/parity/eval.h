@@ -120,13 +120,18 @@ struct Percentiles {  // linear interpolation at fraction·(n−1) of the sorted
 };
 
 struct PplThresholds {
-  double ppl_rel = 0.05;      // |PPL_t / PPL_g − 1| ≤ 5 % (seed 000)
-  double ppl_diff = 0.5;      // |PPL_t − PPL_g| ≤ 0.5 (seed 004, LLM)
+  double ppl_rel = 0.05;      // |PPL_t / PPL_g − 1| ≤ 5 % (seed 000): perplexity is judged relatively
+  double ppl_diff = kNaN;     // |PPL_t − PPL_g| ≤ this when set (seed 004's 0.5 is an absolute
+                              // difference that only means something at one PPL scale: opt-in)
   double kld = 0.005;         // mean KLD below this (seed 000: bf16 0.005, fp16 1e-4)
   std::string kld_dtype = "bf16";  // which seed value was chosen (for the report)
+  std::string kld_source;     // why that dtype: whose logits dtype, or the option that set it
 };
-// The seed KL threshold for the target's dtype: bf16 0.005, f16 1e-4, f32/f64 1e-6 (docs/eval.md).
+// The seed KL threshold for one dtype: bf16 0.005, f16 1e-4, f32/f64 1e-6 (docs/eval.md).
 PplThresholds default_ppl_thresholds(const std::string& dtype = "bf16");
+// The KL threshold for the dtypes the two sides' logits were computed in ("" = unknown): that of the
+// less precise known one (the larger limit), bf16 when neither is known; kld_source says which.
+PplThresholds ppl_thresholds_for_logits(const std::string& golden_dtype, const std::string& target_dtype);
 
 struct Check {
   std::string name;   // "ppl_rel" | "ppl_diff" | "kld" | ...
@@ -264,8 +269,13 @@ struct LmEvalMetric {
   Verdict verdict = Verdict::kPass;
 };
 
+struct LmEvalSamplesPair {
+  std::string task, a, b;  // the per-sample logs paired for this task
+};
+
 struct LmEvalResult {
-  std::string a_source, b_source;
+  std::string a_source, b_source;           // the results files read
+  std::vector<LmEvalSamplesPair> samples;
   std::vector<LmEvalMetric> metrics;
   std::vector<std::string> only_a, only_b;  // tasks present on one side only
   std::vector<Status> problems;
@@ -278,6 +288,21 @@ struct LmEvalOptions {
   std::vector<std::string> metrics = {"acc", "acc_norm", "exact_match", "mc1", "mc2", "f1", "em"};
 };
 
+// What one lm-eval run wrote (docs/eval.md "lm-evaluation-harness results"): its results file and the
+// per-task `--log_samples` files written with it. A path is a results JSON file, or the `--output_path`
+// directory lm-eval writes into (`<out>/<model_name>/results_<timestamp>.json` next to
+// `samples_<task>_<timestamp>.jsonl`), or that `<model_name>` directory itself.
+struct LmEvalOutput {
+  std::filesystem::path results;
+  std::map<std::string, std::filesystem::path> samples;  // task → samples file of the same timestamp
+};
+// The newest results file (timestamps sort as text) of the one directory that holds results files;
+// an error names the path when there is none, or the directories when several models' outputs are there.
+Result<LmEvalOutput> find_lm_eval_output(const std::filesystem::path& path);
+
+// `a` and `b` are what find_lm_eval_output takes. Explicit `samples_a[i]`/`samples_b[i]` pairs replace
+// the sample files found next to the results; each pair's task is the results task its file name
+// names (`samples_<task>[_<timestamp>].jsonl`), else the only task both results share.
 Result<LmEvalResult> compare_lm_eval(const std::filesystem::path& a, const std::filesystem::path& b,
                                      const std::vector<std::filesystem::path>& samples_a,
                                      const std::vector<std::filesystem::path>& samples_b,

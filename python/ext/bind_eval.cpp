@@ -60,8 +60,12 @@ std::string compare_ppl_json(const std::string& golden, const std::string& targe
   auto t = eval::open_token_source(target, rank, labels);
   if (!t.ok()) raise_status(t.status());
   eval::PplOptions o;
-  if (kld_dtype.empty()) kld_dtype = (*t)->source_dtype().empty() ? "bf16" : (*t)->source_dtype();
-  o.thresholds = eval::default_ppl_thresholds(kld_dtype);
+  if (kld_dtype.empty()) {
+    o.thresholds = eval::ppl_thresholds_for_logits((*g)->source_dtype(), (*t)->source_dtype());
+  } else {
+    o.thresholds = eval::default_ppl_thresholds(kld_dtype);
+    o.thresholds.kld_source = "kld_dtype=" + kld_dtype;
+  }
   Result<eval::PplResult> r = Status::Internal("not run");
   {
     py::gil_scoped_release release;

@@ -45,7 +45,7 @@ from ._core import core
 from ._guarded_writer import CaptureWriteError, GuardedWriter  # noqa: F401 (re-exported)
 from ._stats import device_stats
 from ._tensors import DTYPE_NAMES, describe_args, has_tensor, iter_input_tensors, iter_tensors
-from .fingerprint import environment_fingerprint
+from .fingerprint import PrecisionTimeline, environment_fingerprint
 
 ROOT_NAME = "<root>"
 GLOBAL_NAME = "<global>"  # parent of ops called outside the model (data, loss, optimizer)
@@ -398,6 +398,8 @@ class Capture:
                          "include": self.include.pattern if self.include else None,
                          "exclude": self.exclude.pattern if self.exclude else None}
         self.writer.write_fingerprint(json.dumps(fp, default=str))
+        self._fingerprint = fp
+        self._precision = PrecisionTimeline()
         self._started = True
         self._thread = threading.get_ident()
         self._install()
@@ -519,6 +521,14 @@ class Capture:
             except Exception:
                 pass
         self._handles = []
+
+    def _observe_precision(self):
+        """Called on entry to the model's forward: autocast and friends are usually entered inside the
+        training loop, after the start fingerprint was written. When a setting changed, the fingerprint
+        is written again with `precision_by_step` (the reader keeps the last one)."""
+        if self._precision.observe(self.step):
+            self._fingerprint["precision_by_step"] = self._precision.by_setting
+            self.writer.write_fingerprint(json.dumps(self._fingerprint, default=str))
 
     def next_step(self):
         """End the current step: pending device statistics are written, per-step counters reset."""
@@ -755,6 +765,7 @@ class Capture:
     def _make_forward(self, mod, name, orig):
         cap_ref = weakref.ref(self)
         cls = type(mod).__name__
+        is_root = mod is self.model
 
         @_eager
         def enter(args, kwargs):
@@ -762,6 +773,8 @@ class Capture:
             cap = cap_ref()
             if cap is None or not cap._started or threading.get_ident() != cap._thread:
                 return None
+            if is_root:
+                cap._observe_precision()
             k = cap._module_calls.get(name, 0)
             cap._module_calls[name] = k + 1
             ev = name if k == 0 else "{}#{}".format(name, k)

@@ -54,6 +54,78 @@ def _model_info(model):
     return info
 
 
+# Device types whose autocast state torch reports (torch ≥ 2.4: torch.is_autocast_enabled(device_type)).
+AUTOCAST_DEVICES = ("cpu", "cuda", "xpu", "hpu", "mps", "npu", "xla")
+
+
+def _autocast_state(torch):
+    """'off', or the enabled autocast regions as 'device:dtype' joined by ',' (e.g. 'cpu:bfloat16')."""
+    on = []
+    for dev in AUTOCAST_DEVICES:
+        try:
+            enabled = torch.is_autocast_enabled(dev)
+            dtype = torch.get_autocast_dtype(dev)
+        except (TypeError, RuntimeError, AttributeError):
+            # torch < 2.4: only the cpu and cuda queries exist, without a device argument
+            if dev == "cpu":
+                enabled, dtype = torch.is_autocast_cpu_enabled(), torch.get_autocast_cpu_dtype()
+            elif dev == "cuda":
+                enabled, dtype = torch.is_autocast_enabled(), torch.get_autocast_gpu_dtype()
+            else:
+                continue
+        if enabled:
+            on.append("{}:{}".format(dev, str(dtype).replace("torch.", "")))
+    return ",".join(on) if on else "off"
+
+
+def precision_state():
+    """The precision settings a forward runs under, as seen from inside it: context managers and
+    switches a training loop typically flips after the capture started (torch.autocast, the default
+    dtype, fp32 matmul precision / TF32, reduced-precision reductions). Flat {name: value}."""
+    import torch
+
+    matmul = torch.backends.cuda.matmul
+
+    def flag(name):
+        try:
+            return bool(getattr(matmul, name))
+        except (AttributeError, AssertionError):  # torch 1.13 asserts on attributes it does not know
+            return None
+
+    state = {
+        "autocast": _autocast_state(torch),
+        "default_dtype": str(torch.get_default_dtype()).replace("torch.", ""),
+        "matmul_precision": (torch.get_float32_matmul_precision()
+                             if hasattr(torch, "get_float32_matmul_precision") else None),
+        "tf32_cuda_matmul": flag("allow_tf32"),
+        "tf32_cudnn": bool(torch.backends.cudnn.allow_tf32),
+        "fp16_reduced_precision_reduction": flag("allow_fp16_reduced_precision_reduction"),
+        "bf16_reduced_precision_reduction": flag("allow_bf16_reduced_precision_reduction"),
+    }
+    return state
+
+
+class PrecisionTimeline:
+    """`precision_by_step` of the fingerprint: per setting, the steps at which its value (as seen by the
+    model's forward) changed, {"autocast": {"0": "off", "5": "cpu:bfloat16"}, ...}. Only changes are
+    kept, so a run that never changes a setting holds one entry per setting, and two runs that differ
+    show exactly the setting and the step where they part (parity compare's CONFIG_DIFF)."""
+
+    def __init__(self):
+        self.by_setting = {}
+        self._last = {}
+
+    def observe(self, step):
+        """Records the current state at `step`; True when something changed since the last call."""
+        changed = False
+        for key, value in precision_state().items():
+            if key not in self._last or self._last[key] != value:
+                self.by_setting.setdefault(key, {})[str(step)] = value
+                self._last[key] = value
+                changed = True
+        return changed
+
+
 def environment_fingerprint(model=None, extra=None):
     import numpy
     import torch

@@ -21,6 +21,7 @@ struct CurveArgs {
   std::vector<std::string> metrics, tols;
   int rank = -1, windows = 10, spike_window = 21, final_window = 0;
   double spike_k = 6.0;
+  bool counters = false;
   std::string json_path, csv_path;
   std::string html_path;  // --html
 };
@@ -79,6 +80,7 @@ int run(const CurveArgs& a, const GlobalOptions& global) {
   co.spike_window = a.spike_window;
   co.spike_k = a.spike_k;
   co.final_window = a.final_window;
+  co.counters = a.counters;
   auto golden = curves::read_curves(a.golden, ro);
   if (!golden.ok()) return usage_error(golden.status().message());
   auto target = curves::read_curves(a.target, ro);
@@ -119,6 +121,7 @@ CommandAction setup_curve(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--regex", a->regex, "Text logs: ECMAScript regex, one match per line");
   sub.add_option("--fields", a->fields, "Names of the --regex capture groups in order, one of them 'step'");
   sub.add_option("--metric", a->metrics, "Metrics to compare (comma-separated; default: all shared, non-timing)");
+  sub.add_flag("--counters", a->counters, "Compare counters too (consumed samples, batch size, epoch, step-like series)");
   sub.add_option("--tol", a->tols, "Per-metric tolerance METRIC=REL[,K[,FINAL]] (docs/curves.md)");
   sub.add_option("--rank", a->rank, "Which rank's series (default: rank-less, else the lowest rank)");
   sub.add_option("--windows", a->windows, "Number of windows for per-window statistics")->capture_default_str();

@@ -18,7 +18,8 @@ struct EvalArgs {
   // ppl
   std::string golden, target, labels, labels_golden, labels_target;
   int rank = 0;
-  double ppl_rel = 0.05, ppl_diff = 0.5;
+  double ppl_rel = 0.05;
+  std::optional<double> ppl_diff;  // absolute PPL difference check, off unless given
   std::optional<double> kld;
   std::string kld_dtype;  // "" = the target's logits dtype when known, else bf16
   // mc
@@ -85,13 +86,20 @@ int run_ppl(const EvalArgs& a, const GlobalOptions& global) {
   auto t = eval::open_token_source(a.target, a.rank, lt);
   if (!t.ok()) return usage_error(t.status().message());
   eval::PplOptions o;
-  // The seed KL threshold follows the target's dtype (bf16 0.005, fp16 1e-4) unless named.
-  std::string dtype = a.kld_dtype;
-  if (dtype.empty()) dtype = (*t)->source_dtype().empty() ? "bf16" : (*t)->source_dtype();
-  o.thresholds = eval::default_ppl_thresholds(dtype);
+  // The seed KL threshold follows the dtype the logits were computed in (the less precise side) unless
+  // named; kld_source says which, for the report.
+  if (!a.kld_dtype.empty()) {
+    o.thresholds = eval::default_ppl_thresholds(a.kld_dtype);
+    o.thresholds.kld_source = "--kld-dtype " + a.kld_dtype;
+  } else {
+    o.thresholds = eval::ppl_thresholds_for_logits((*g)->source_dtype(), (*t)->source_dtype());
+  }
   o.thresholds.ppl_rel = a.ppl_rel;
-  o.thresholds.ppl_diff = a.ppl_diff;
-  if (a.kld) o.thresholds.kld = *a.kld;
+  if (a.ppl_diff) o.thresholds.ppl_diff = *a.ppl_diff;
+  if (a.kld) {
+    o.thresholds.kld = *a.kld;
+    o.thresholds.kld_source = "--kld";
+  }
   o.keep_per_token = !a.csv_path.empty();
   auto r = eval::compare_ppl(**g, **t, o);
   if (!r.ok()) return usage_error(r.status().message());
@@ -158,11 +166,11 @@ CommandAction setup_eval(CLI::App& sub, const GlobalOptions& global) {
   ppl->add_option("--labels-target", a->labels_target, "Labels for the target logits tensor");
   ppl->add_option("--rank", a->rank, "Rank of a run directory")->capture_default_str();
   ppl->add_option("--ppl-rel", a->ppl_rel, "Allowed |PPL ratio − 1| (seed: 5 %)")->capture_default_str();
-  ppl->add_option("--ppl-diff", a->ppl_diff, "Allowed |PPL difference| (seed: 0.5)")->capture_default_str();
+  ppl->add_option("--ppl-diff", a->ppl_diff, "Also check |PPL difference| <= this (seed 004: 0.5; default: off, PPL is judged relatively)");
   ppl->add_option("--kld", a->kld, "Mean KLD threshold (overrides --kld-dtype)");
   ppl->add_option("--kld-dtype", a->kld_dtype,
-                  "Seed KLD threshold of this dtype: bf16 0.005, f16 1e-4, f32 1e-6 (default: the target's logits dtype, "
-                  "else bf16)");
+                  "Seed KLD threshold of this dtype: bf16 0.005, f16 1e-4, f32 1e-6 (default: the less precise of the "
+                  "dtypes the two sides' logits were computed in, else bf16)");
   add_output_options(ppl, *a, "parity.eval.ppl/1");
 
   CLI::App* mc = sub.add_subcommand("mc", "Multiple-choice accuracy with exact McNemar and paired bootstrap");
@@ -173,9 +181,9 @@ CommandAction setup_eval(CLI::App& sub, const GlobalOptions& global) {
   add_output_options(mc, *a, "parity.eval.mc/1");
 
   CLI::App* lm = sub.add_subcommand("lm-eval", "Compare two lm-evaluation-harness results files task by task");
-  lm->add_option("a", a->a, "Golden results.json")->required();
-  lm->add_option("b", a->b, "Target results.json")->required();
-  lm->add_option("--samples", a->samples, "Per-sample logs, in pairs: A.jsonl B.jsonl (repeat per task)");
+  lm->add_option("a", a->a, "Golden results JSON, or the lm-eval --output_path directory")->required();
+  lm->add_option("b", a->b, "Target results JSON, or the lm-eval --output_path directory")->required();
+  lm->add_option("--samples", a->samples, "Per-sample logs, in pairs: A.jsonl B.jsonl (repeat per task; default: the samples_<task>_<timestamp>.jsonl written with each results file)");
   add_accuracy_options(lm, *a);
   add_output_options(lm, *a, "parity.eval.lmeval/1");
 

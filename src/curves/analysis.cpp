@@ -21,12 +21,32 @@ bool higher_is_better(std::string_view m) {
          contains(m, "score") || contains(m, "exact_match");
 }
 
+// RMS of the finite values: the size of a series, the yardstick for golden values near zero.
+double rms_of(const std::vector<double>& v) {
+  double ss = 0;
+  size_t n = 0;
+  for (double x : v)
+    if (std::isfinite(x)) { ss += x * x; ++n; }
+  return n ? std::sqrt(ss / n) : 0.0;
+}
+
+// The denominator of a relative difference against golden value g: |g|, but never below
+// rel_scale_floor · (size of the golden series) — a golden value that crosses zero (a metric
+// oscillating around 0, a counter at its start) would otherwise turn a tiny absolute difference into
+// an enormous relative one. When the whole golden series is zero, |t| is the yardstick (any non-zero
+// target is 100 % off).
+double rel_denominator(double g, double t, double golden_scale, const CurveOptions& o) {
+  double d = std::max(std::fabs(g), o.rel_scale_floor * golden_scale);
+  if (d == 0) d = std::fabs(t);
+  return std::max(d, o.rel_floor);
+}
+
 // Equal values (including NaN vs NaN and the same infinity) deviate by 0; a finite/non-finite pair by
-// +inf; otherwise |t − g| / max(|g|, floor).
-double rel_dev(double g, double t, double floor) {
+// +inf; otherwise |t − g| / rel_denominator.
+double rel_dev(double g, double t, double golden_scale, const CurveOptions& o) {
   if (g == t || (std::isnan(g) && std::isnan(t))) return 0.0;
   if (!std::isfinite(g) || !std::isfinite(t)) return std::numeric_limits<double>::infinity();
-  return std::fabs(t - g) / std::max(std::fabs(g), floor);
+  return std::fabs(t - g) / rel_denominator(g, t, golden_scale, o);
 }
 
 double median_of(std::vector<double> v) {
@@ -53,6 +73,35 @@ double ls_slope(const std::vector<double>& x, const std::vector<double>& y) {
 std::string steps_text(const std::vector<int64_t>& steps) {
   if (steps.size() <= 5) return fmt::format("{}", fmt::join(steps, ", "));
   return fmt::format("{}, {}, {}, ... ({} steps)", steps[0], steps[1], steps[2], steps.size());
+}
+
+bool above_tolerance(const AlignedPoint& p, const Tolerance& tol) {
+  const bool gf = std::isfinite(p.golden), tf = std::isfinite(p.target);
+  return (gf && tf) ? p.rel_dev > tol.rel_tol : (gf != tf);
+}
+
+// Steady divergence or spikes (docs/curves.md): a run that parted from the golden and stays apart
+// (an optimiser or precision bug compounding through the updates) against isolated bad steps (one
+// bad batch, an overflow that the loss scaler skipped) that the curve recovers from.
+void classify_deviation(MetricComparison& mc, const Tolerance& tol, const CurveOptions& options) {
+  std::vector<int64_t> above;
+  for (const auto& p : mc.points)
+    if (above_tolerance(p, tol)) above.push_back(p.step);
+  mc.steps_above_tol = static_cast<int64_t>(above.size());
+  if (above.empty()) return;
+  if (!mc.divergence_step) {
+    mc.deviation_kind = "spikes";
+    mc.spike_steps_above_tol = above;
+    return;
+  }
+  int64_t after = 0, above_after = 0;
+  for (const auto& p : mc.points) {
+    if (p.step < *mc.divergence_step) continue;
+    ++after;
+    above_after += above_tolerance(p, tol);
+  }
+  mc.fraction_above_after_divergence = static_cast<double>(above_after) / static_cast<double>(after);
+  mc.deviation_kind = mc.fraction_above_after_divergence >= options.steady_fraction ? "steady" : "transient";
 }
 
 }  // namespace
@@ -95,6 +144,7 @@ MetricComparison compare_series(const Series& golden, const Series& target, cons
   mc.tolerance = tol;
   mc.best_mode = higher_is_better(golden.metric) ? "max" : "min";
 
+  const double golden_scale = rms_of(golden.values);
   // 1. alignment (both step lists are strictly increasing).
   size_t i = 0, j = 0;
   while (i < golden.steps.size() || j < target.steps.size()) {
@@ -108,7 +158,7 @@ MetricComparison compare_series(const Series& golden, const Series& target, cons
       p.golden = golden.values[i++];
       p.target = target.values[j++];
       p.abs_diff = p.target - p.golden;
-      p.rel_dev = rel_dev(p.golden, p.target, options.rel_floor);
+      p.rel_dev = rel_dev(p.golden, p.target, golden_scale, options);
       mc.points.push_back(p);
     }
   }
@@ -175,6 +225,8 @@ MetricComparison compare_series(const Series& golden, const Series& target, cons
     }
   }
 
+  classify_deviation(mc, tol, options);
+
   // 6. spikes on each side's whole series.
   mc.spikes_golden = find_spikes(golden.steps, golden.values, options.spike_window, options.spike_k);
   mc.spikes_target = find_spikes(target.steps, target.values, options.spike_window, options.spike_k);
@@ -190,7 +242,9 @@ MetricComparison compare_series(const Series& golden, const Series& target, cons
     mc.final_golden = sg / fw;
     mc.final_target = st / fw;
     mc.final_abs_diff = mc.final_target - mc.final_golden;
-    mc.final_rel_diff = std::fabs(mc.final_abs_diff) / std::max(std::fabs(mc.final_golden), options.rel_floor);
+    mc.final_rel_diff = mc.final_abs_diff == 0 ? 0.0
+                        : std::fabs(mc.final_abs_diff) /
+                              rel_denominator(mc.final_golden, mc.final_target, golden_scale, options);
   }
 
   // 8. best value of each side over its whole finite series.
@@ -206,7 +260,9 @@ MetricComparison compare_series(const Series& golden, const Series& target, cons
   best_of(target, mc.best_target, mc.best_target_step);
   if (mc.best_golden_step >= 0 && mc.best_target_step >= 0) {
     mc.best_abs_diff = mc.best_target - mc.best_golden;
-    mc.best_rel_diff = std::fabs(mc.best_abs_diff) / std::max(std::fabs(mc.best_golden), options.rel_floor);
+    mc.best_rel_diff = mc.best_abs_diff == 0 ? 0.0
+                       : std::fabs(mc.best_abs_diff) /
+                             rel_denominator(mc.best_golden, mc.best_target, golden_scale, options);
   }
 
   // 9. area between the curves (trapezoid rule in step units).
@@ -260,9 +316,20 @@ MetricComparison compare_series(const Series& golden, const Series& target, cons
   if (!mc.trend_consistent)
     worse(Verdict::kFail, fmt::format("trend differs: least-squares slope {:.3g} (target) vs {:.3g} (golden)",
                                       mc.slope_target, mc.slope_golden));
-  if (mc.divergence_step)
-    worse(Verdict::kWarn, fmt::format("diverges from step {}: relative deviation above {:.3g} for {} consecutive "
-                                      "step(s)", *mc.divergence_step, tol.rel_tol, tol.consecutive));
+  if (mc.deviation_kind == "steady")
+    worse(Verdict::kWarn, fmt::format("steady divergence from step {}: relative deviation above {:.3g} for {} "
+                                      "consecutive step(s), and at {:.0f} % of the steps from there on",
+                                      *mc.divergence_step, tol.rel_tol, tol.consecutive,
+                                      100 * mc.fraction_above_after_divergence));
+  else if (mc.deviation_kind == "transient")
+    worse(Verdict::kWarn, fmt::format("diverges from step {} (relative deviation above {:.3g} for {} consecutive "
+                                      "step(s)) and comes back: above it at {:.0f} % of the steps from there on",
+                                      *mc.divergence_step, tol.rel_tol, tol.consecutive,
+                                      100 * mc.fraction_above_after_divergence));
+  else if (mc.deviation_kind == "spikes")
+    mc.reasons.push_back(fmt::format("spikes, not a divergence: {} isolated step(s) above {:.3g} ({}), never {} in "
+                                     "a row", mc.steps_above_tol, tol.rel_tol, steps_text(mc.spike_steps_above_tol),
+                                     tol.consecutive));
   std::set<int64_t> golden_spike_steps;
   for (const auto& s : mc.spikes_golden) golden_spike_steps.insert(s.step);
   std::vector<int64_t> target_only_spikes;
@@ -311,17 +378,32 @@ Result<CurveComparison> compare_curves(const CurveRun& golden, const CurveRun& t
       else selected.push_back(m);
     }
   } else {
+    auto counter = [&](const std::string& m) {
+      if (options.counters) return false;
+      const Series* g = golden.find(m, options.rank);
+      const Series* t = target.find(m, options.rank);
+      return (g && is_counter_metric(*g)) || (t && is_counter_metric(*t));
+    };
     for (const auto& m : gm) {
       if (is_performance_metric(m)) continue;
-      if (std::find(tm.begin(), tm.end(), m) != tm.end()) selected.push_back(m);
+      const bool shared = std::find(tm.begin(), tm.end(), m) != tm.end();
+      if (counter(m)) {
+        if (shared) c.counters_skipped.push_back(m);
+        continue;
+      }
+      if (shared) selected.push_back(m);
       else c.only_golden.push_back(m);
     }
     for (const auto& m : tm)
-      if (!is_performance_metric(m) && std::find(gm.begin(), gm.end(), m) == gm.end()) c.only_target.push_back(m);
+      if (!is_performance_metric(m) && std::find(gm.begin(), gm.end(), m) == gm.end() && !counter(m))
+        c.only_target.push_back(m);
   }
   if (selected.empty())
-    return Status::Invalid(fmt::format("no metric in common (golden: {}; target: {})", fmt::join(gm, ", "),
-                                       fmt::join(tm, ", ")));
+    return Status::Invalid(fmt::format("no metric in common (golden: {}; target: {}){}", fmt::join(gm, ", "),
+                                       fmt::join(tm, ", "),
+                                       c.counters_skipped.empty() ? std::string()
+                                           : fmt::format("; counters left out: {} (compare them with --counters)",
+                                                         fmt::join(c.counters_skipped, ", "))));
   for (const std::string& m : selected) {
     const Series* g = golden.find(m, options.rank);
     const Series* t = target.find(m, options.rank);

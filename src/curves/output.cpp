@@ -41,6 +41,7 @@ std::string curve_comparison_json(const CurveComparison& c, int indent) {
   j["verdict"] = verdict_name(c.verdict);
   j["only_golden"] = c.only_golden;
   j["only_target"] = c.only_target;
+  j["counters_skipped"] = c.counters_skipped;
   j["problems"] = json_problems<json>(c.problems);
   json metrics = json::array();
   for (const MetricComparison& m : c.metrics) {
@@ -64,6 +65,10 @@ std::string curve_comparison_json(const CurveComparison& c, int indent) {
                          {"mean_rel_dev", json_number<json>(w.mean_rel_dev)}, {"max_rel_dev", json_number<json>(w.max_rel_dev)}});
     o["windows"] = windows;
     o["divergence_step"] = m.divergence_step ? json(*m.divergence_step) : json(nullptr);
+    o["deviation"] = {{"kind", m.deviation_kind},
+                      {"steps_above_tol", m.steps_above_tol},
+                      {"fraction_above_after_divergence", json_number<json>(m.fraction_above_after_divergence)},
+                      {"spike_steps", m.spike_steps_above_tol}};
     o["nonfinite"] = {{"golden", m.nonfinite_golden}, {"target", m.nonfinite_target}};
     auto spikes = [](const std::vector<Spike>& v) {
       json a = json::array();

@@ -158,6 +158,8 @@ std::string curve_comparison_text(const CurveComparison& c, int width, bool colo
   }
   if (!c.only_golden.empty()) line(fmt::format("\nonly in golden: {}", fmt::join(escaped(c.only_golden), ", ")));
   if (!c.only_target.empty()) line(fmt::format("only in target: {}", fmt::join(escaped(c.only_target), ", ")));
+  if (!c.counters_skipped.empty())
+    line(fmt::format("counters not compared: {} (--counters compares them)", fmt::join(escaped(c.counters_skipped), ", ")));
   for (const Status& p : c.problems) line("problem: " + terminal_text(p.message()));
   out += "\n";
   line(fmt::format("curve: {} ({} metric(s) compared)", verdict_word(c.verdict, color, colorize), c.metrics.size()));

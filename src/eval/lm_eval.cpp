@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -50,15 +51,72 @@ int64_t n_effective(const json& j, const std::string& task) {
   return -1;
 }
 
-// "samples_mmlu_anatomy_2024-05-01T12-00-00.123456.jsonl" → "mmlu_anatomy".
-std::string task_from_samples_name(const std::filesystem::path& p) {
-  std::string stem = p.stem().string();
-  static const std::regex with_date(R"(^samples_(.+?)_(\d{4}-\d{2}-\d{2}T[\d\-.:]+)$)");
-  static const std::regex plain(R"(^samples_(.+)$)");
-  std::smatch m;
-  if (std::regex_match(stem, m, with_date)) return m[1].str();
-  if (std::regex_match(stem, m, plain)) return m[1].str();
-  return stem;
+// lm-eval stamps every file of one run with the same `datetime.now().isoformat()` (':' → '-'), e.g.
+// "2024-05-01T12-00-00.123456"; before 0.4.3 it wrote `results.json` and `samples_<task>.jsonl`.
+const std::regex& timestamp_re() {
+  static const std::regex re(R"(\d{4}-\d{2}-\d{2}T[\d\-.:]+)");
+  return re;
+}
+
+// "results_2024-05-01T12-00-00.123456.json" → "2024-05-01T12-00-00.123456"; "results.json" → "";
+// anything else → nullopt (not a results file).
+std::optional<std::string> results_timestamp(const std::filesystem::path& p) {
+  if (p.extension() != ".json") return std::nullopt;
+  const std::string stem = p.stem().string();
+  if (stem == "results") return std::string();
+  if (stem.rfind("results_", 0) != 0) return std::nullopt;
+  std::string ts = stem.substr(8);
+  if (!std::regex_match(ts, timestamp_re())) return std::nullopt;
+  return ts;
+}
+
+// The results files directly inside `dir`, by timestamp.
+std::map<std::string, std::filesystem::path> results_files_in(const std::filesystem::path& dir) {
+  std::map<std::string, std::filesystem::path> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec)) continue;
+    if (auto ts = results_timestamp(e.path())) out[*ts] = e.path();
+  }
+  return out;
+}
+
+// The samples files next to a results file with timestamp `ts`: "samples_<task>_<ts>.jsonl", or
+// "samples_<task>.jsonl" for an unstamped results.json.
+std::map<std::string, std::filesystem::path> samples_next_to(const std::filesystem::path& results, const std::string& ts) {
+  std::map<std::string, std::filesystem::path> out;
+  std::error_code ec;
+  const std::string suffix = ts.empty() ? std::string() : "_" + ts;
+  for (const auto& e : std::filesystem::directory_iterator(results.parent_path().empty() ? "." : results.parent_path(), ec)) {
+    if (!e.is_regular_file(ec) || e.path().extension() != ".jsonl") continue;
+    const std::string stem = e.path().stem().string();
+    if (stem.rfind("samples_", 0) != 0 || stem.size() <= 8 + suffix.size()) continue;
+    if (stem.compare(stem.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    std::string task = stem.substr(8, stem.size() - 8 - suffix.size());
+    // An unstamped results.json must not claim the stamped samples of later runs.
+    if (ts.empty() && std::regex_search(task, std::regex(R"(_\d{4}-\d{2}-\d{2}T)"))) continue;
+    out[task] = e.path();
+  }
+  return out;
+}
+
+// The task a samples file belongs to, among `tasks` (the tasks of the results): the longest task t with
+// a file name "samples_<t>.jsonl" or "samples_<t>_<timestamp>.jsonl"; else the only task, if there is
+// one; else "" (the caller names the file).
+std::string task_of_samples(const std::filesystem::path& p, const std::set<std::string>& tasks) {
+  const std::string stem = p.stem().string();
+  std::string best;
+  if (stem.rfind("samples_", 0) == 0) {
+    const std::string rest = stem.substr(8);
+    for (const auto& t : tasks) {
+      if (t.size() <= best.size() || rest.rfind(t, 0) != 0) continue;
+      if (rest.size() == t.size() ||
+          (rest[t.size()] == '_' && std::regex_match(rest.substr(t.size() + 1), timestamp_re())))
+        best = t;
+    }
+  }
+  if (best.empty() && tasks.size() == 1) best = *tasks.begin();
+  return best;
 }
 
 struct Sample {
@@ -112,17 +170,50 @@ Result<std::map<std::string, Sample>> read_samples(const std::filesystem::path& 
 
 }  // namespace
 
+Result<LmEvalOutput> find_lm_eval_output(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) {
+    PARITY_RETURN_NOT_OK(check_regular_file(path));
+    LmEvalOutput out{path, {}};
+    if (auto ts = results_timestamp(path)) out.samples = samples_next_to(path, *ts);
+    return out;
+  }
+  // lm-eval writes into <output_path>/<model_name>/; accept either level.
+  std::vector<std::pair<std::filesystem::path, std::map<std::string, std::filesystem::path>>> holders;
+  if (auto here = results_files_in(path); !here.empty()) holders.emplace_back(path, std::move(here));
+  std::vector<std::filesystem::path> subdirs;
+  for (const auto& e : std::filesystem::directory_iterator(path, ec))
+    if (e.is_directory(ec)) subdirs.push_back(e.path());
+  std::sort(subdirs.begin(), subdirs.end());
+  for (const auto& d : subdirs)
+    if (auto files = results_files_in(d); !files.empty()) holders.emplace_back(d, std::move(files));
+  if (holders.empty())
+    return Status::Invalid(fmt::format(
+        "{}: a directory without lm-eval results (no results_<timestamp>.json or results.json in it or in a "
+        "<model_name>/ directory below it)", path.string()));
+  if (holders.size() > 1) {
+    std::vector<std::string> names;
+    for (const auto& h : holders) names.push_back(h.first.string());
+    return Status::Invalid(fmt::format("{}: results of several runs in {}; name one of these directories",
+                                       path.string(), fmt::join(names, ", ")));
+  }
+  const auto& [ts, results] = *holders.front().second.rbegin();  // the newest run
+  return LmEvalOutput{results, samples_next_to(results, ts)};
+}
+
 Result<LmEvalResult> compare_lm_eval(const std::filesystem::path& a_path, const std::filesystem::path& b_path,
                                      const std::vector<std::filesystem::path>& samples_a,
                                      const std::vector<std::filesystem::path>& samples_b,
                                      const LmEvalOptions& options) {
   if (samples_a.size() != samples_b.size())
     return Status::Invalid("--samples takes pairs of files (one per run, same task)");
-  PARITY_ASSIGN_OR_RETURN(json a, load_json(a_path));
-  PARITY_ASSIGN_OR_RETURN(json b, load_json(b_path));
+  PARITY_ASSIGN_OR_RETURN(LmEvalOutput out_a, find_lm_eval_output(a_path));
+  PARITY_ASSIGN_OR_RETURN(LmEvalOutput out_b, find_lm_eval_output(b_path));
+  PARITY_ASSIGN_OR_RETURN(json a, load_json(out_a.results));
+  PARITY_ASSIGN_OR_RETURN(json b, load_json(out_b.results));
   LmEvalResult r;
-  r.a_source = a_path.string();
-  r.b_source = b_path.string();
+  r.a_source = out_a.results.string();
+  r.b_source = out_b.results.string();
   r.thresholds = options.mc.thresholds;
   const json& ra = a["results"];
   const json& rb = b["results"];
@@ -131,16 +222,51 @@ Result<LmEvalResult> compare_lm_eval(const std::filesystem::path& a_path, const 
   for (auto it = rb.begin(); it != rb.end(); ++it)
     if (!ra.contains(it.key())) r.only_b.push_back(it.key());
 
-  // Per-sample logs by task.
+  // Per-sample logs by task: the explicit pairs, else the files each run wrote next to its results.
+  std::set<std::string> shared;
+  for (auto it = ra.begin(); it != ra.end(); ++it)
+    if (rb.contains(it.key())) shared.insert(it.key());
+  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> pairs;
+  std::vector<std::string> pair_tasks;
+  if (!samples_a.empty()) {
+    for (size_t i = 0; i < samples_a.size(); ++i) {
+      const std::string ta = task_of_samples(samples_a[i], shared), tb = task_of_samples(samples_b[i], shared);
+      const std::string task = ta.empty() ? tb : ta;
+      if (task.empty()) {
+        r.problems.push_back(Status::Invalid(fmt::format(
+            "--samples {} {}: no task of both results files is named by these files (name them samples_<task>.jsonl); "
+            "not used", samples_a[i].string(), samples_b[i].string())));
+        continue;
+      }
+      if (!tb.empty() && !ta.empty() && ta != tb)
+        r.problems.push_back(Status::Invalid(fmt::format("--samples {} and {} name different tasks ({} vs {}); paired as {}",
+                                                         samples_a[i].string(), samples_b[i].string(), ta, tb, task)));
+      pairs.emplace_back(samples_a[i], samples_b[i]);
+      pair_tasks.push_back(task);
+    }
+  } else {
+    for (const auto& [task, pa] : out_a.samples) {
+      if (!shared.count(task)) continue;
+      auto pb = out_b.samples.find(task);
+      if (pb == out_b.samples.end()) {
+        r.problems.push_back(Status::Invalid(fmt::format(
+            "{}: {} has per-sample logs only in {}; unpaired z-test only", task, pa.filename().string(), r.a_source)));
+        continue;
+      }
+      pairs.emplace_back(pa, pb->second);
+      pair_tasks.push_back(task);
+    }
+    for (const auto& [task, pb] : out_b.samples)
+      if (shared.count(task) && !out_a.samples.count(task))
+        r.problems.push_back(Status::Invalid(fmt::format(
+            "{}: {} has per-sample logs only in {}; unpaired z-test only", task, pb.filename().string(), r.b_source)));
+  }
   std::map<std::string, std::pair<std::map<std::string, Sample>, std::map<std::string, Sample>>> samples;
-  for (size_t i = 0; i < samples_a.size(); ++i) {
-    std::string ta = task_from_samples_name(samples_a[i]), tb = task_from_samples_name(samples_b[i]);
-    if (ta != tb)
-      r.problems.push_back(Status::Invalid(fmt::format("--samples {} and {} name different tasks ({} vs {}); paired as given",
-                                                       samples_a[i].string(), samples_b[i].string(), ta, tb)));
-    PARITY_ASSIGN_OR_RETURN(auto sa, read_samples(samples_a[i], r.problems));
-    PARITY_ASSIGN_OR_RETURN(auto sb, read_samples(samples_b[i], r.problems));
-    samples[ta] = {std::move(sa), std::move(sb)};
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    PARITY_ASSIGN_OR_RETURN(auto sa, read_samples(pairs[i].first, r.problems));
+    PARITY_ASSIGN_OR_RETURN(auto sb, read_samples(pairs[i].second, r.problems));
+    r.samples.push_back({pair_tasks[i], pairs[i].first.string(), pairs[i].second.string()});
+    samples[pair_tasks[i]] = {std::move(sa), std::move(sb)};
   }
 
   const std::set<std::string> wanted(options.metrics.begin(), options.metrics.end());

@@ -85,8 +85,10 @@ std::string ppl_json(const PplResult& r, int indent) {
   j["delta_p"] = {{"mean", json_number<json>(r.delta_p.value)}, {"unc", json_number<json>(r.delta_p.unc)}, {"rms", json_number<json>(r.delta_p_rms.value)},
                   {"rms_unc", json_number<json>(r.delta_p_rms.unc)}, {"percentiles", pct(r.delta_p_pct, true)}};
   j["same_top"] = vu(r.same_top);
-  j["thresholds"] = {{"ppl_rel", r.thresholds.ppl_rel}, {"ppl_diff", r.thresholds.ppl_diff},
-                     {"kld", r.thresholds.kld}, {"kld_dtype", r.thresholds.kld_dtype}};
+  j["thresholds"] = {{"ppl_rel", r.thresholds.ppl_rel},
+                     {"ppl_diff", std::isnan(r.thresholds.ppl_diff) ? json(nullptr) : json(r.thresholds.ppl_diff)},
+                     {"kld", r.thresholds.kld}, {"kld_dtype", r.thresholds.kld_dtype},
+                     {"kld_source", r.thresholds.kld_source}};
   json checks = json::array();
   for (const Check& c : r.checks)
     checks.push_back({{"name", c.name}, {"value", json_number<json>(c.value)}, {"limit", json_number<json>(c.limit)}, {"pass", c.pass}});
@@ -166,6 +168,8 @@ std::string lm_eval_json(const LmEvalResult& r, int indent) {
     metrics.push_back(o);
   }
   j["metrics"] = metrics;
+  j["samples"] = json::array();
+  for (const auto& s : r.samples) j["samples"].push_back({{"task", s.task}, {"a", s.a}, {"b", s.b}});
   j["only_a"] = r.only_a;
   j["only_b"] = r.only_b;
   j["problems"] = json_problems<json>(r.problems);

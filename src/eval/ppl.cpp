@@ -93,6 +93,27 @@ PplThresholds default_ppl_thresholds(const std::string& dtype) {
   return t;
 }
 
+PplThresholds ppl_thresholds_for_logits(const std::string& golden_dtype, const std::string& target_dtype) {
+  const bool g = dtype_from_name(golden_dtype).has_value(), t = dtype_from_name(target_dtype).has_value();
+  if (!g && !t) {
+    PplThresholds th = default_ppl_thresholds("bf16");
+    th.kld_source = "the logits dtype is unknown on both sides (not recorded): bf16 assumed";
+    return th;
+  }
+  if (g != t) {
+    PplThresholds th = default_ppl_thresholds(g ? golden_dtype : target_dtype);
+    th.kld_source = fmt::format("the {} logits' dtype (the other side's is unknown)", g ? "golden" : "target");
+    return th;
+  }
+  const PplThresholds tg = default_ppl_thresholds(golden_dtype), tt = default_ppl_thresholds(target_dtype);
+  // The less precise side bounds how close the distributions can be: its limit applies.
+  PplThresholds th = tt.kld >= tg.kld ? tt : tg;
+  th.kld_source = tg.kld_dtype == tt.kld_dtype
+                      ? fmt::format("both sides' logits are {}", th.kld_dtype)
+                      : fmt::format("the less precise logits dtype (golden {}, target {})", tg.kld_dtype, tt.kld_dtype);
+  return th;
+}
+
 TokenComparison compare_token(const TokenDist& golden, const TokenDist& target) {
   TokenComparison tc;
   tc.nll_golden = -golden.label_logprob;
@@ -261,7 +282,7 @@ Result<PplResult> compare_ppl(const TokenSource& golden, const TokenSource& targ
     r.checks.push_back({name, value, limit, pass && !std::isnan(value)});
   };
   check("ppl_rel", std::fabs(r.ppl_ratio.value - 1.0), th.ppl_rel, false);
-  check("ppl_diff", std::fabs(r.ppl_diff.value), th.ppl_diff, false);
+  if (!std::isnan(th.ppl_diff)) check("ppl_diff", std::fabs(r.ppl_diff.value), th.ppl_diff, false);
   check("kld", r.kld.value, th.kld, true);
   r.verdict = Verdict::kPass;
   for (const Check& c : r.checks)

@@ -65,6 +65,8 @@ std::string ppl_text(const PplResult& r, bool color, VerdictColorizer colorize) 
   line(fmt::format("RMS Δp    : {:6.3f} ± {:5.3f} %", 100 * r.delta_p_rms.value, 100 * r.delta_p_rms.unc));
   line(fmt::format("Same top p: {:6.3f} ± {:5.3f} %", 100 * r.same_top.value, 100 * r.same_top.unc));
   line("");
+  line(fmt::format("KLD limit {:g} for {} logits: {} (override: --kld-dtype or --kld)", r.thresholds.kld,
+                   r.thresholds.kld_dtype, terminal_text(r.thresholds.kld_source)));
   for (const Check& c : r.checks)
     line(fmt::format("check {:<9} {:.6g} {} {:.6g}  {}", c.name, c.value, c.pass ? "within" : "outside", c.limit,
                      word(c.pass ? Verdict::kPass : Verdict::kFail, color, colorize)));
@@ -99,7 +101,10 @@ std::string mc_text(const McResult& r, bool color, VerdictColorizer colorize) {
 
 std::string lm_eval_text(const LmEvalResult& r, bool color, VerdictColorizer colorize) {
   std::string o;
-  o += fmt::format("A: {}\nB: {}\n\n", terminal_text(r.a_source), terminal_text(r.b_source));
+  o += fmt::format("A: {}\nB: {}\n", terminal_text(r.a_source), terminal_text(r.b_source));
+  for (const auto& s : r.samples)
+    o += fmt::format("samples {}: {} | {}\n", terminal_text(s.task), terminal_text(s.a), terminal_text(s.b));
+  o += "\n";
   o += fmt::format("{:<28} {:<10} {:>7} {:>7} {:>7} {:>8} {:>9}  {}\n", "task", "metric", "A", "B", "Δ pts", "z-test p",
                    "paired p", "verdict");
   for (const auto& m : r.metrics)

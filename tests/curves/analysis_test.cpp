@@ -244,3 +244,89 @@ TEST(RankConsistency, NaNOnOneRankAndConsistentRuns) {
   // A single rank cannot be compared.
   EXPECT_FALSE(compare_ranks(run_of({s[0]}, "run")).ok());
 }
+
+TEST(CurveAnalysis, GoldenZeroIsNotADenominator) {
+  // A metric that crosses zero (e.g. a logit mean): golden exactly 0 at step 10, target 1e-6 off there.
+  Series g, t;
+  g.metric = t.metric = "logit_mean";
+  for (int i = 0; i < 40; ++i) {
+    g.steps.push_back(i);
+    g.values.push_back(i == 10 ? 0.0 : 0.5 * std::sin(i * 0.3 + 0.1));
+  }
+  t = g;
+  t.values[10] = 1e-6;
+  auto m = compare_series(g, t, default_tolerance("logit_mean"), CurveOptions{});
+  // |Δ| / (1e-3 · RMS of the golden ≈ 3.5e-4) ≈ 2.8e-3, not 1e-6 / 1e-12 = 1e6
+  const double rms = [&] { double s = 0; for (double v : g.values) s += v * v; return std::sqrt(s / g.values.size()); }();
+  EXPECT_NEAR(m.points[10].rel_dev, 1e-6 / (1e-3 * rms), 1e-12);
+  EXPECT_LT(m.max_rel_dev, 0.01);
+  EXPECT_EQ(m.verdict, Verdict::kPass);
+  // An all-zero golden: the target's own size is the yardstick (any non-zero target is 100 % off).
+  Series z = g, zt = g;
+  for (double& v : z.values) v = 0;
+  for (double& v : zt.values) v = 0;
+  zt.values[39] = 1e-9;
+  auto mz = compare_series(z, zt, default_tolerance("logit_mean"), CurveOptions{});
+  EXPECT_EQ(mz.points[39].rel_dev, 1.0);
+  EXPECT_EQ(mz.final_rel_diff, 1.0);
+  EXPECT_EQ(mz.points[0].rel_dev, 0.0);
+}
+
+TEST(CurveAnalysis, SteadyDivergenceTransientAndSpikes) {
+  Series g = loss_curve(100);
+  Series steady = g, transient = g, spikes = g;
+  for (int i = 50; i < 100; ++i) steady.values[i] *= 1.05;      // parts at 50 and stays apart
+  for (int i = 50; i < 60; ++i) transient.values[i] *= 1.05;    // parts at 50, back at 60
+  for (int i : {20, 45, 70}) spikes.values[i] *= 1.3;           // three isolated bad steps
+  const Tolerance tol = default_tolerance("loss");
+  auto ms = compare_series(g, steady, tol, CurveOptions{});
+  EXPECT_EQ(ms.deviation_kind, "steady");
+  EXPECT_EQ(*ms.divergence_step, 50);
+  EXPECT_EQ(ms.fraction_above_after_divergence, 1.0);
+  auto mt = compare_series(g, transient, tol, CurveOptions{});
+  EXPECT_EQ(mt.deviation_kind, "transient");
+  EXPECT_NEAR(mt.fraction_above_after_divergence, 0.2, 1e-12);  // 10 of the 50 steps from 50 on
+  auto mk = compare_series(g, spikes, tol, CurveOptions{});
+  EXPECT_EQ(mk.deviation_kind, "spikes");
+  EXPECT_FALSE(mk.divergence_step.has_value());
+  EXPECT_EQ(mk.spike_steps_above_tol, (std::vector<int64_t>{20, 45, 70}));
+  EXPECT_EQ(compare_series(g, g, tol, CurveOptions{}).deviation_kind, "none");
+}
+
+TEST(CurveAnalysis, CountersSkippedUnlessAsked) {
+  Series lg = loss_curve(30), lt = loss_curve(30);
+  Series consumed, epoch, tokens, lr;
+  consumed.metric = "consumed_samples";
+  epoch.metric = "epoch_float";
+  tokens.metric = "tokens_total";  // a counter by shape only: affine in the step
+  lr.metric = "lr";                // linear warm-up is affine too, but lr is a training quantity
+  for (int i = 0; i < 30; ++i) {
+    for (Series* s : {&consumed, &epoch, &tokens, &lr}) s->steps.push_back(i);
+    consumed.values.push_back(8.0 * (i + 1));
+    epoch.values.push_back(i / 7.0);
+    tokens.values.push_back(256.0 * i + 100);
+    lr.values.push_back(1e-4 * i);
+  }
+  EXPECT_TRUE(is_counter_metric(consumed));
+  EXPECT_TRUE(is_counter_metric(epoch));
+  EXPECT_TRUE(is_counter_metric(tokens));
+  EXPECT_FALSE(is_counter_metric(lr));
+  EXPECT_FALSE(is_counter_metric(lg));
+  Series ct = consumed;
+  for (double& v : ct.values) v *= 2;  // the target's batch is twice as large: not a numerical difference
+  auto c = compare_curves(run_of({lg, consumed, epoch, tokens, lr}, "g"), run_of({lt, ct, epoch, tokens, lr}, "t"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->counters_skipped, (std::vector<std::string>{"consumed_samples", "epoch_float", "tokens_total"}));
+  EXPECT_EQ(c->metrics.size(), 2u);  // loss, lr
+  EXPECT_EQ(c->verdict, Verdict::kPass);
+  CurveOptions o;
+  o.counters = true;
+  auto c2 = compare_curves(run_of({lg, consumed}, "g"), run_of({lt, ct}, "t"), o);
+  ASSERT_TRUE(c2.ok());
+  EXPECT_EQ(c2->metrics.size(), 2u);
+  EXPECT_EQ(c2->verdict, Verdict::kFail);
+  // only counters in common: the error says they were left out and how to compare them
+  auto c3 = compare_curves(run_of({consumed}, "g"), run_of({ct}, "t"));
+  ASSERT_FALSE(c3.ok());
+  EXPECT_NE(c3.status().message().find("--counters"), std::string::npos);
+}

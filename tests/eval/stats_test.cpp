@@ -57,5 +57,11 @@ TEST(PplStats, SeedThresholdsByDtype) {
   EXPECT_DOUBLE_EQ(default_ppl_thresholds("fp16").kld, 1e-4);
   EXPECT_DOUBLE_EQ(default_ppl_thresholds("float32").kld, 1e-6);
   EXPECT_DOUBLE_EQ(default_ppl_thresholds().ppl_rel, 0.05);
-  EXPECT_DOUBLE_EQ(default_ppl_thresholds().ppl_diff, 0.5);
+  EXPECT_TRUE(std::isnan(default_ppl_thresholds().ppl_diff));  // absolute check off: PPL is judged relatively
+  EXPECT_DOUBLE_EQ(ppl_thresholds_for_logits("f32", "bf16").kld, 0.005);
+  EXPECT_DOUBLE_EQ(ppl_thresholds_for_logits("bf16", "f32").kld, 0.005);
+  EXPECT_DOUBLE_EQ(ppl_thresholds_for_logits("f32", "f32").kld, 1e-6);
+  EXPECT_DOUBLE_EQ(ppl_thresholds_for_logits("", "f16").kld, 1e-4);
+  EXPECT_DOUBLE_EQ(ppl_thresholds_for_logits("", "").kld, 0.005);
+  EXPECT_NE(ppl_thresholds_for_logits("", "").kld_source.find("unknown"), std::string::npos);
 }

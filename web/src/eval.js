@@ -55,6 +55,10 @@ P.distributionChart = function distributionChart(sec, key, title, dist) {
 
 P.renderPpl = function renderPpl(sec, r, i) {
   sec.appendChild(P.el('h3', { class: 'minor' }, 'Perplexity and KL divergence ', P.badge(P.str(r.verdict)), ` ${P.fmt(r.tokens)} tokens`));
+  P.runsLine(sec, P.get(r, 'golden', 'source'), P.get(r, 'target', 'source'));
+  if (P.get(r, 'thresholds', 'kld_source')) {
+    sec.appendChild(P.el('p', { class: 'legend-note', text: `KLD limit ${P.fmt(P.num(P.get(r, 'thresholds', 'kld')))} for ${P.str(P.get(r, 'thresholds', 'kld_dtype'))} logits: ${P.str(P.get(r, 'thresholds', 'kld_source'))}` }));
+  }
   const kld = r.kld || {}, dp = r.delta_p || {};
   sec.appendChild(P.kvTable([
     ['PPL golden', P.pm(P.get(r, 'ppl', 'golden'))],

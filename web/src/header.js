@@ -132,9 +132,18 @@ P.renderDiagnosis = function renderDiagnosis(cmp) {
   const fd = r.first_divergence, suspects = r.suspects, diag = r.diagnosis;
   const diagList = Array.isArray(diag) ? diag : (diag && Array.isArray(diag.findings) ? diag.findings :
     (diag && Array.isArray(diag.causes) ? diag.causes : (diag ? [diag] : [])));
-  const suspectList = Array.isArray(suspects) ? suspects : (suspects && Array.isArray(suspects.rows) ? suspects.rows : []);
+  const suspectsRaw = Array.isArray(suspects) ? suspects : (suspects && Array.isArray(suspects.rows) ? suspects.rows : []);
+  // Rank order: the highest score first (a suspect without a score after those with one), ties as
+  // listed. ("rank" in a suspect is the process rank, not its place.)
+  const suspectList = suspectsRaw.map((x, k) => [x, k]).sort(([a, ka], [b, kb]) => {
+    const sa = P.num(a && a.score), sb = P.num(b && b.score);
+    if (P.isNum(sa) !== P.isNum(sb)) return P.isNum(sa) ? -1 : 1;
+    if (P.isNum(sa) && P.isNum(sb) && sa !== sb) return sb - sa;
+    return ka - kb;
+  }).map(([x]) => x);
   if ((fd === undefined || fd === null) && !suspectList.length && !diagList.length) return;
   const sec = P.openSection('sec-diagnosis', 'Diagnosis', 'Where the target first departs from the golden run, the events most likely to cause it, and what to do about it.');
+  P.runsLine(sec, ...P.compareRuns(cmp));
   const cards = P.el('div', { class: 'cards' });
   sec.appendChild(cards);
 
@@ -223,6 +232,7 @@ P.renderProblems = function renderProblems(cmp) {
   const notes = Array.isArray(r.notes) ? r.notes : [];
   if (!problems.length && !ug.length && !ut.length && !notes.length) return;
   const sec = P.openSection('sec-problems', 'Unmatched, unreadable, notes');
+  P.runsLine(sec, ...P.compareRuns(cmp));
   const brief = (list) => list.map((x) => ({ name: P.str(x.name), dtype: P.str(x.dtype), shape: JSON.stringify(x.shape || []), file: P.str(x.file) }));
   if (problems.length) { sec.appendChild(P.el('h3', { class: 'minor', text: `Unreadable (${problems.length})` })); sec.appendChild(P.renderValue(problems)); }
   if (ug.length) { sec.appendChild(P.el('h3', { class: 'minor', text: `Only in golden (${ug.length})` })); sec.appendChild(P.renderValue(brief(ug))); }

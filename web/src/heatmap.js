@@ -41,6 +41,7 @@ P.renderHeatmap = function renderHeatmap(cmp) {
   if (!events.length || !metrics.length) return;
   const sec = P.openSection('sec-heatmap', 'Heatmap',
     'Worst value of each metric over each module\'s events; colour runs from the column\'s best (green) to its worst (red) on a log scale.');
+  P.runsLine(sec, ...P.compareRuns(cmp));
   const groups = P.groupByModule(events, 80);
   const cells = [];
   const colRange = metrics.map(() => ({ lo: Infinity, hi: -Infinity }));

@@ -21,6 +21,45 @@ P.nonfiniteChain = function nonfiniteChain(cmp, side) {
   return out;
 };
 
+// An event whose non-finite values are an intended mask, not an overflow: no NaN, no +Inf, only -Inf
+// (attention masks: masked_fill(-inf), finfo.min · large), and the other run holds exactly the same
+// non-finite counts — a mask is part of the model, identical in both runs; an overflow is not.
+P.isMaskEvent = function isMaskEvent(e, side) {
+  const other = side === 'golden' ? 'target' : 'golden';
+  const m = e.raw.metrics;
+  const st = m ? m[side + '_stats'] : P.get(e.raw, 'stats', side);
+  const so = m ? m[other + '_stats'] : P.get(e.raw, 'stats', other);
+  if (!st || !so) return false;
+  const count = (x, k) => P.num(P.first(x[k], 0));
+  if (count(st, 'nan_count') > 0 || count(st, 'pinf_count') > 0) return false;
+  const ninf = count(st, 'ninf_count'), inf = count(st, 'inf_count');
+  if (!(ninf > 0 || inf > 0)) return false;
+  if (st.ninf_count === undefined && st.pinf_count === undefined) {
+    // statistics without the sign of the infinities: a mask only when the minimum is -Inf and the max finite
+    if (!(P.num(st.min) === -Infinity && Number.isFinite(P.num(st.max)))) return false;
+  }
+  return count(so, 'nan_count') === 0 && count(so, 'pinf_count') === 0 &&
+    count(so, 'ninf_count') === ninf && count(so, 'inf_count') === inf;
+};
+
+// Largest finite value of the narrow formats the near-overflow check covers (IEEE binary16, OCP FP8).
+P.formatMax = { f16: 65504, f8_e4m3: 448, f8_e5m2: 57344 };
+
+// A near-overflow entry that is a mask written on purpose (masked_fill with torch.finfo(dtype).min),
+// not a value about to overflow: its tensor's minimum is exactly -max of the format while its maximum
+// stays below the warning limit. Needs the comparison's statistics of that tensor; without them the
+// entry stays a near-overflow.
+P.isMaskNearOverflow = function isMaskNearOverflow(n, cmp, side) {
+  if (!n || typeof n !== 'object' || !cmp) return false;
+  const e = cmp.byName.get(P.str(n.name));
+  if (!e) return false;
+  const m = e.raw.metrics;
+  const st = m ? m[side + '_stats'] : P.get(e.raw, 'stats', side);
+  const max = P.formatMax[P.str(n.dtype)];
+  if (!st || !max) return false;
+  return P.num(st.min) === -max && P.num(st.max) < P.num(n.limit);
+};
+
 P.rangeTable = function rangeTable(ranges) {
   const cols = ['name', 'role', 'dtype', 'min', 'max', 'absmax', 'nan', 'inf'];
   return P.el('table', { class: 'plain' },
@@ -35,9 +74,11 @@ P.renderOverflow = function renderOverflow(items, cmp) {
   // compare result's own overflow analysis only when it found something.
   const shown = items.filter((it) => it.standalone || P.overflowHasFindings(it.result));
   if (!shown.length) return;
-  const sec = P.openSection('sec-overflow', 'NaN / Inf origin', 'Where non-finite values are first born, what the op saw, and which later events carry them; values close to the format\'s limit; gradients that underflow.');
+  const sec = P.openSection('sec-overflow', 'NaN / Inf origin', 'Where non-finite values are first born, what the op saw, and which later events carry them — intended -Inf masks apart from overflow; values close to the format\'s limit; gradients that underflow.');
+  if (cmp) P.runsLine(sec, ...P.compareRuns(cmp));
   for (const { label, result: o, side } of shown) {
     sec.appendChild(P.el('h3', { class: 'minor', text: label + (o.source ? ': ' + P.str(o.source) : '') }));
+    if (!cmp && o.source) sec.appendChild(P.el('p', { class: 'runs-line mono', dataset: { run: P.str(o.source) }, text: 'run: ' + P.str(o.source) }));
     const facts = [];
     for (const k of ['records', 'measured', 'nonfinite_records']) if (o[k] !== undefined) facts.push(`${k.replace('_', ' ')} ${P.fmt(o[k])}`);
     if (o.loss_scale_advice) facts.push(`loss scale: ${P.str(o.loss_scale_advice)} it`);
@@ -58,17 +99,35 @@ P.renderOverflow = function renderOverflow(items, cmp) {
     }
     sec.appendChild(cards);
     // The contaminated chain, from the comparison's per-event statistics.
-    const chain = P.nonfiniteChain(cmp, side || 'target');
+    const sd = side || 'target';
+    const all = P.nonfiniteChain(cmp, sd);
+    const masks = all.filter(({ e }) => P.isMaskEvent(e, sd));
+    const chain = all.filter(({ e }) => !P.isMaskEvent(e, sd));
     if (chain.length) {
-      sec.appendChild(P.el('h3', { class: 'minor', text: `Contaminated chain (${chain.length} events with NaN/Inf in the ${side || 'target'}, in execution order)` }));
+      sec.appendChild(P.el('h3', { class: 'minor', text: `Contaminated chain (${chain.length} events with NaN/Inf from overflow or invalid operations in the ${sd}, in execution order)` }));
       const ol = P.el('ol', { class: 'mono', id: 'nan-chain' });
       for (const { e, n } of chain.slice(0, 40)) ol.appendChild(P.el('li', null, P.eventLink(e), ` — ${P.fmt(n)} non-finite`));
       sec.appendChild(ol);
       if (chain.length > 40) sec.appendChild(P.el('p', { class: 'legend-note', text: `… ${chain.length - 40} more (filter the table by verdict "error")` }));
     }
+    if (masks.length) {
+      sec.appendChild(P.el('h3', { class: 'minor', text: `Intended masks, not overflow (${masks.length} events holding only -Inf, the same count in both runs)` }));
+      const ol = P.el('ol', { class: 'mono', id: 'mask-chain' });
+      for (const { e, n } of masks.slice(0, 40)) ol.appendChild(P.el('li', null, P.eventLink(e), ` — ${P.fmt(n)} × -Inf`));
+      sec.appendChild(ol);
+      if (masks.length > 40) sec.appendChild(P.el('p', { class: 'legend-note', text: `… ${masks.length - 40} more` }));
+    }
     if (Array.isArray(o.near_overflow) && o.near_overflow.length) {
-      sec.appendChild(P.el('h3', { class: 'minor', text: `Close to overflow (${o.near_overflow.length})` }));
-      sec.appendChild(P.renderValue(o.near_overflow));
+      const near = o.near_overflow.filter((n) => !P.isMaskNearOverflow(n, cmp, sd));
+      const maskNear = o.near_overflow.filter((n) => P.isMaskNearOverflow(n, cmp, sd));
+      if (near.length) {
+        sec.appendChild(P.el('h3', { class: 'minor', text: `Close to overflow (${near.length})` }));
+        sec.appendChild(P.el('div', { id: 'near-overflow' }, P.renderValue(near)));
+      }
+      if (maskNear.length) {
+        sec.appendChild(P.el('h3', { class: 'minor', text: `Large-negative masks at the format's limit, not overflow (${maskNear.length})` }));
+        sec.appendChild(P.el('div', { id: 'near-overflow-masks' }, P.renderValue(maskNear)));
+      }
     }
     if (Array.isArray(o.grad_underflow) && o.grad_underflow.length) {
       sec.appendChild(P.el('h3', { class: 'minor', text: `Gradients underflowing (${o.grad_underflow.length})` }));

@@ -38,6 +38,7 @@ P.renderProfile = function renderProfile(cmp) {
   if (!events.length) return;
   const sec = P.openSection('sec-profile', 'Error profile',
     'Each point is one compared event, in execution order (forward, then backward). Wheel or drag to zoom, hover for the metrics, click to open the event in the table.');
+  P.runsLine(sec, ...P.compareRuns(cmp));
   const metrics = P.profileMetrics.filter((m) => events.some((e) => P.isNum(e[m.key])));
   if (!metrics.length) {
     sec.appendChild(P.el('p', { class: 'notice', text: 'No event has an error metric (statistics or checksum comparisons only); see the table.' }));

@@ -20,11 +20,25 @@ P.tableColumns = [
   { key: 'reason', label: 'reason', width: 'minmax(160px, 2fr)', get: (e) => e.reason },
 ];
 
+// Among rows of one verdict: larger noise units first, then larger rel L2; NaN last.
+P.worseFirst = function worseFirst(x, y) {
+  for (const k of ['noise_units', 'rel_l2']) {
+    const a = x[k], b = y[k];
+    const an = !P.isNum(a), bn = !P.isNum(b);
+    if (an && bn) continue;
+    if (an || bn) return an ? 1 : -1;
+    if (a !== b) return a > b ? -1 : 1;
+  }
+  return 0;
+};
+
 P.renderTable = function renderTable(cmp) {
   const events = cmp.events;
-  const sec = P.openSection('sec-table', 'Events', 'Every compared pair. Sort by clicking a header; filter by name, verdict and module; click a row for all its metrics.');
+  const sec = P.openSection('sec-table', 'Events', 'Every compared pair, worst first (verdict, then error in rounding-noise units). Sort by clicking a header; filter by name, verdict and module; click a row for all its metrics.');
+  P.runsLine(sec, ...P.compareRuns(cmp));
   const cols = P.tableColumns;
-  const st = { order: null, sortKey: 'idx', sortDir: 'asc', expanded: new Set(), expandedPos: [], posOf: new Int32Array(events.length) };
+  // Opens worst-first: what a reader looks for first is the failing rows, not execution order.
+  const st = { order: null, sortKey: 'verdict', sortDir: 'desc', expanded: new Set(), expandedPos: [], posOf: new Int32Array(events.length) };
 
   // ---- controls
   const nameIn = P.el('input', { type: 'search', id: 'filter-name', placeholder: 'name contains… or /regex/' });
@@ -84,6 +98,10 @@ P.renderTable = function renderTable(cmp) {
           if (x !== y) return (x < y ? -1 : 1) * dir;
         } else if (x !== y) {
           return (x < y ? -1 : 1) * dir;
+        }
+        if (col.key === 'verdict') {  // equal verdicts: the larger error first, whatever the direction
+          const w = P.worseFirst(events[a[1]], events[b[1]]);
+          if (w) return w;
         }
         return a[1] - b[1];
       });

@@ -56,6 +56,17 @@ P.badge = (v) => P.el('span', { class: 'badge ' + P.verdictClass(v), text: v || 
 P.severity = (v) => ({ pass: 0, warn: 1, fail: 2, error: 3 }[v] ?? 3);
 
 // A section: heading, optional sub-line, then content; shown (unhidden) and listed in the nav.
+// "golden: X · target: Y" under a section's title: every section names the runs it compares.
+P.runsLine = function runsLine(sec, golden, target, words) {
+  const [a, b] = words || ['golden', 'target'];
+  const p = P.el('p', { class: 'runs-line mono', dataset: { golden: P.str(golden), target: P.str(target) },
+    text: `${a}: ${P.str(golden) || '(unnamed)'} · ${b}: ${P.str(target) || '(unnamed)'}` });
+  sec.appendChild(p);
+  return p;
+};
+// The runs of a compare result.
+P.compareRuns = (cmp) => [P.str(P.get(cmp.result, 'golden', 'source')), P.str(P.get(cmp.result, 'target', 'source'))];
+
 P.openSection = function openSection(id, title, sub) {
   const sec = document.getElementById(id);
   sec.replaceChildren();
