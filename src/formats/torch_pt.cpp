@@ -499,7 +499,17 @@ Result<int64_t> check_layout(PtTensor& t) {
 
 Result<PtTensor> read_torch_pt(const std::byte* data, uint64_t size) {
   const ByteRange file{data, size};
-  PARITY_ASSIGN_OR_RETURN(std::vector<ZipMember> members, read_zip_directory(file));
+  Result<std::vector<ZipMember>> listed = read_zip_directory(file);
+  if (!listed.ok()) {
+    // The legacy format (torch < 1.6, or _use_new_zipfile_serialization=False) is a bare pickle stream:
+    // it starts with the PROTO opcode where a zip starts with "PK".
+    if (size >= 2 && data[0] == std::byte{0x80}) {
+      return Status::Unsupported("legacy (non-zip) torch.save format, written by torch < 1.6 or with "
+                                 "_use_new_zipfile_serialization=False: not read; re-save with a current torch");
+    }
+    return listed.status().WithContext("not a torch.save zip file");
+  }
+  std::vector<ZipMember> members = std::move(*listed);
   const ZipMember* pkl = nullptr;
   for (const ZipMember& m : members) {
     const std::string_view n = m.name;
