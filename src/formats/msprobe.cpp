@@ -33,6 +33,8 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -188,22 +190,24 @@ class EntryReader {
     if (en.kind == "parameters_grad") {
       for (const auto& [pname, v] : value.items()) {
         index_ = 0;
-        walk(v, "backward", "grad", en.module + "/backward/grad/" + pname, key + "." + pname, true);
+        walk(v, "backward", "grad", en.module + "/backward/grad/" + pname, key + "." + pname);
       }
       return;
     }
     const std::string& dir = en.kind;
     // Forward: positional args then keyword tensors share one index sequence (the capture's order).
     index_ = 0;
-    for (const char* k : {"input_args", "input_kwargs", "input"}) {
-      if (auto it = value.find(k); it != value.end()) walk_role(*it, dir, "input", call, key + ".input", k[6] == 'k');
+    for (std::string_view k : {"input_args", "input_kwargs", "input"}) {
+      if (auto it = value.find(std::string(k)); it != value.end()) {
+        walk_role(*it, dir, "input", call, key + ".input", k == "input_kwargs");
+      }
     }
     index_ = 0;
     if (auto it = value.find("output"); it != value.end()) walk_role(*it, dir, "output", call, key + ".output", false);
     if (auto it = value.find("parameters"); it != value.end() && it->is_object()) {
       for (const auto& [pname, v] : it->items()) {
         index_ = 0;
-        walk(v, dir, "parameter", en.module + "/" + dir + "/parameter/" + pname, key + ".parameters." + pname, true);
+        walk(v, dir, "parameter", en.module + "/" + dir + "/parameter/" + pname, key + ".parameters." + pname);
       }
     }
   }
@@ -241,7 +245,7 @@ class EntryReader {
 
   // Parameters and parameter gradients: one tensor (or a one-element list of it) per parameter name.
   void walk(const ojson& v, const std::string& dir, const std::string& role, const std::string& name,
-            const std::string& ms_name, bool) {
+            const std::string& ms_name) {
     const ojson* t = &v;
     if (v.is_array() && v.size() == 1) t = &v[0];
     if (is_tensor_entry(*t)) {
@@ -334,12 +338,16 @@ Result<MsprobeDump> parse_msprobe_dump_json(std::string_view dump_json, std::str
                                "' is not read (tensor and statistics dumps are; overflow_check, free_benchmark "
                                "and structure dumps hold no comparable tensors)");
   }
-  ojson construct;
+  // entry → its parent module entry (a hash map: ordered_json's find is a linear scan).
+  std::unordered_map<std::string, std::string> parent_of;
   if (!construct_json.empty()) {
-    construct = ojson::parse(python_json_to_json(construct_json), nullptr, false);
+    ojson construct = ojson::parse(python_json_to_json(construct_json), nullptr, false);
     if (construct.is_discarded() || !construct.is_object()) {
       dump.problems.push_back(Status::Invalid(label + ": construct.json beside it is not a JSON object; API calls are named under <global>"));
-      construct = ojson::object();
+    } else {
+      for (const auto& [k, v] : construct.items()) {
+        if (v.is_string()) parent_of.emplace(k, v.get<std::string>());
+      }
     }
   }
   // parity numbers op calls per (parent call, op): the k of "<parent>/<op>#<k>". A backward entry reuses
@@ -363,16 +371,12 @@ Result<MsprobeDump> parse_msprobe_dump_json(std::string_view dump_json, std::str
     const std::string api_call = en->prefix + "." + en->op + "." + std::to_string(en->call);
     auto known = call_of.find(api_call);
     if (known == call_of.end()) {
-      std::string parent = "<global>", parent_module;
-      if (auto c = construct.find(key); c != construct.end() && c->is_string()) {
-        if (auto pm = parse_entry_name(c->get<std::string>()); pm && pm->is_module) {
-          parent = module_call(*pm);
-          parent_module = pm->module;
-        }
+      std::string parent = "<global>";
+      if (auto c = parent_of.find(key); c != parent_of.end()) {
+        if (auto pm = parse_entry_name(c->second); pm && pm->is_module) parent = module_call(*pm);
       }
       const int64_t k = next_k[{parent, en->op}]++;
       known = call_of.emplace(api_call, std::make_pair(parent, en->op + "#" + std::to_string(k))).first;
-      (void)parent_module;
     }
     const std::string& parent = known->second.first;
     reader.parent_module_ = parent == "<global>" ? "" : parent.substr(0, parent.find('#'));
