@@ -31,7 +31,7 @@ namespace {
 
 struct CompareArgs {
   std::string golden, target;
-  std::string golden_format, target_format;
+  std::string golden_format, target_format, format;
   int64_t step = -1;
   int rank = -1;
   std::string direction;
@@ -130,9 +130,12 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   }
   if (a.json_path == "-" && a.csv_path == "-") return usage_error("--json - and --csv - cannot both write to stdout");
 
-  Result<std::unique_ptr<RecordSource>> golden = open_source(a.golden, a.golden_format);
+  // --format forces both sides unless a side has its own.
+  const std::string& golden_format = a.golden_format.empty() ? a.format : a.golden_format;
+  const std::string& target_format = a.target_format.empty() ? a.format : a.target_format;
+  Result<std::unique_ptr<RecordSource>> golden = open_source(a.golden, golden_format);
   if (!golden.ok()) return usage_error("cannot open golden: " + golden.status().message());
-  Result<std::unique_ptr<RecordSource>> target = open_source(a.target, a.target_format);
+  Result<std::unique_ptr<RecordSource>> target = open_source(a.target, target_format);
   if (!target.ok()) return usage_error("cannot open target: " + target.status().message());
 
   CompareRunOptions opts;
@@ -228,6 +231,7 @@ CommandAction setup_compare(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("TARGET", a->target, "Target file, directory or run to check against GOLDEN");
   sub.add_option("--golden-format", a->golden_format, "Force GOLDEN's format (npy, npz, safetensors, ...; default: detect)");
   sub.add_option("--target-format", a->target_format, "Force TARGET's format (default: detect)");
+  sub.add_option("--format", a->format, "Force both sides' format (msprobe, pt, npy, ...) unless --golden-format/--target-format say otherwise");
   sub.add_option("--step", a->step, "Only records of this capture step (plain files have none; default: all)")
       ->check(CLI::NonNegativeNumber);
   sub.add_option("--rank", a->rank, "Only records of this rank (default: all)")->check(CLI::NonNegativeNumber);

@@ -10,9 +10,11 @@ namespace parity {
 const std::vector<FormatSpec>& registered_formats() {
   static const std::vector<FormatSpec> kFormats = {
       dump::run_format_spec(),  // capture runs (src/dump/reader.cpp), a directory format: probed first
+      formats::msprobe_format_spec(),  // msprobe dump folders (dump.json): a directory format
       formats::npy_format_spec(),
       formats::npz_format_spec(),
       formats::safetensors_format_spec(),
+      formats::torch_pt_format_spec(),
   };
   return kFormats;
 }
