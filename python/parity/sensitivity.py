@@ -54,8 +54,8 @@ def _logits(model, inputs):
     return out
 
 
-def _forward_logp(model, batches):
-    """Per batch: log-softmax of the logits in float64, [sequences, tokens, vocab]."""
+def _forward_logits(model, batches):
+    """Per batch: the logits, [sequences, tokens, vocab], detached."""
     import torch
 
     out = []
@@ -65,8 +65,16 @@ def _forward_logp(model, batches):
             logits = _logits(model, inputs)
             if logits.dim() == 2:
                 logits = logits[:, None, :]
-            out.append(torch.log_softmax(logits.double(), dim=-1))
+            out.append(logits.detach())
     return out
+
+
+def _log_probs(logits):
+    """log-softmax in float64. Called outside the emulation context: an op rule on softmax (log_softmax is in
+    that class) must not round the measurement itself."""
+    import torch
+
+    return [torch.log_softmax(x.double(), dim=-1) for x in logits]
 
 
 def _mean_se(values):
@@ -249,7 +257,8 @@ def scan(model, batches, policy_space=None, *, state_path=None, progress=None):
         t0 = time.monotonic()
         ctx = em.emulate(model, policy) if policy else contextlib.nullcontext()
         with ctx:
-            logp = _forward_logp(model, batches)
+            logits = _forward_logits(model, batches)
+        logp = _log_probs(logits)
         passes[0] += len(batches)
         return logp, time.monotonic() - t0
 

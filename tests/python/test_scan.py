@@ -51,7 +51,8 @@ def kld_of(model, policy, batches):
     with torch.no_grad():
         golden = [torch.log_softmax(model(x).double(), -1) for x, _ in batches]
         with parity.emulate(model, policy):
-            low = [torch.log_softmax(model(x).double(), -1) for x, _ in batches]
+            logits = [model(x) for x, _ in batches]
+        low = [torch.log_softmax(x.double(), -1) for x in logits]  # outside: a softmax rule must not touch it
     for g, q in zip(golden, low):
         vals += (g.exp() * (g - q)).sum(-1).mean(-1).tolist()
     return sum(vals) / len(vals)
@@ -113,6 +114,17 @@ def test_resume_skips_what_is_done(tmp_path):
     # another configuration must not silently reuse it
     with pytest.raises(ValueError, match="different configuration"):
         parity.scan(model, batches, {**space, "lower_to": "fp8_e4m3"}, state_path=str(state))
+
+
+def test_an_op_class_unit_does_not_round_the_measurement():
+    # log_softmax belongs to the softmax op class: the scan's own log-probabilities must be computed outside
+    # the emulation (inside, KLD came out negative)
+    model, batches = make_model(False), make_batches()
+    result = parity.scan(model, batches, {"lower_to": "bf16", "units": ["softmax", "layers.0.mlp"], "greedy": False})
+    by_unit = {u["unit"]: u for u in result["units"]}
+    assert all(u["kld"]["mean"] >= 0 for u in result["units"])
+    want = kld_of(model, {"softmax": "bf16"}, batches)
+    assert abs(by_unit["softmax"]["kld"]["mean"] - want) <= 1e-12 + 1e-9 * want
 
 
 def test_default_units_and_bad_input():
