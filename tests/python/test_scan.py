@@ -196,3 +196,15 @@ def test_parity_scan_cli(tmp_path):
     bad = subprocess.run([binary, "scan", "--factory", str(tmp_path / "missing.py") + ":f"], capture_output=True,
                          text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "missing.py does not exist" in bad.stderr
+
+
+def test_progress_bar_only_on_a_terminal(capsys):
+    bar = sensitivity._Progress(3, enabled=True)
+    bar.step("layers.0.mlp")
+    bar.done()
+    err = capsys.readouterr().err
+    assert err.startswith("\r[##########") and "1/3 layers.0.mlp" in err and err.endswith("\n")
+    quiet = sensitivity._Progress(3)  # stderr is captured here, not a terminal: no bar
+    quiet.step("x")
+    quiet.done()
+    assert capsys.readouterr().err == ""
