@@ -34,7 +34,7 @@ test('one bar per unit, most sensitive on top, kept-fp32 units in red', async ()
   assert.equal(await r.page.evaluate(() => document.getElementById('sec-scan').hidden), false);
   const opt = await r.page.evaluate(() => {
     const o = window.parityReport.charts['scan-0'].getOption();
-    return { cats: o.yAxis[0].data, bars: o.series[0].data.map((d) => ({ v: d.value, c: d.itemStyle.color })) };
+    return { cats: o.yAxis[0].data, bars: o.series[0].data.map((d) => ({ v: d.value[1], c: d.itemStyle.color })) };
   });
   assert.equal(opt.cats.length, scan.units.length);
   assert.equal(opt.cats[opt.cats.length - 1], scan.units[0].unit);  // category axis runs bottom-up
