@@ -42,7 +42,7 @@ int run_scan(const ScanArgs& a, const GlobalOptions& global) {
   if (!a.base.empty()) args.insert(args.end(), {"--base", a.base});
   if (!a.state.empty()) args.insert(args.end(), {"--state", a.state});
   if (a.no_plan) args.push_back("--no-plan");
-  // With --json - the table goes to stderr so stdout is the JSON alone.
+  // With --json - stdout is the JSON alone: the engine prints no table.
   if (global.quiet || a.json_path == "-") args.push_back("--quiet");
   Result<int> rc = run_python_module("parity.sensitivity", args);
   std::stringstream text;
