@@ -28,6 +28,20 @@ def capture(model, run_dir, **options):
     return Capture(model, run_dir, **options)
 
 
+def emulate(model, policy):
+    """Run `model` with `policy` ({selector: mode}) emulated inside the `with` block (docs/emulation.md)."""
+    from .emulation import emulate as _emulate
+
+    return _emulate(model, policy)
+
+
+def scan(model, batches, policy_space=None, **options):
+    """Sensitivity scan of `model` on `batches`: the parity.scan/1 result (docs/scan.md)."""
+    from .sensitivity import scan as _scan
+
+    return _scan(model, batches, policy_space, **options)
+
+
 def compare(golden, target, step=-1, rank=-1, thresholds="", policy="", map_file="", align=True, kl=(),
             fail_on_warn=False, jobs=0):
     """Compare two runs (capture dumps, tensor files or directories) exactly as `parity compare` does:
@@ -41,4 +55,5 @@ def compare(golden, target, step=-1, rank=-1, thresholds="", policy="", map_file
                                         str(map_file), bool(align), list(kl), bool(fail_on_warn), int(jobs)))
 
 
-__all__ = ["binary_path", "capture", "compare", "load", "seed_all", "log_logits", "log_choices", "Run", "RunRecord", "__version__"]
+__all__ = ["binary_path", "capture", "compare", "emulate", "scan", "load", "seed_all", "log_logits", "log_choices", "Run",
+           "RunRecord", "__version__"]

@@ -1,0 +1,103 @@
+// `parity scan --factory FILE.py:FUNC`: which layers of a model can run in a lower precision (docs/scan.md).
+// Parse, call, render: the engine is the Python package's parity.sensitivity (it runs the user's model
+// under parity.emulate, so it needs torch; python_engine.h says which interpreter runs it). The engine
+// prints the terminal table and its progress bar; this command adds --json/--html from its result.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/html_option.h"
+#include "cli/output.h"
+#include "cli/python_engine.h"
+#include "parity/json_number.h"
+
+namespace parity::cli {
+namespace {
+
+struct ScanArgs {
+  std::string factory, lower_to = "bf16", base, state, json_path, html_path;
+  std::vector<std::string> units;
+  double budget_kld = 0.01;
+  long limit = 20;
+  bool no_plan = false;
+};
+
+int run_scan(const ScanArgs& a, const GlobalOptions& global) {
+  Result<std::string> out = temp_file("scan");
+  if (!out.ok()) {
+    std::fprintf(stderr, "parity scan: %s\n", out.status().message().c_str());
+    return kExitUsage;
+  }
+  std::ostringstream budget;
+  budget.precision(17);  // round-trips the double exactly
+  budget << a.budget_kld;
+  std::vector<std::string> args = {"--factory", a.factory, "--lower-to", a.lower_to, "--budget-kld",
+                                   budget.str(), "--json", *out, "--limit", std::to_string(a.limit)};
+  for (const std::string& u : a.units) args.insert(args.end(), {"--unit", u});
+  if (!a.base.empty()) args.insert(args.end(), {"--base", a.base});
+  if (!a.state.empty()) args.insert(args.end(), {"--state", a.state});
+  if (a.no_plan) args.push_back("--no-plan");
+  // With --json - stdout is the JSON alone: the engine prints no table.
+  if (global.quiet || a.json_path == "-") args.push_back("--quiet");
+  Result<int> rc = run_python_module("parity.sensitivity", args);
+  std::stringstream text;
+  text << std::ifstream(*out).rdbuf();
+  std::remove(out->c_str());
+  if (!rc.ok()) {
+    std::fprintf(stderr, "parity scan: %s\n", rc.status().message().c_str());
+    return kExitUsage;
+  }
+  // The engine's own status: 0 plan within budget, 1 over budget, 2 bad input (its message is above).
+  if (*rc != 0 && *rc != 1) {
+    std::fprintf(stderr, "parity scan: the engine (%s -m parity.sensitivity, chosen by %s) exited with status %d\n",
+                 find_python().python.c_str(), find_python().how.c_str(), *rc);
+    return *rc == 2 ? kExitUsage : kExitInternal;
+  }
+  nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || doc.value("schema", "") != "parity.scan/1") {
+    std::fprintf(stderr, "parity scan: the engine wrote no parity.scan/1 result\n");
+    return kExitInternal;
+  }
+  if (!a.json_path.empty()) {
+    Status st = write_output(a.json_path, json_text(doc, 2) + "\n");
+    if (!st.ok()) {
+      std::fprintf(stderr, "parity scan: %s\n", st.message().c_str());
+      return kExitUsage;
+    }
+  }
+  if (!a.html_path.empty() && !write_html_option(a.html_path, doc, "scan", global)) return kExitUsage;
+  return *rc == 0 ? kExitOk : kExitDifferences;
+}
+
+}  // namespace
+
+CommandAction setup_scan(CLI::App& sub, const GlobalOptions& global) {
+  auto a = std::make_shared<ScanArgs>();
+  sub.description(
+      "Sensitivity scan: lower one unit (a module path, pattern or op class) at a time to a precision with\n"
+      "parity.emulate, measure the model's output against its fp32 self on the factory's batches (token KLD,\n"
+      "top-1 agreement, loss delta, each with its standard error), rank the units, then lower greedily, least\n"
+      "sensitive first, while the KLD stays within the budget: the plan. FILE.py:FUNC returns (model, batches).\n"
+      "Needs a Python with torch: $PARITY_PYTHON, the venv of make build, or python3.\n"
+      "Exit: 0 the plan meets the budget; 1 it does not; 2 usage error or a bad factory/policy.");
+  sub.add_option("--factory", a->factory, "FILE.py:FUNCTION returning (model, batches)")->required();
+  sub.add_option("--lower-to", a->lower_to, "Mode each unit is lowered to: bf16, fp16, fp8_e4m3, fp8_e5m2, int8, "
+                                            "int8:channel, tf32, ... (docs/emulation.md; default bf16)");
+  sub.add_option("--unit", a->units, "A unit to scan (module path, fnmatch pattern or op class); repeatable; "
+                                     "default: every unit the mode acts on");
+  sub.add_option("--base", a->base, "A JSON policy applied in every run, e.g. '{\"*.norm\": \"fp32\"}'");
+  sub.add_option("--budget-kld", a->budget_kld, "KLD budget of the plan (mean per token; default 0.01)");
+  sub.add_flag("--no-plan", a->no_plan, "Rank only; skip the greedy plan");
+  sub.add_option("--state", a->state, "JSONL file each result is appended to; a rerun skips what it holds");
+  sub.add_option("--limit", a->limit, "Rows shown (default 20; 0 = all)");
+  sub.add_option("--json", a->json_path, "Write the result as JSON (schema parity.scan/1, docs/scan.md); '-' = stdout");
+  add_html_option(sub, a->html_path);
+  return [a, &global] { return run_scan(*a, global); };
+}
+
+}  // namespace parity::cli
