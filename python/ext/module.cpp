@@ -10,6 +10,7 @@ void bind_dump(py::module_& m);
 void bind_metrics(py::module_& m);
 void bind_eval(py::module_& m);
 void bind_compare(py::module_& m);
+void bind_judgement(py::module_& m);
 
 PYBIND11_MODULE(_parity_core, m) {
   m.doc() = "parity C++ core (statistics, dump writing and reading, comparison metrics)";
@@ -21,4 +22,5 @@ PYBIND11_MODULE(_parity_core, m) {
   bind_metrics(m);
   bind_eval(m);
   bind_compare(m);
+  bind_judgement(m);
 }
