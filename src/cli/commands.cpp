@@ -12,6 +12,7 @@ CommandAction setup_report(CLI::App&, const GlobalOptions&);
 CommandAction setup_curve(CLI::App&, const GlobalOptions&);
 CommandAction setup_ranks(CLI::App&, const GlobalOptions&);
 CommandAction setup_eval(CLI::App&, const GlobalOptions&);
+CommandAction setup_replay(CLI::App&, const GlobalOptions&);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> all = {
@@ -23,6 +24,7 @@ const std::vector<Command>& commands() {
       {"curve", "Compare two runs' loss / grad-norm / lr curves: divergence step, spikes, final values", setup_curve},
       {"ranks", "Check that the ranks of one run agree step by step (RANK_INCONSISTENT)", setup_ranks},
       {"eval", "Business layer: perplexity/KLD/top-1 (ppl), multiple choice (mc), lm-eval results (lm-eval)", setup_eval},
+      {"replay", "Call each recorded op again on its recorded inputs: error given its inputs (fp64), bit-exact reproduction", setup_replay},
   };
   return all;
 }

@@ -1,0 +1,43 @@
+// src/cli/python_engine.h — running parity's Python engines (`python -m parity.replay`) from the CLI.
+//
+// Replay re-executes torch ops, so it runs in a Python with torch. The interpreter, first found wins:
+//   1. $PARITY_PYTHON;
+//   2. the venv `make build` creates: <binary dir>/../.venv/bin/python, then <source dir>/.venv/bin/python;
+//   3. python3 on PATH.
+// The engine's package and the compiled extension are put in front of PYTHONPATH when they exist next
+// to the binary (<binary dir>/python) and in the source tree (<source dir>/python).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "parity/compare_runs.h"
+#include "parity/status.h"
+
+namespace parity::cli {
+
+// The interpreter and how it was chosen ("PARITY_PYTHON", "venv ...", "PATH").
+struct PythonEngine {
+  std::string python;
+  std::string how;
+};
+PythonEngine find_python();
+
+// Runs `python -m <module> args...` with stdin/stdout/stderr inherited; returns its exit status, or an
+// error naming the interpreter when it cannot be started (127 from the child = not found).
+Result<int> run_python_module(const std::string& module, const std::vector<std::string>& args);
+
+// A fresh temporary file path (the file is created, empty) under $TMPDIR.
+Result<std::string> temp_file(const std::string& stem);
+
+// ReplayRunner of `parity compare --replay`: `python -m parity.replay confirm GOLDEN TARGET`.
+class EngineReplayRunner : public ReplayRunner {
+ public:
+  EngineReplayRunner(std::string golden, std::string target) : golden_(std::move(golden)), target_(std::move(target)) {}
+  Result<std::vector<ReplayVerdict>> confirm(const std::vector<ReplayRequest>& suspects) override;
+
+ private:
+  std::string golden_, target_;
+};
+
+}  // namespace parity::cli
