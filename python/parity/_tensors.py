@@ -118,10 +118,14 @@ class _Unencodable(Exception):
 
 def _encode(x, counter, depth=0):
     """One argument in the typed form {"t": TYPE, "v": VALUE}; tensors as {"t": "tensor", "v": i}, i their
-    position in the flattened inputs of the event (iter_tensors order, the input record's index)."""
+    position in the flattened inputs of the event (iter_tensors order, the input record's index; a tensor
+    passed again refers to its first position)."""
     if isinstance(x, torch.Tensor):
         counter[0] += 1
-        return {"t": "tensor", "v": counter[0] - 1}
+        # The same tensor passed twice refers to its first record: ops choose their path by identity
+        # (self-attention's `query is key` packs the in-projection into one matmul).
+        first = counter[1].setdefault(id(x), counter[0] - 1)
+        return {"t": "tensor", "v": first}
     if x is None:
         return {"t": "none"}
     if isinstance(x, bool):
@@ -173,7 +177,7 @@ def replay_spec(func, name, args, kwargs, written_fn):
             getattr(func, "__qualname__", name))
         return spec
     spec["fn"] = fn
-    counter = [0]
+    counter = [0, {}]  # tensors seen, first index of each tensor object
     try:
         spec["args"] = [_encode(a, counter) for a in args]
         spec["kwargs"] = {k: _encode(v, counter) for k, v in kwargs.items()}

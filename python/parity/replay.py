@@ -442,12 +442,27 @@ def _num(x):
     return x
 
 
+def _with_recorded_strides(t, rec):
+    """t laid out with the strides the tensor had in the run: kernels choose their path (and summation
+    order) by layout, so a transposed input replayed contiguous may round differently. Overlapping
+    layouts (stride 0 of an expand) stay contiguous."""
+    stride = tuple(int(x) for x in (rec.stride or ()))
+    if len(stride) != t.dim() or stride == tuple(t.stride()) or 0 in stride or t.numel() == 0:
+        return t
+    try:
+        out = _torch().empty_strided(tuple(t.shape), stride, dtype=t.dtype)
+        out.copy_(t)
+        return out
+    except RuntimeError:  # a layout torch will not rebuild: the values are what matter most
+        return t
+
+
 def _inputs(ev):
     out = {}
     for i, r in ev.inputs.items():
         t = record_tensor(r)
         if t is not None:
-            out[i] = t
+            out[i] = _with_recorded_strides(t, r)
     return out
 
 
