@@ -822,6 +822,7 @@ def main(argv=None):
     r.add_argument("--emulate", choices=sorted({"bf16", "f16"} | set(_EMULATORS)))
     r.add_argument("--limit", type=int, default=0)
     r.add_argument("--json", default="-")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     c = sub.add_parser("confirm", help="replay suspects of a comparison in both runs")
     c.add_argument("golden")
     c.add_argument("target")
@@ -832,7 +833,7 @@ def main(argv=None):
         if a.cmd == "run":
             if not os.path.exists(a.run):
                 raise ValueError("{}: no such run directory".format(a.run))
-            doc = run(a.run, a.event, a.module, a.suspects, a.emulate, a.limit)
+            doc = run(a.run, a.event, a.module, a.suspects, a.emulate, a.limit, progress=False if a.no_progress else None)
         else:
             with open(a.suspects_json) as f:
                 doc = confirm(a.golden, a.target, json.load(f))

@@ -42,6 +42,7 @@ int run_replay(const ReplayArgs& a, const GlobalOptions& global) {
   if (!a.suspects.empty()) args.insert(args.end(), {"--suspects", a.suspects});
   if (!a.emulate.empty()) args.insert(args.end(), {"--emulate", a.emulate});
   if (a.max_events > 0) args.insert(args.end(), {"--limit", std::to_string(a.max_events)});
+  if (global.quiet) args.push_back("--no-progress");
   Result<int> rc = run_python_module("parity.replay", args);
   std::stringstream text;
   text << std::ifstream(*out).rdbuf();
@@ -51,9 +52,11 @@ int run_replay(const ReplayArgs& a, const GlobalOptions& global) {
     return kExitUsage;
   }
   if (*rc != 0) {
-    std::fprintf(stderr, "parity replay: the engine (%s -m parity.replay, chosen by %s) exited with status %d\n",
-                 find_python().python.c_str(), find_python().how.c_str(), *rc);
-    return *rc == 2 ? kExitUsage : kExitInternal;
+    // 2: the engine named a bad input; anything else: it could not run (no torch/numpy in that Python, ...).
+    std::fprintf(stderr, "parity replay: the engine (%s -m parity.replay, chosen by %s) exited with status %d%s\n",
+                 find_python().python.c_str(), find_python().how.c_str(), *rc,
+                 *rc == 2 ? "" : "; set PARITY_PYTHON to a Python with torch and numpy (docs/replay.md)");
+    return kExitUsage;
   }
   nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("summary")) {
@@ -76,7 +79,8 @@ int run_replay(const ReplayArgs& a, const GlobalOptions& global) {
   const long long creates = s.value("creates_error", 0LL), exact = s.value("bit_exact", 0LL);
   const bool clean = selected > 0 && replayed == selected && creates == 0 && exact == replayed;
   std::fprintf(human, "replay: %s | %lld of %lld replayed, %lld bit-exact, %lld create error | %.2f s\n",
-               selected == 0 ? "NOTHING REPLAYED" : clean ? "REPRODUCED" : "DIFFERENCES", replayed, selected, exact,
+               selected == 0 ? "NOTHING TO REPLAY" : replayed == 0 ? "NOTHING REPLAYED" : clean ? "REPRODUCED" : "DIFFERENCES",
+               replayed, selected, exact,
                creates, doc.value("elapsed_seconds", 0.0));
   if (selected == 0) return kExitUsage;  // nothing to replay (no op events, or the selection is empty)
   return clean ? kExitOk : kExitDifferences;

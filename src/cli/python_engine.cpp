@@ -108,8 +108,9 @@ Result<std::vector<ReplayVerdict>> EngineReplayRunner::confirm(const std::vector
   fs::remove(out, ec);
   if (!rc.ok()) return rc.status();
   if (*rc != 0)
-    return Status::Internal("the replay engine (" + find_python().python + " -m parity.replay) exited with status " +
-                            std::to_string(*rc) + " (its message is above)");
+    return Status::Internal("the replay engine (" + find_python().python + " -m parity.replay, chosen by " +
+                            find_python().how + ") exited with status " + std::to_string(*rc) +
+                            " (its message is above); set PARITY_PYTHON to a Python with torch and numpy");
   nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
   if (doc.is_discarded() || !doc.contains("suspects"))
     return Status::Internal("the replay engine wrote no parity.replay/1 result");

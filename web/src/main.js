@@ -71,8 +71,7 @@ P.main = function main() {
   const evals = [];
   for (const [kind, list] of Object.entries(data.byKind)) if (kind === 'eval' || kind.startsWith('eval.')) for (const x of list) evals.push({ kind, result: x.result });
   if (evals.length) P.section('sec-eval', () => P.renderEval(evals));
-  if (data.byKind.replay) P.section('sec-replay', () => P.renderReplay(data.byKind.replay.map((x) => x.result)));
-  else if (cmp) P.section('sec-replay', () => P.renderSuspectReplay(cmp.result));
+  P.section('sec-replay', () => P.renderReplay((data.byKind.replay || []).map((x) => x.result), cmp && cmp.result));
 
   // Results this report has no dedicated section for (a newer command): shown as data.
   const known = new Set(['compare', 'overflow', 'curve', 'ranks', 'eval', 'eval.ppl', 'eval.mc', 'eval.lmeval', 'replay']);
