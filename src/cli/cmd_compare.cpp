@@ -16,7 +16,7 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/html_option.h"
-#include "cli/python_engine.h"
+#include "cli/replay_runner.h"
 #include "cli/ui.h"
 #include "parity/compare.h"
 #include "parity/compare_runs.h"

@@ -1,6 +1,6 @@
-// src/cli/python_engine.h — running parity's Python engines (`python -m parity.replay`) from the CLI.
+// src/cli/python_engine.h — running parity's Python engines (`python -m parity.<engine>`) from the CLI.
 //
-// Replay re-executes torch ops, so it runs in a Python with torch. The interpreter, first found wins:
+// Replay and scan run torch, so they run in a Python with torch. The interpreter, first found wins:
 //   1. $PARITY_PYTHON;
 //   2. the venv `make build` creates: <binary dir>/../.venv/bin/python, then <source dir>/.venv/bin/python;
 //   3. python3 on PATH.
@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "parity/compare_runs.h"
 #include "parity/status.h"
 
 namespace parity::cli {
@@ -29,15 +28,5 @@ Result<int> run_python_module(const std::string& module, const std::vector<std::
 
 // A fresh temporary file path (the file is created, empty) under $TMPDIR.
 Result<std::string> temp_file(const std::string& stem);
-
-// ReplayRunner of `parity compare --replay`: `python -m parity.replay confirm GOLDEN TARGET`.
-class EngineReplayRunner : public ReplayRunner {
- public:
-  EngineReplayRunner(std::string golden, std::string target) : golden_(std::move(golden)), target_(std::move(target)) {}
-  Result<std::vector<ReplayVerdict>> confirm(const std::vector<ReplayRequest>& suspects) override;
-
- private:
-  std::string golden_, target_;
-};
 
 }  // namespace parity::cli
