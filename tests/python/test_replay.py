@@ -285,3 +285,21 @@ def test_html_section(tmp_path):
     replay_cli(tmp_path / "run", "--html", tmp_path / "replay.html", expect=0)
     html = (tmp_path / "replay.html").read_text()
     assert "parity.replay/1" in html and "renderReplay" in html
+
+
+def test_registered_emulator_is_used(tmp_path):
+    """The hook for other precisions (parity.emulate of issue 11 §4): a registered rounding function is
+    applied to the inputs and outputs of the emulated replay; an unknown precision is named per event."""
+    from parity import replay
+
+    train_step_plain(nn.Sequential(nn.Linear(8, 4), nn.Tanh()), tmp_path / "run")
+    replay.register_emulator("int4_grid", lambda t: torch.round(t * 4) / 4)  # a coarse grid: large error
+    try:
+        doc = replay.run(str(tmp_path / "run"), emulate="int4_grid", progress=False)
+    finally:
+        replay._EMULATORS.pop("int4_grid", None)
+    em = [e["emulated"] for e in doc["events"] if e["status"] == "replayed"]
+    assert em and all(x["precision"] == "int4_grid" and x["error_u"] == "Infinity" or x["error_u"] > 1000 for x in em), em
+    doc = replay.run(str(tmp_path / "run"), emulate="fp8_e4m3", progress=False)
+    for e in doc["events"]:
+        assert "parity.emulate" in e["emulated"]["problem"] and e["status"] == "replayed", e
