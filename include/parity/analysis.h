@@ -113,6 +113,9 @@ struct Suspect {
   double input_ratio = kNaN, param_ratio = kNaN, output_ratio = kNaN;
   bool weak_evidence = false;  // statistics-only, or resting only on order-aligned pairs
   std::string why;             // one line: "output 412 u from inputs 1.3 u (×317)"
+  // Replay of the suspect's ops (`parity compare --replay`, docs/replay.md), filled by the pipeline:
+  // "" = not asked; "confirmed" | "refuted" | "inconclusive" | "not_replayed", and the one-line evidence.
+  std::string replay_status, replay_evidence;
 };
 
 struct Analysis {

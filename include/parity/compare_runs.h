@@ -25,11 +25,36 @@ namespace parity {
 
 inline constexpr const char* kCompareSchema = "parity.compare/1";
 
+// Replay confirms localisation (docs/replay.md "compare --replay"): the top suspects' ops are executed
+// again on their recorded inputs, and each suspect is marked confirmed (it creates the error given its
+// inputs) or refuted (it only carries it). The pipeline owns when and what; a runner owns how (the CLI's
+// runs the Python engine `python -m parity.replay confirm`, which needs torch).
+struct ReplayRequest {
+  std::string event;  // the suspect's event name (Suspect::name)
+  int64_t step = -1;
+  int rank = -1;
+};
+struct ReplayVerdict {
+  std::string event;
+  int64_t step = -1;
+  int rank = -1;
+  std::string status;    // confirmed | refuted | inconclusive | not_replayed
+  std::string evidence;  // one line
+};
+class ReplayRunner {
+ public:
+  virtual ~ReplayRunner() = default;
+  // One verdict per request it could answer; an error when the engine could not run at all.
+  virtual Result<std::vector<ReplayVerdict>> confirm(const std::vector<ReplayRequest>& suspects) = 0;
+};
+
 struct CompareRunOptions {
   CompareOptions compare;    // pairing, measuring, thresholds (thresholds.policy picks the verdict policy)
   AnalysisOptions analysis;  // noise classes, local error, suspects
   std::string command;       // the command line that asked, recorded in the report ("" = none)
   bool fail_on_warn = false; // a warn verdict fails the gate too (exit 1)
+  ReplayRunner* replay = nullptr;  // non-null: replay the top suspects and re-rank them (--replay)
+  size_t replay_suspects = 5;      // how many of the top suspects are replayed
 };
 
 struct CompareReport {
@@ -42,6 +67,9 @@ struct CompareReport {
   std::string no_input;
   std::string command;
   double elapsed_seconds = 0;
+  bool replay_asked = false;   // --replay: suspects carry replay_status
+  std::string replay_problem;  // why the replay could not run ("" = it ran)
+  double replay_seconds = 0;
 };
 
 Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSource& target,

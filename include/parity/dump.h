@@ -52,7 +52,19 @@ inline constexpr uint32_t kFrameMagic = 0x31524650;  // bytes 'P','F','R','1' li
 inline constexpr size_t kFrameHeaderBytes = 12;
 inline constexpr uint32_t kMaxFramePayload = 64u << 20;  // a larger length marks a corrupt frame
 inline constexpr uint64_t kDataAlignment = 64;           // tensor bytes start at multiples of this
-inline constexpr const char* kDumpSchema = "parity.dump/1";
+// The schema a writer puts in the header. Minor versions only add keys (1.1: op events carry
+// args.replay, docs/dump-format.md "Replay"), so a reader takes "parity.dump/1" and every
+// "parity.dump/1.<minor>".
+inline constexpr const char* kDumpSchema = "parity.dump/1.1";
+inline bool is_readable_dump_schema(const std::string& schema) {
+  const std::string major = "parity.dump/1";
+  if (schema.compare(0, major.size(), major) != 0) return false;
+  if (schema.size() == major.size()) return true;
+  if (schema[major.size()] != '.' || schema.size() == major.size() + 1) return false;
+  for (size_t i = major.size() + 1; i < schema.size(); ++i)
+    if (schema[i] < '0' || schema[i] > '9') return false;
+  return true;
+}
 
 // Serialise one frame around `payload`.
 std::string encode_frame(const std::string& payload);

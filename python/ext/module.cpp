@@ -11,6 +11,7 @@ void bind_metrics(py::module_& m);
 void bind_eval(py::module_& m);
 void bind_compare(py::module_& m);
 void bind_numeric(py::module_& m);
+void bind_judgement(py::module_& m);
 
 PYBIND11_MODULE(_parity_core, m) {
   m.doc() = "parity C++ core (statistics, dump writing and reading, comparison metrics)";
@@ -23,4 +24,5 @@ PYBIND11_MODULE(_parity_core, m) {
   bind_eval(m);
   bind_compare(m);
   bind_numeric(m);
+  bind_judgement(m);
 }

@@ -88,3 +88,120 @@ def describe_args(args, kwargs):
         return "<{}>".format(type(x).__name__)
 
     return {"args": [val(a) for a in args], "kwargs": {k: val(v) for k, v in kwargs.items()}}
+
+
+# ---- replay specification (docs/dump-format.md "Replay", docs/replay.md) -----------------------------------
+# Version of the typed argument encoding below; a reader refuses a version it does not know.
+REPLAY_SPEC_VERSION = 1
+_QUALNAME_CACHE = {}
+
+
+def _namespaces():
+    import torch.nn.functional as F
+
+    spaces = [("torch.Tensor", torch.Tensor), ("torch", torch), ("torch.nn.functional", F)]
+    for sub in ("linalg", "special", "fft", "nn.init"):
+        mod = torch
+        for part in sub.split("."):
+            mod = getattr(mod, part, None)
+        if mod is not None:
+            spaces.append(("torch." + sub, mod))
+    return spaces
+
+
+def callable_qualname(func, name):
+    """The importable name of a torch callable (`torch.Tensor.softmax`, `torch.nn.functional.layer_norm`,
+    `torch.matmul`): the first public namespace whose attribute `name` *is* func, so the engine gets back
+    exactly the callable that ran. None when none holds it (a local function, a custom op)."""
+    try:
+        return _QUALNAME_CACHE[func]
+    except (KeyError, TypeError):
+        pass
+    found = None
+    for prefix, space in _namespaces():
+        if getattr(space, name, None) is func:
+            found = prefix + "." + name
+            break
+    try:
+        _QUALNAME_CACHE[func] = found
+    except TypeError:  # unhashable callables are simply looked up each time
+        pass
+    return found
+
+
+class _Unencodable(Exception):
+    pass
+
+
+def _encode(x, counter, depth=0):
+    """One argument in the typed form {"t": TYPE, "v": VALUE}; tensors as {"t": "tensor", "v": i}, i their
+    position in the flattened inputs of the event (iter_tensors order, the input record's index; a tensor
+    passed again refers to its first position)."""
+    if isinstance(x, torch.Tensor):
+        counter[0] += 1
+        # The same tensor passed twice refers to its first record: ops choose their path by identity
+        # (self-attention's `query is key` packs the in-projection into one matmul).
+        first = counter[1].setdefault(id(x), counter[0] - 1)
+        return {"t": "tensor", "v": first}
+    if x is None:
+        return {"t": "none"}
+    if isinstance(x, bool):
+        return {"t": "bool", "v": x}
+    if isinstance(x, int):
+        return {"t": "int", "v": x}
+    if isinstance(x, float):
+        v = x if x == x and x not in (float("inf"), float("-inf")) else repr(x)  # "nan", "inf", "-inf"
+        return {"t": "float", "v": v}
+    if isinstance(x, str):
+        return {"t": "str", "v": x}
+    if isinstance(x, torch.dtype):
+        return {"t": "dtype", "v": str(x).replace("torch.", "")}
+    if isinstance(x, torch.Size):
+        return {"t": "size", "v": [int(d) for d in x]}
+    if isinstance(x, torch.device):
+        return {"t": "device", "v": str(x)}
+    if isinstance(x, torch.memory_format):
+        return {"t": "memory_format", "v": str(x).replace("torch.", "")}
+    if isinstance(x, torch.layout):
+        return {"t": "layout", "v": str(x).replace("torch.", "")}
+    if x is Ellipsis:
+        return {"t": "ellipsis"}
+    if isinstance(x, slice):
+        if any(isinstance(y, torch.Tensor) for y in (x.start, x.stop, x.step)):
+            raise _Unencodable("a slice of tensors")  # iter_tensors does not look inside slices
+        return {"t": "slice", "v": [_encode(x.start, counter, depth + 1), _encode(x.stop, counter, depth + 1),
+                                    _encode(x.step, counter, depth + 1)]}
+    if isinstance(x, (list, tuple)) and depth < 6:
+        return {"t": "list" if isinstance(x, list) else "tuple", "v": [_encode(y, counter, depth + 1) for y in x]}
+    if isinstance(x, dict) and depth < 6 and all(isinstance(k, str) for k in x):
+        return {"t": "dict", "v": {k: _encode(v, counter, depth + 1) for k, v in x.items()}}
+    raise _Unencodable("argument of type {}".format(type(x).__name__))
+
+
+def _is_view_write(name, args, kwargs, written_fn):
+    written = written_fn(name, args, kwargs) or []
+    return any(isinstance(t, torch.Tensor) and t._base is not None for t in written)
+
+
+def replay_spec(func, name, args, kwargs, written_fn):
+    """What `parity replay` needs to call the op again: the callable's importable name and every argument
+    typed; or the reason it cannot be called again ("unreplayable"). Tensor arguments refer to the
+    event's input records by index, so nothing is stored twice."""
+    spec = {"v": REPLAY_SPEC_VERSION}
+    fn = callable_qualname(func, name)
+    if fn is None:
+        spec["unreplayable"] = "callable {!r} has no importable torch name (a local function, a custom op)".format(
+            getattr(func, "__qualname__", name))
+        return spec
+    spec["fn"] = fn
+    counter = [0, {}]  # tensors seen, first index of each tensor object
+    try:
+        spec["args"] = [_encode(a, counter) for a in args]
+        spec["kwargs"] = {k: _encode(v, counter) for k, v in kwargs.items()}
+    except _Unencodable as e:
+        spec.pop("args", None)
+        spec["unreplayable"] = str(e) + " cannot be recorded"
+        return spec
+    if _is_view_write(name, args, kwargs, written_fn):
+        spec["unreplayable"] = "in-place op on a view: it writes the tensor the view belongs to, which the dump does not hold"
+    return spec

@@ -44,7 +44,7 @@ import torch
 from ._core import core
 from ._guarded_writer import CaptureWriteError, GuardedWriter  # noqa: F401 (re-exported)
 from ._stats import device_stats
-from ._tensors import DTYPE_NAMES, describe_args, has_tensor, iter_input_tensors, iter_tensors
+from ._tensors import DTYPE_NAMES, describe_args, has_tensor, iter_input_tensors, iter_tensors, replay_spec
 from .fingerprint import PrecisionTimeline, environment_fingerprint
 
 ROOT_NAME = "<root>"
@@ -860,8 +860,9 @@ class Capture:
             result = out
             if out is None and name == "__setitem__" and args and isinstance(args[0], torch.Tensor):
                 result = args[0]  # item assignment changes its receiver in place: that is the output
-            outs = self._record_all(result, base, module, name, "forward", "output", k,
-                                    args=describe_args(args, kwargs))
+            described = describe_args(args, kwargs)
+            described["replay"] = replay_spec(func, name, args, kwargs, _written_tensors)
+            outs = self._record_all(result, base, module, name, "forward", "output", k, args=described)
             self._hook_grads(outs, base, module, name, "input", k)
             del ins
         finally:

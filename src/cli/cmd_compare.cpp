@@ -17,6 +17,7 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/html_option.h"
+#include "cli/replay_runner.h"
 #include "cli/ui.h"
 #include "parity/compare.h"
 #include "parity/compare_runs.h"
@@ -50,6 +51,8 @@ struct CompareArgs {
   std::string map_file;   // --map: target→golden name rules (docs/alignment.md)
   bool no_align = false;  // --no-align: no order-based alignment of unmatched events
   bool fixed_thresholds = false;
+  bool replay = false;            // --replay: replay the top suspects in both runs (docs/replay.md)
+  size_t replay_suspects = 5;     // --replay-suspects N
   bool fail_on_warn = false;      // --fail-on-warn: a warn verdict exits 1 too  // --fixed-thresholds: warn rows stay warn even when within rounding noise
 };
 
@@ -154,6 +157,13 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   opts.command = command_line();
   opts.fail_on_warn = a.fail_on_warn;
 
+  std::unique_ptr<EngineReplayRunner> replay;
+  if (a.replay) {
+    replay = std::make_unique<EngineReplayRunner>(a.golden, a.target);
+    opts.replay = replay.get();
+    opts.replay_suspects = a.replay_suspects;
+  }
+
   Result<CompareReport> report = compare_runs(**golden, **target, opts);
   if (!report.ok()) return usage_error(report.status().message());
   const CompareResult& res = report->result;
@@ -213,6 +223,8 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   report::print_compare_verdict(human, res, report->elapsed_seconds, report->command, report->exit_code == kExitOk,
                                 topt.color);
   if (!report->no_input.empty()) std::fprintf(stderr, "parity compare: %s\n", report->no_input.c_str());
+  if (!report->replay_problem.empty())  // --replay asked and could not run: said, never silent
+    std::fprintf(stderr, "parity compare: --replay: %s\n", report->replay_problem.c_str());
   return code;
 }
 
@@ -269,6 +281,12 @@ CommandAction setup_compare(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--map", a->map_file,
                  "Name mapping file for records left unmatched: 'TARGET => GOLDEN' or 're:REGEX => GOLDEN' per line (docs/alignment.md)");
   sub.add_flag("--no-align", a->no_align, "Do not pair unmatched capture events by execution-order alignment");
+  sub.add_flag("--replay", a->replay,
+               "Replay the top suspects' ops in both runs (tensor-mode captures at level op or mix; needs a Python "
+               "with torch, docs/replay.md): each is confirmed (creates the error given its inputs) or refuted (only "
+               "carries it), and the suspects are re-ranked");
+  sub.add_option("--replay-suspects", a->replay_suspects, "How many top suspects --replay replays (default 5)")
+      ->check(CLI::PositiveNumber);
   sub.add_flag("--fail-on-warn", a->fail_on_warn,
                "Exit 1 on a warn verdict too (by default only fail and error do: elevated rows, weak pairings and "
                "layout changes warn without failing the gate)");

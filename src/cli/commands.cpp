@@ -13,6 +13,7 @@ CommandAction setup_curve(CLI::App&, const GlobalOptions&);
 CommandAction setup_ranks(CLI::App&, const GlobalOptions&);
 CommandAction setup_eval(CLI::App&, const GlobalOptions&);
 CommandAction setup_scan(CLI::App&, const GlobalOptions&);
+CommandAction setup_replay(CLI::App&, const GlobalOptions&);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> all = {
@@ -25,6 +26,7 @@ const std::vector<Command>& commands() {
       {"ranks", "Check that the ranks of one run agree step by step (RANK_INCONSISTENT)", setup_ranks},
       {"eval", "Business layer: perplexity/KLD/top-1 (ppl), multiple choice (mc), lm-eval results (lm-eval)", setup_eval},
       {"scan", "Sensitivity scan: which layers can run in bf16/fp16/fp8/int8, and a mixed-precision plan", setup_scan},
+      {"replay", "Call each recorded op again on its recorded inputs: error given its inputs (fp64), bit-exact reproduction", setup_replay},
   };
   return all;
 }

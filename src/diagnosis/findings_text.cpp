@@ -66,6 +66,12 @@ void print_findings(std::FILE* out, const Findings& f, const CompareResult& resu
                    !s.weak_evidence                      ? ""
                    : a.events[s.event].aligned_only      ? " (weak: paired by order alignment only)"
                                                          : " (weak: statistics only)");
+      if (!s.replay_status.empty()) {  // parity compare --replay (docs/replay.md)
+        const std::string st = s.replay_status == "confirmed" ? red("confirmed by replay", color)
+                               : s.replay_status == "refuted" ? green("refuted by replay", color)
+                                                              : yellow("replay " + s.replay_status, color);
+        std::fprintf(out, "       %s: %s\n", st.c_str(), s.replay_evidence.c_str());
+      }
     }
   } else if (a.has_events) {
     std::fprintf(out, "%s none: no event creates more error than it receives (beyond rounding)\n", bold("Suspects:", color).c_str());

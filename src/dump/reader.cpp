@@ -150,8 +150,9 @@ struct RunReader::Impl {
               "records cannot be trusted", manifest.string(), i)));
         seen_header = true;
         const std::string schema = jstr(j, "schema");
-        if (schema != kDumpSchema)
-          problems.push_back(Status::Unsupported(fmt::format("{}: schema \"{}\", this parity reads \"{}\"",
+        if (!is_readable_dump_schema(schema))
+          problems.push_back(Status::Unsupported(fmt::format("{}: schema \"{}\", this parity reads \"parity.dump/1\" "
+                                                             "and its minor versions up to \"{}\"",
                                                              manifest.string(), schema, kDumpSchema)));
         continue;
       }

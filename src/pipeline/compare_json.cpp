@@ -138,11 +138,14 @@ void findings_json(const Findings& f, const CompareResult& result, json& j) {
   }
 
   json suspects = json::array();
-  for (const Suspect& s : f.analysis.suspects)
-    suspects.push_back({{"kind", suspect_kind_name(s.kind)}, {"event", s.name}, {"module", s.module}, {"op", s.op},
-                        {"direction", s.direction}, {"step", s.step}, {"rank", s.rank}, {"score", json_number(s.score)},
-                        {"input_ratio", json_number(s.input_ratio)}, {"param_ratio", json_number(s.param_ratio)},
-                        {"output_ratio", json_number(s.output_ratio)}, {"weak_evidence", s.weak_evidence}, {"why", s.why}});
+  for (const Suspect& s : f.analysis.suspects) {
+    json o = {{"kind", suspect_kind_name(s.kind)}, {"event", s.name}, {"module", s.module}, {"op", s.op},
+              {"direction", s.direction}, {"step", s.step}, {"rank", s.rank}, {"score", json_number(s.score)},
+              {"input_ratio", json_number(s.input_ratio)}, {"param_ratio", json_number(s.param_ratio)},
+              {"output_ratio", json_number(s.output_ratio)}, {"weak_evidence", s.weak_evidence}, {"why", s.why}};
+    if (!s.replay_status.empty()) o["replay"] = {{"status", s.replay_status}, {"evidence", s.replay_evidence}};
+    suspects.push_back(std::move(o));
+  }
   j["suspects"] = suspects;
 
   json diag = json::array();
@@ -223,6 +226,13 @@ json compare_report_head_to_json(const CompareReport& report) {
       {"command", report.command},
       {"elapsed_seconds", report.elapsed_seconds}};
   findings_json(report.findings, result, j);
+  // Revision 1.1 (additive, docs/compare-json.md "Replay"): the replay of the suspects, when asked.
+  j["revision"] = "1.1";
+  if (report.replay_asked)
+    j["replay"] = {{"problem", report.replay_problem.empty() ? json(nullptr) : json(report.replay_problem)},
+                   {"seconds", report.replay_seconds}};
+  else
+    j["replay"] = nullptr;
   return j;
 }
 

@@ -1,6 +1,7 @@
 // compare_runs: the compare pipeline (parity/compare_runs.h lists its stages).
 #include "parity/compare_runs.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 
@@ -44,6 +45,33 @@ std::string filters_match_nothing(const CompareResult& r, const CompareOptions& 
          std::to_string(golden.records().size()) + " records, steps " + span(steps) + ", ranks " + span(ranks) + ")";
 }
 
+// Replays the top suspects (ReplayRunner) and re-ranks: confirmed first, refuted last, each group in
+// its previous order (stable), so replay evidence outranks the row-based score only where it exists.
+void replay_suspects(CompareReport& report, const CompareRunOptions& options) {
+  auto& suspects = report.findings.analysis.suspects;
+  report.replay_asked = true;
+  if (suspects.empty()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<ReplayRequest> requests;
+  for (size_t i = 0; i < suspects.size() && i < options.replay_suspects; ++i)
+    requests.push_back({suspects[i].name, suspects[i].step, suspects[i].rank});
+  Result<std::vector<ReplayVerdict>> verdicts = options.replay->confirm(requests);
+  report.replay_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!verdicts.ok()) {
+    report.replay_problem = verdicts.status().message();
+    return;
+  }
+  for (const ReplayVerdict& v : *verdicts)
+    for (Suspect& s : suspects)
+      if (s.name == v.event && s.step == v.step && s.rank == v.rank) {
+        s.replay_status = v.status;
+        s.replay_evidence = v.evidence;
+      }
+  auto rank = [](const Suspect& s) { return s.replay_status == "confirmed" ? 0 : s.replay_status == "refuted" ? 2 : 1; };
+  std::stable_sort(suspects.begin(), suspects.end(),
+                   [&](const Suspect& a, const Suspect& b) { return rank(a) < rank(b); });
+}
+
 }  // namespace
 
 Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSource& target,
@@ -55,6 +83,7 @@ Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSourc
   classify_rows(result, options.analysis);
   apply_verdict_policy(result, options.compare.thresholds.policy);
   report.findings = analyse_and_diagnose(result, &golden, &target, options.analysis);
+  if (options.replay != nullptr) replay_suspects(report, options);
 
   report.no_input = no_usable_input(golden, target);
   if (report.no_input.empty()) report.no_input = filters_match_nothing(result, options.compare, golden);

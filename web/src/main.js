@@ -72,9 +72,11 @@ P.main = function main() {
   for (const [kind, list] of Object.entries(data.byKind)) if (kind === 'eval' || kind.startsWith('eval.')) for (const x of list) evals.push({ kind, result: x.result });
   if (evals.length) P.section('sec-eval', () => P.renderEval(evals));
   if (data.byKind.scan) P.section('sec-scan', () => P.renderScan(data.byKind.scan.map((x) => x.result)));
+  P.section('sec-replay', () => P.renderReplay((data.byKind.replay || []).map((x) => x.result), cmp && cmp.result));
 
   // Results this report has no dedicated section for (a newer command): shown as data.
-  const known = new Set(['compare', 'overflow', 'curve', 'ranks', 'eval', 'eval.ppl', 'eval.mc', 'eval.lmeval', 'scan']);
+  const known = new Set(['compare', 'overflow', 'curve', 'ranks', 'eval', 'eval.ppl', 'eval.mc', 'eval.lmeval', 'scan',
+                         'replay']);
   const others = data.inputs.filter((inp) => inp && inp.result && !known.has(P.schemaKind(inp.result).kind));
   if (others.length) {
     P.section('sec-other', () => {

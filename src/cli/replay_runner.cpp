@@ -1,0 +1,40 @@
+// EngineReplayRunner: `python -m parity.replay confirm` for `parity compare --replay` (replay_runner.h).
+#include "cli/replay_runner.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cli/python_engine.h"
+
+namespace parity::cli {
+
+Result<std::vector<ReplayVerdict>> EngineReplayRunner::confirm(const std::vector<ReplayRequest>& suspects) {
+  nlohmann::json req = nlohmann::json::array();
+  for (const ReplayRequest& r : suspects) req.push_back({{"event", r.event}, {"step", r.step}, {"rank", r.rank}});
+  PARITY_ASSIGN_OR_RETURN(std::string in, temp_file("suspects"));
+  PARITY_ASSIGN_OR_RETURN(std::string out, temp_file("replay"));
+  std::ofstream(in) << req.dump();
+  Result<int> rc = run_python_module("parity.replay", {"confirm", golden_, target_, "--suspects-json", in, "--json", out});
+  std::error_code ec;
+  std::filesystem::remove(in, ec);
+  std::stringstream text;
+  text << std::ifstream(out).rdbuf();
+  std::filesystem::remove(out, ec);
+  if (!rc.ok()) return rc.status();
+  if (*rc != 0)
+    return Status::Internal("the replay engine (" + find_python().python + " -m parity.replay, chosen by " +
+                            find_python().how + ") exited with status " + std::to_string(*rc) +
+                            " (its message is above); set PARITY_PYTHON to a Python with torch and numpy");
+  nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
+  if (doc.is_discarded() || !doc.contains("suspects"))
+    return Status::Internal("the replay engine wrote no parity.replay/1 result");
+  std::vector<ReplayVerdict> verdicts;
+  for (const auto& s : doc["suspects"])
+    verdicts.push_back({s.value("event", ""), s.value("step", int64_t{-1}), s.value("rank", -1), s.value("status", ""),
+                        s.value("evidence", "")});
+  return verdicts;
+}
+
+}  // namespace parity::cli

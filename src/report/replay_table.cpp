@@ -1,0 +1,64 @@
+// Terminal table of a parity.replay/1 result (report/replay_report.h).
+#include <cmath>
+#include <string>
+
+#include "report/replay_report.h"
+
+namespace parity::report {
+namespace {
+
+std::string sgr(const std::string& s, const char* code, bool color) {
+  return color ? std::string("\x1b[") + code + "m" + s + "\x1b[0m" : s;
+}
+
+// An error ratio as every output spells it: "0.41 u", "non-finite" (docs/judgement.md).
+std::string units(const nlohmann::json& v) {
+  if (v.is_string()) return v.get<std::string>() == "Infinity" || v.get<std::string>() == "NaN" ? "non-finite" : v.get<std::string>();
+  if (!v.is_number()) return "";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g u", v.get<double>());
+  return buf;
+}
+
+std::string clip(const std::string& s, size_t n) { return s.size() <= n ? s : "…" + s.substr(s.size() - (n - 1)); }
+
+}  // namespace
+
+void print_replay(std::FILE* out, const nlohmann::json& doc, long limit, bool all, bool color) {
+  const nlohmann::json& s = doc["summary"];
+  std::fprintf(out, "%s %s: %lld op events, %lld selected, %lld replayed (%lld bit-exact), %lld not replayed, %lld create error\n",
+               sgr("Replay", "1", color).c_str(), doc.value("run", "").c_str(), s.value("op_events", 0LL),
+               s.value("selected", 0LL), s.value("replayed", 0LL), s.value("bit_exact", 0LL), s.value("not_replayed", 0LL),
+               s.value("creates_error", 0LL));
+  std::fprintf(out, "  %-48s %-28s %-5s %-12s %-9s %s\n", "event", "fn", "dtype", "error", "bit-exact", "");
+  long shown = 0, hidden = 0;
+  for (const auto& e : doc["events"]) {
+    const bool replayed = e.value("status", "") == "replayed";
+    const bool creates = replayed && e.value("creates_error", false);
+    const bool exact = replayed && e.value("bit_exact", false);
+    if (!all && replayed && !creates && exact) continue;
+    if (limit > 0 && shown >= limit) {
+      ++hidden;
+      continue;
+    }
+    ++shown;
+    std::string tail = !replayed ? sgr("not replayed: ", "33", color) + e.value("reason", "")
+                       : creates ? sgr("creates error", "31", color)
+                                 : std::string("carries");
+    if (replayed && !exact && e.contains("note")) tail += " (" + e.value("note", "") + ")";
+    std::string fn = e.contains("fn") && e["fn"].is_string() ? e["fn"].get<std::string>() : "";
+    std::string dtype = e.contains("dtype") && e["dtype"].is_string() ? e["dtype"].get<std::string>() : "";
+    std::fprintf(out, "  %-48s %-28s %-5s %-12s %-9s %s\n", clip(e.value("event", ""), 48).c_str(), clip(fn, 28).c_str(),
+                 dtype.c_str(), replayed ? units(e["error_u"]).c_str() : "",
+                 replayed ? (exact ? "yes" : "no") : "", tail.c_str());
+  }
+  if (hidden > 0) std::fprintf(out, "  ... %ld more (--limit 0 shows all)\n", hidden);
+  if (shown == 0) std::fprintf(out, "  every replayed op carries its inputs' error and reproduces its recorded output bit for bit\n");
+  if (s.contains("reasons") && !s["reasons"].empty()) {
+    std::fprintf(out, "%s\n", sgr("Not replayed", "1", color).c_str());
+    for (const auto& [reason, n] : s["reasons"].items()) std::fprintf(out, "  %lld × %s\n", n.get<long long>(), reason.c_str());
+  }
+  for (const auto& p : doc["problems"]) std::fprintf(out, "problem: %s\n", p.get<std::string>().c_str());
+}
+
+}  // namespace parity::report
