@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "parity/terminal_text.h"
 #include "cli/command.h"
 #include "cli/html_option.h"
 #include "cli/output.h"
@@ -33,7 +34,7 @@ struct ReplayArgs {
 int run_replay(const ReplayArgs& a, const GlobalOptions& global) {
   Result<std::string> out = temp_file("replay");
   if (!out.ok()) {
-    std::fprintf(stderr, "parity replay: %s\n", out.status().message().c_str());
+    std::fprintf(stderr, "parity replay: %s\n", terminal_text(out.status().message()).c_str());
     return kExitUsage;
   }
   std::vector<std::string> args = {"run", a.run, "--json", *out};
@@ -48,7 +49,7 @@ int run_replay(const ReplayArgs& a, const GlobalOptions& global) {
   text << std::ifstream(*out).rdbuf();
   std::remove(out->c_str());
   if (!rc.ok()) {
-    std::fprintf(stderr, "parity replay: %s\n", rc.status().message().c_str());
+    std::fprintf(stderr, "parity replay: %s\n", terminal_text(rc.status().message()).c_str());
     return kExitUsage;
   }
   if (*rc != 0) {
@@ -67,7 +68,7 @@ int run_replay(const ReplayArgs& a, const GlobalOptions& global) {
   if (!a.json_path.empty()) {
     Status st = write_output(a.json_path, json_text(doc, 2) + "\n");
     if (!st.ok()) {
-      std::fprintf(stderr, "parity replay: %s\n", st.message().c_str());
+      std::fprintf(stderr, "parity replay: %s\n", terminal_text(st.message()).c_str());
       return kExitUsage;
     }
   }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "parity/terminal_text.h"
 #include "cli/command.h"
 #include "cli/html_option.h"
 #include "cli/output.h"
@@ -30,7 +31,7 @@ struct ScanArgs {
 int run_scan(const ScanArgs& a, const GlobalOptions& global) {
   Result<std::string> out = temp_file("scan");
   if (!out.ok()) {
-    std::fprintf(stderr, "parity scan: %s\n", out.status().message().c_str());
+    std::fprintf(stderr, "parity scan: %s\n", terminal_text(out.status().message()).c_str());
     return kExitUsage;
   }
   std::ostringstream budget;
@@ -49,7 +50,7 @@ int run_scan(const ScanArgs& a, const GlobalOptions& global) {
   text << std::ifstream(*out).rdbuf();
   std::remove(out->c_str());
   if (!rc.ok()) {
-    std::fprintf(stderr, "parity scan: %s\n", rc.status().message().c_str());
+    std::fprintf(stderr, "parity scan: %s\n", terminal_text(rc.status().message()).c_str());
     return kExitUsage;
   }
   // The engine's own status: 0 plan within budget, 1 over budget, 2 bad input (its message is above).
@@ -66,7 +67,7 @@ int run_scan(const ScanArgs& a, const GlobalOptions& global) {
   if (!a.json_path.empty()) {
     Status st = write_output(a.json_path, json_text(doc, 2) + "\n");
     if (!st.ok()) {
-      std::fprintf(stderr, "parity scan: %s\n", st.message().c_str());
+      std::fprintf(stderr, "parity scan: %s\n", terminal_text(st.message()).c_str());
       return kExitUsage;
     }
   }

@@ -70,7 +70,7 @@ void print_findings(std::FILE* out, const Findings& f, const CompareResult& resu
         const std::string st = s.replay_status == "confirmed" ? red("confirmed by replay", color)
                                : s.replay_status == "refuted" ? green("refuted by replay", color)
                                                               : yellow("replay " + s.replay_status, color);
-        std::fprintf(out, "       %s: %s\n", st.c_str(), s.replay_evidence.c_str());
+        std::fprintf(out, "       %s: %s\n", st.c_str(), terminal_text(s.replay_evidence).c_str());
       }
     }
   } else if (a.has_events) {

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <string>
 
+#include "parity/terminal_text.h"
 #include "report/replay_report.h"
 
 namespace parity::report {
@@ -20,14 +21,18 @@ std::string units(const nlohmann::json& v) {
   return buf;
 }
 
-std::string clip(const std::string& s, size_t n) { return s.size() <= n ? s : "…" + s.substr(s.size() - (n - 1)); }
+// Event and function names come from the dump: control characters escaped first (terminal_text.h).
+std::string clip(const std::string& raw, size_t n) {
+  const std::string s = terminal_text(raw);
+  return s.size() <= n ? s : "…" + s.substr(s.size() - (n - 1));
+}
 
 }  // namespace
 
 void print_replay(std::FILE* out, const nlohmann::json& doc, long limit, bool all, bool color) {
   const nlohmann::json& s = doc["summary"];
   std::fprintf(out, "%s %s: %lld op events, %lld selected, %lld replayed (%lld bit-exact), %lld not replayed, %lld create error\n",
-               sgr("Replay", "1", color).c_str(), doc.value("run", "").c_str(), s.value("op_events", 0LL),
+               sgr("Replay", "1", color).c_str(), terminal_text(doc.value("run", "")).c_str(), s.value("op_events", 0LL),
                s.value("selected", 0LL), s.value("replayed", 0LL), s.value("bit_exact", 0LL), s.value("not_replayed", 0LL),
                s.value("creates_error", 0LL));
   std::fprintf(out, "  %-48s %-28s %-5s %-12s %-9s %s\n", "event", "fn", "dtype", "error", "bit-exact", "");
@@ -42,10 +47,10 @@ void print_replay(std::FILE* out, const nlohmann::json& doc, long limit, bool al
       continue;
     }
     ++shown;
-    std::string tail = !replayed ? sgr("not replayed: ", "33", color) + e.value("reason", "")
+    std::string tail = !replayed ? sgr("not replayed: ", "33", color) + terminal_text(e.value("reason", ""))
                        : creates ? sgr("creates error", "31", color)
                                  : std::string("carries");
-    if (replayed && !exact && e.contains("note")) tail += " (" + e.value("note", "") + ")";
+    if (replayed && !exact && e.contains("note")) tail += " (" + terminal_text(e.value("note", "")) + ")";
     std::string fn = e.contains("fn") && e["fn"].is_string() ? e["fn"].get<std::string>() : "";
     std::string dtype = e.contains("dtype") && e["dtype"].is_string() ? e["dtype"].get<std::string>() : "";
     std::fprintf(out, "  %-48s %-28s %-5s %-12s %-9s %s\n", clip(e.value("event", ""), 48).c_str(), clip(fn, 28).c_str(),
@@ -56,9 +61,9 @@ void print_replay(std::FILE* out, const nlohmann::json& doc, long limit, bool al
   if (shown == 0) std::fprintf(out, "  every replayed op carries its inputs' error and reproduces its recorded output bit for bit\n");
   if (s.contains("reasons") && !s["reasons"].empty()) {
     std::fprintf(out, "%s\n", sgr("Not replayed", "1", color).c_str());
-    for (const auto& [reason, n] : s["reasons"].items()) std::fprintf(out, "  %lld × %s\n", n.get<long long>(), reason.c_str());
+    for (const auto& [reason, n] : s["reasons"].items()) std::fprintf(out, "  %lld × %s\n", n.get<long long>(), terminal_text(reason).c_str());
   }
-  for (const auto& p : doc["problems"]) std::fprintf(out, "problem: %s\n", p.get<std::string>().c_str());
+  for (const auto& p : doc["problems"]) std::fprintf(out, "problem: %s\n", terminal_text(p.get<std::string>()).c_str());
 }
 
 }  // namespace parity::report
