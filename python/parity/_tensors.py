@@ -195,13 +195,26 @@ def replay_spec(func, name, args, kwargs, written_fn):
         return spec
     spec["fn"] = fn
     counter = [0, {}]  # tensors seen, first index of each tensor object
+
+    def argument(a):
+        if a is None:  # iter_input_tensors gives an argument passed as None an index of its own
+            counter[0] += 1
+            return {"t": "none"}
+        return _encode(a, counter)
+
     try:
-        spec["args"] = [_encode(a, counter) for a in args]
-        spec["kwargs"] = {k: _encode(v, counter) for k, v in kwargs.items()}
+        spec["args"] = [argument(a) for a in args]
+        spec["kwargs"] = {k: argument(v) for k, v in kwargs.items()}
     except _Unencodable as e:
         spec.pop("args", None)
         spec["unreplayable"] = str(e) + " cannot be recorded"
         return spec
     if _is_view_write(name, args, kwargs, written_fn):
         spec["unreplayable"] = "in-place op on a view: it writes the tensor the view belongs to, which the dump does not hold"
+    # Inputs autograd was tracking: some kernels take another path when it does (a strided 3-d
+    # `linear` inside multi_head_attention_forward differs by ~1 ulp), so replay tracks them too.
+    if torch.is_grad_enabled():
+        tracked = [i for i, _, t in iter_input_tensors(args, kwargs) if t.requires_grad]
+        if tracked:
+            spec["requires_grad"] = tracked
     return spec

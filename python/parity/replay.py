@@ -68,6 +68,21 @@ def register_emulator(name, round_fn):
     _EMULATORS[name] = round_fn
 
 
+# The formats of precision emulation (parity.emulation, docs/emulation.md) beyond bf16/f16: fp8 with
+# per-tensor scaling, int8 fake quantisation, TF32 inputs, flush-to-zero; the C++ core's kernels.
+EMULATION_MODES = ("fp8_e4m3", "fp8_e5m2", "int8", "int8:channel", "tf32", "ftz")
+
+
+def _register_emulation_modes():
+    from . import emulation
+
+    for mode in EMULATION_MODES:
+        register_emulator(mode, lambda t, mode=mode: emulation.round_tensor(t, mode))
+
+
+_register_emulation_modes()
+
+
 def _torch():
     import torch
 
@@ -292,16 +307,22 @@ def _decode(x, tensors, dtype_map):
 def _call(spec, tensors, dtype_map=lambda d: d):
     from ._tensors import iter_tensors
 
+    torch = _torch()
     tensors = _own(tensors, spec)
+    tracked = [] if _writes_inputs(spec) else spec.get("requires_grad", [])
+    if tracked:  # the inputs autograd tracked at capture are tracked again (same kernel path)
+        tensors = dict(tensors)
+        for i in tracked:
+            if i in tensors and (tensors[i].is_floating_point() or tensors[i].is_complex()):
+                tensors[i] = tensors[i].detach().requires_grad_(True)
     fn = resolve(spec["fn"])
     args = [_decode(a, tensors, dtype_map) for a in spec.get("args", [])]
     kwargs = {k: _decode(v, tensors, dtype_map) for k, v in spec.get("kwargs", {}).items()}
-    torch = _torch()
-    with torch.no_grad():
+    with torch.enable_grad() if tracked else torch.no_grad():
         out = fn(*args, **kwargs)
     if out is None and spec["fn"].endswith("__setitem__") and args:
         out = args[0]  # item assignment: the receiver is the output (as capture records it)
-    return [t for _, t in iter_tensors(out)]
+    return [t.detach() for _, t in iter_tensors(out)]
 
 
 def _op_name(spec):

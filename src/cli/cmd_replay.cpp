@@ -32,35 +32,28 @@ struct ReplayArgs {
 };
 
 int run_replay(const ReplayArgs& a, const GlobalOptions& global) {
-  Result<std::string> out = temp_file("replay");
-  if (!out.ok()) {
-    std::fprintf(stderr, "parity replay: %s\n", terminal_text(out.status().message()).c_str());
-    return kExitUsage;
-  }
-  std::vector<std::string> args = {"run", a.run, "--json", *out};
+  std::vector<std::string> args = {"run", a.run};
   for (const std::string& e : a.events) args.insert(args.end(), {"--event", e});
   for (const std::string& m : a.modules) args.insert(args.end(), {"--module", m});
   if (!a.suspects.empty()) args.insert(args.end(), {"--suspects", a.suspects});
   if (!a.emulate.empty()) args.insert(args.end(), {"--emulate", a.emulate});
   if (a.max_events > 0) args.insert(args.end(), {"--limit", std::to_string(a.max_events)});
   if (global.quiet) args.push_back("--no-progress");
-  Result<int> rc = run_python_module("parity.replay", args);
-  std::stringstream text;
-  text << std::ifstream(*out).rdbuf();
-  std::remove(out->c_str());
-  if (!rc.ok()) {
-    std::fprintf(stderr, "parity replay: %s\n", terminal_text(rc.status().message()).c_str());
+  Result<EngineOutput> engine = run_python_engine_json("parity.replay", args);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "parity replay: %s\n", terminal_text(engine.status().message()).c_str());
     return kExitUsage;
   }
-  if (*rc != 0) {
+  const int rc = engine->exit_code;
+  if (rc != 0) {
     // 2: the engine named a bad input; anything else: it could not run (no torch/numpy in that Python, ...).
     std::fprintf(stderr, "parity replay: the engine (%s -m parity.replay, chosen by %s) exited with status %d%s\n",
-                 find_python().python.c_str(), find_python().how.c_str(), *rc,
-                 *rc == 2 ? "" : "; set PARITY_PYTHON to a Python with torch and numpy (docs/replay.md)");
+                 find_python().python.c_str(), find_python().how.c_str(), rc,
+                 rc == 2 ? "" : "; set PARITY_PYTHON to a Python with torch and numpy (docs/replay.md)");
     return kExitUsage;
   }
-  nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("summary")) {
+  const nlohmann::json& doc = engine->doc;
+  if (doc.is_discarded() || !doc.contains("summary")) {
     std::fprintf(stderr, "parity replay: the engine wrote no parity.replay/1 result\n");
     return kExitInternal;
   }
@@ -103,7 +96,7 @@ CommandAction setup_replay(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--event", a->events, "Only this event (an op event name or one of its record names); repeatable");
   sub.add_option("--module", a->modules, "Only op events inside this module path prefix; repeatable");
   sub.add_option("--suspects", a->suspects, "Only the ops of the suspects of this parity compare --json result");
-  sub.add_option("--emulate", a->emulate, "Also run each op on inputs held in this precision (bf16, f16)");
+  sub.add_option("--emulate", a->emulate, "Also run each op on inputs held in this precision: bf16, f16 (torch casts), fp8_e4m3, fp8_e5m2, int8, int8:channel, tf32, ftz (parity.emulation)");
   sub.add_option("--max-events", a->max_events, "Replay at most this many events (default: all)")->check(CLI::NonNegativeNumber);
   sub.add_option("--limit", a->limit, "Rows shown (default 30; 0 = all)");
   sub.add_flag("--all", a->all, "Show every replayed event, not only those that differ");

@@ -29,38 +29,31 @@ struct ScanArgs {
 };
 
 int run_scan(const ScanArgs& a, const GlobalOptions& global) {
-  Result<std::string> out = temp_file("scan");
-  if (!out.ok()) {
-    std::fprintf(stderr, "parity scan: %s\n", terminal_text(out.status().message()).c_str());
-    return kExitUsage;
-  }
   std::ostringstream budget;
   budget.precision(17);  // round-trips the double exactly
   budget << a.budget_kld;
   std::vector<std::string> args = {"--factory", a.factory, "--lower-to", a.lower_to, "--budget-kld",
-                                   budget.str(), "--json", *out, "--limit", std::to_string(a.limit)};
+                                   budget.str(), "--limit", std::to_string(a.limit)};
   for (const std::string& u : a.units) args.insert(args.end(), {"--unit", u});
   if (!a.base.empty()) args.insert(args.end(), {"--base", a.base});
   if (!a.state.empty()) args.insert(args.end(), {"--state", a.state});
   if (a.no_plan) args.push_back("--no-plan");
   // With --json - stdout is the JSON alone: the engine prints no table.
   if (global.quiet || a.json_path == "-") args.push_back("--quiet");
-  Result<int> rc = run_python_module("parity.sensitivity", args);
-  std::stringstream text;
-  text << std::ifstream(*out).rdbuf();
-  std::remove(out->c_str());
-  if (!rc.ok()) {
-    std::fprintf(stderr, "parity scan: %s\n", terminal_text(rc.status().message()).c_str());
+  Result<EngineOutput> engine = run_python_engine_json("parity.sensitivity", args);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "parity scan: %s\n", terminal_text(engine.status().message()).c_str());
     return kExitUsage;
   }
+  const int rc = engine->exit_code;
   // The engine's own status: 0 plan within budget, 1 over budget, 2 bad input (its message is above).
-  if (*rc != 0 && *rc != 1) {
+  if (rc != 0 && rc != 1) {
     std::fprintf(stderr, "parity scan: the engine (%s -m parity.sensitivity, chosen by %s) exited with status %d\n",
-                 find_python().python.c_str(), find_python().how.c_str(), *rc);
-    return *rc == 2 ? kExitUsage : kExitInternal;
+                 find_python().python.c_str(), find_python().how.c_str(), rc);
+    return rc == 2 ? kExitUsage : kExitInternal;
   }
-  nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || doc.value("schema", "") != "parity.scan/1") {
+  const nlohmann::json& doc = engine->doc;
+  if (doc.is_discarded() || doc.value("schema", "") != "parity.scan/1") {
     std::fprintf(stderr, "parity scan: the engine wrote no parity.scan/1 result\n");
     return kExitInternal;
   }
@@ -72,7 +65,7 @@ int run_scan(const ScanArgs& a, const GlobalOptions& global) {
     }
   }
   if (!a.html_path.empty() && !write_html_option(a.html_path, doc, "scan", global)) return kExitUsage;
-  return *rc == 0 ? kExitOk : kExitDifferences;
+  return rc == 0 ? kExitOk : kExitDifferences;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -90,6 +91,21 @@ Result<std::string> temp_file(const std::string& stem) {
   if (fd < 0) return Status::IOError(path + ": cannot create a temporary file: " + std::strerror(errno));
   ::close(fd);
   return path;
+}
+
+Result<EngineOutput> run_python_engine_json(const std::string& module, std::vector<std::string> args) {
+  PARITY_ASSIGN_OR_RETURN(std::string out, temp_file(module.substr(module.rfind('.') + 1)));
+  args.insert(args.end(), {"--json", out});
+  Result<int> rc = run_python_module(module, args);
+  std::stringstream text;
+  text << std::ifstream(out).rdbuf();
+  std::remove(out.c_str());
+  if (!rc.ok()) return rc.status();
+  EngineOutput o;
+  o.exit_code = *rc;
+  o.doc = nlohmann::json::parse(text.str(), nullptr, false);
+  if (!o.doc.is_object()) o.doc = nlohmann::json(nlohmann::json::value_t::discarded);
+  return o;
 }
 
 }  // namespace parity::cli

@@ -8,6 +8,7 @@
 // to the binary (<binary dir>/python) and in the source tree (<source dir>/python).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -28,5 +29,14 @@ Result<int> run_python_module(const std::string& module, const std::vector<std::
 
 // A fresh temporary file path (the file is created, empty) under $TMPDIR.
 Result<std::string> temp_file(const std::string& stem);
+
+// An engine run whose result is the JSON document it wrote to `--json FILE`.
+struct EngineOutput {
+  int exit_code = 0;
+  nlohmann::json doc;  // discarded (is_discarded()) when the engine wrote no JSON object
+};
+// Runs `python -m <module> args... --json <temporary file>` and reads the document back; the file is
+// removed. An error only when the interpreter cannot be started (or no temporary file can be made).
+Result<EngineOutput> run_python_engine_json(const std::string& module, std::vector<std::string> args);
 
 }  // namespace parity::cli

@@ -14,20 +14,17 @@ Result<std::vector<ReplayVerdict>> EngineReplayRunner::confirm(const std::vector
   nlohmann::json req = nlohmann::json::array();
   for (const ReplayRequest& r : suspects) req.push_back({{"event", r.event}, {"step", r.step}, {"rank", r.rank}});
   PARITY_ASSIGN_OR_RETURN(std::string in, temp_file("suspects"));
-  PARITY_ASSIGN_OR_RETURN(std::string out, temp_file("replay"));
   std::ofstream(in) << req.dump();
-  Result<int> rc = run_python_module("parity.replay", {"confirm", golden_, target_, "--suspects-json", in, "--json", out});
+  Result<EngineOutput> engine =
+      run_python_engine_json("parity.replay", {"confirm", golden_, target_, "--suspects-json", in});
   std::error_code ec;
   std::filesystem::remove(in, ec);
-  std::stringstream text;
-  text << std::ifstream(out).rdbuf();
-  std::filesystem::remove(out, ec);
-  if (!rc.ok()) return rc.status();
-  if (*rc != 0)
+  if (!engine.ok()) return engine.status();
+  if (engine->exit_code != 0)
     return Status::Internal("the replay engine (" + find_python().python + " -m parity.replay, chosen by " +
-                            find_python().how + ") exited with status " + std::to_string(*rc) +
+                            find_python().how + ") exited with status " + std::to_string(engine->exit_code) +
                             " (its message is above); set PARITY_PYTHON to a Python with torch and numpy");
-  nlohmann::json doc = nlohmann::json::parse(text.str(), nullptr, false);
+  const nlohmann::json& doc = engine->doc;
   if (doc.is_discarded() || !doc.contains("suspects"))
     return Status::Internal("the replay engine wrote no parity.replay/1 result");
   std::vector<ReplayVerdict> verdicts;

@@ -300,6 +300,24 @@ def test_registered_emulator_is_used(tmp_path):
         replay._EMULATORS.pop("int4_grid", None)
     em = [e["emulated"] for e in doc["events"] if e["status"] == "replayed"]
     assert em and all(x["precision"] == "int4_grid" and x["error_u"] == "Infinity" or x["error_u"] > 1000 for x in em), em
-    doc = replay.run(str(tmp_path / "run"), emulate="fp8_e4m3", progress=False)
+    doc = replay.run(str(tmp_path / "run"), emulate="fp4_unknown", progress=False)
     for e in doc["events"]:
         assert "parity.emulate" in e["emulated"]["problem"] and e["status"] == "replayed", e
+
+
+def test_emulation_modes_drive_the_emulated_replay(tmp_path):
+    """fp8 / int8 / TF32 emulated replay through parity.emulation's C++ rounding kernels. Their error is
+    in units of the recorded dtype's rounding (fp32: u = 2^-24): TF32 (10 fraction bits, u = 2^-11)
+    lands ~2^12 u away, fp8 e4m3 (3 bits) and int8 far further; bf16 runs in bf16 and is measured in
+    its own u, where an op that only rounds stays within a few u."""
+    from parity import replay
+
+    train_step_plain(nn.Sequential(nn.Linear(8, 8), nn.Tanh()), tmp_path / "run")
+    worst = {}
+    for precision in ("bf16", "tf32", "fp8_e4m3", "int8"):
+        doc = replay.run(str(tmp_path / "run"), emulate=precision, progress=False)
+        em = [e["emulated"] for e in doc["events"] if e["status"] == "replayed" and "error_u" in e.get("emulated", {})]
+        assert em and all(x["precision"] == precision and "problem" not in x for x in em), (precision, em[:2])
+        worst[precision] = max(float(x["error_u"]) for x in em)
+    assert worst["bf16"] < 8 and 2 ** 9 < worst["tf32"] < 2 ** 15, worst
+    assert worst["fp8_e4m3"] > 16 * worst["tf32"] and worst["int8"] > 4 * worst["tf32"], worst
