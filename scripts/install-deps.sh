@@ -15,6 +15,8 @@ PACKAGES=(
   # tests: every CSV output must load with pandas.read_csv defaults
   python3-pandas
   python3-torch libopenblas0-pthread
+  # make fuzz: clang's libFuzzer and sanitizer runtimes, and the OpenMP runtime for clang builds
+  clang libclang-rt-14-dev libomp-14-dev
   # measurement and browser tests
   time chromium nodejs
 )
