@@ -65,6 +65,26 @@ size_t repeated_quantifier(const std::string& p) {
   return std::string::npos;
 }
 
+// The offset of a back-reference or repetition bound with more than 9 digits ("\\5555555555555",
+// "a{99999999999}"), npos when there is none. libstdc++'s regex compiler accumulates such a number in a
+// long without an overflow check (undefined behaviour; found by fuzz/map.cpp under UBSan), and no name
+// has that many groups or characters.
+size_t oversized_number(const std::string& p) {
+  auto digits_at = [&](size_t j) {
+    size_t k = j;
+    while (k < p.size() && std::isdigit(static_cast<unsigned char>(p[k]))) ++k;
+    return k - j;
+  };
+  for (size_t i = 0; i + 1 < p.size(); ++i) {
+    if (p[i] != '\\' && p[i] != '{') continue;
+    size_t n = digits_at(i + 1);
+    if (n > 9) return i + 1;
+    if (p[i] == '{' && i + 1 + n < p.size() && p[i + 1 + n] == ',' && digits_at(i + 2 + n) > 9) return i + 2 + n;
+    if (p[i] == '\\') ++i;  // "\\{" is a literal brace
+  }
+  return std::string::npos;
+}
+
 }  // namespace
 
 std::string NameMap::apply(const std::string& name) const {
@@ -111,6 +131,10 @@ Result<NameMap> parse_name_map(const std::string& text, const std::string& origi
         return Status::Invalid(origin + ":" + std::to_string(n) + ": '" + r.target +
                                "' is not a valid regular expression: nothing to repeat at offset " +
                                std::to_string(q) + " (a quantifier applied to a quantifier)");
+      if (size_t q = oversized_number(r.target); q != std::string::npos)
+        return Status::Invalid(origin + ":" + std::to_string(n) + ": '" + r.target +
+                               "' is not a valid regular expression: a back-reference or repetition count of more "
+                               "than 9 digits at offset " + std::to_string(q));
       try {
         r.re = std::regex(r.target, std::regex::ECMAScript);
       } catch (const std::regex_error& e) {
