@@ -26,6 +26,7 @@ found=0
 for h in "${harnesses[@]}"; do
   corpus="$build/fuzz-corpus/$h" artifacts="$build/fuzz-artifacts/$h" log="$build/fuzz-logs/$h.log"
   mkdir -p "$corpus" "$artifacts"
+  touch "$artifacts/.started"   # what an earlier run left there is not this run's finding
   # Readers use OpenMP for large tensors only; one thread keeps the run on one core and deterministic.
   OMP_NUM_THREADS=1 "$build/fuzz/fuzz_$h" -max_total_time="$seconds" -timeout=1 -rss_limit_mb=2048 \
       -print_final_stats=1 -artifact_prefix="$artifacts/" "$corpus" "$src/corpus/$h" >"$log" 2>&1
@@ -36,8 +37,9 @@ for h in "${harnesses[@]}"; do
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | awk '{print $2}')
   ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | awk '{print $2}')
   result=ok
-  if [ $rc -ne 0 ] || ls "$artifacts" | grep -q .; then
-    result="FOUND (rc $rc): $(ls "$artifacts" | head -3 | tr '\n' ' ')see $log"
+  new=$(find "$artifacts" -type f -newer "$artifacts/.started" -printf '%f ' | head -c 300)
+  if [ $rc -ne 0 ] || [ -n "$new" ]; then
+    result="FOUND (rc $rc): ${new}see $log"
     found=1
   fi
   printf '%-14s %12s %9s %7s %7s %8s  %s\n' "$h" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${rss:-?}" \
