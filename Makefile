@@ -4,15 +4,17 @@
 #   make test   build, then run every test (C++, Python, browser) through ctest
 #   make demo   build the CLI and the Python extension only, then run the built-in example end to end
 #   make bench  build, then run the benchmarks and write their figures
-#   make sanitize  build with ASan+UBSan into build-asan/ and run the C++ tests there
+#   make sanitize  build with ASan+UBSan into build-asan/ and run the C++ tests and fuzz replays there
+#   make fuzz   build the libFuzzer harnesses with clang into build-fuzz/, run each FUZZ_SECONDS (docs/fuzzing.md)
 BUILD ?= build
 JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
+FUZZ_SECONDS ?= 10
 VENV := .venv
 # The venv's python runs the Python and browser tests (scripts/make-venv.sh makes it)
 VENV_PY := $(CURDIR)/$(VENV)/bin/python
 
-.PHONY: all deps configure build test demo demo-build bench sanitize clean web
+.PHONY: all deps configure build test demo demo-build bench sanitize fuzz clean web
 
 all: build
 
@@ -51,7 +53,13 @@ bench: build
 sanitize: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPARITY_SANITIZE=ON -DPARITY_BUILD_PYTHON=OFF -DPARITY_BUILD_BENCH=OFF
 	cmake --build build-asan -j $(JOBS)
-	cd build-asan && ctest --output-on-failure -j $(JOBS) -R '^cpp_'
+	cd build-asan && ctest --output-on-failure -j $(JOBS) -R '^(cpp_|fuzz_replay_)'
+
+fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARITY_FUZZ=ON \
+	  -DPARITY_BUILD_PYTHON=OFF -DPARITY_BUILD_BENCH=OFF
+	cmake --build build-fuzz --target fuzz_all -j $(JOBS)
+	bash fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 clean:
-	rm -rf $(BUILD) build-asan $(VENV)
+	rm -rf $(BUILD) build-asan build-fuzz $(VENV)

@@ -13,6 +13,8 @@ PACKAGES=(
   # Python side: the pybind11 extension and the venv (torch, numpy, pytest, pandas, transformers ... come
   # from PyPI into .venv: python/requirements.txt, scripts/make-venv.sh)
   python3-dev pybind11-dev python3-venv
+  # make fuzz: clang's libFuzzer and sanitizer runtimes, and the OpenMP runtime for clang builds
+  clang libclang-rt-14-dev libomp-14-dev
   # measurement and browser tests
   time chromium nodejs
 )

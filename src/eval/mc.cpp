@@ -3,6 +3,7 @@
 // pairs and a paired percentile bootstrap of the accuracy difference (docs/eval.md "Multiple choice").
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <fstream>
 #include <map>
 
@@ -79,7 +80,10 @@ Result<std::vector<McQuestion>> read_mc(const std::filesystem::path& path, std::
     if (j.contains("loglik")) {  // parity.log_choices
       q.id = j.contains("id") ? (j["id"].is_string() ? j["id"].get<std::string>() : j["id"].dump())
                               : std::to_string(qs.size());
-      q.subject = j.value("subject", std::string());
+      // Like the id, a subject that is not a string is kept as its JSON text (value() threw
+      // type_error on e.g. "subject": 3, which ended the whole read as an internal error).
+      if (j.contains("subject") && !j["subject"].is_null())
+        q.subject = j["subject"].is_string() ? j["subject"].get<std::string>() : j["subject"].dump();
       for (const auto& v : j["loglik"]) { double d; q.loglik.push_back(json_double(v, d) ? d : kNaN); }
       if (j.contains("length") && j["length"].is_array())
         for (const auto& v : j["length"]) { double d; q.length.push_back(json_double(v, d) ? d : kNaN); }
@@ -90,7 +94,8 @@ Result<std::vector<McQuestion>> read_mc(const std::filesystem::path& path, std::
       if (j.contains("target") && j["target"].is_number_integer()) q.answer = j["target"].get<int>();
       else if (j.contains("target") && j["target"].is_string()) {
         double d;
-        if (json_double(j["target"], d)) q.answer = static_cast<int>(d);
+        // An index outside int (a "target" of "1e300") stays -1: the cast would be undefined.
+        if (json_double(j["target"], d) && d >= 0 && d < std::numeric_limits<int>::max()) q.answer = static_cast<int>(d);
       }
       // acc_norm normalises by the byte length of each choice's continuation text (arg_1).
       if (j.contains("arguments") && j["arguments"].is_object()) {

@@ -52,6 +52,36 @@ TEST(NameMap, ErrorsNameFileAndLine) {
   EXPECT_NE(missing.status().message().find("/nonexistent/map.txt"), std::string::npos);
 }
 
+// A quantifier applied to a quantifier is invalid ECMAScript that libstdc++ accepted and then matched in
+// exponential time (fuzz/regressions/map/timeout-*: 40 stars after one atom never finished). It is now an
+// error naming file, line and offset; lazy quantifiers, escapes, classes and bounds still parse.
+TEST(NameMap, QuantifierOfAQuantifierIsAnError) {
+  for (const char* bad : {"re:a** => b", "re:(x+{2}) => b", "re:a*?+ => b", "re:(\\xff" "****************) => b"}) {
+    auto m = parse_name_map(std::string("ok => fine\n") + bad + "\n", "m.txt");
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_NE(m.status().message().find("m.txt:2"), std::string::npos) << m.status().message();
+    EXPECT_NE(m.status().message().find("nothing to repeat"), std::string::npos) << m.status().message();
+  }
+  auto ok = parse_name_map("re:^a.*?(b+)?[*+?]\\*{2}c{1,3}(?:d)\\.$ => x\n", "m.txt");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->apply("azzbb*+**cc.d."), "");
+  EXPECT_EQ(ok->apply("azzbb***cd."), "x");
+}
+
+// A back-reference or bound with more than 9 digits overflowed a long inside libstdc++'s regex compiler
+// (UBSan, fuzz/regressions/map/crash-3c17...). It is now an error naming file and line.
+TEST(NameMap, HugeBackReferenceOrBoundIsAnError) {
+  for (const char* bad : {"re:(a)\\55555555555555555555 => b", "re:a{99999999999} => b", "re:a{1,99999999999} => b"}) {
+    auto m = parse_name_map(std::string(bad) + "\n", "m.txt");
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_NE(m.status().message().find("m.txt:1"), std::string::npos) << m.status().message();
+    EXPECT_NE(m.status().message().find("more than 9 digits"), std::string::npos) << m.status().message();
+  }
+  auto ok = parse_name_map("re:(a)\\1{2,3}\\{1234567890} => x\n", "m.txt");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->apply("aaa{1234567890}"), "x");
+}
+
 TEST(Align, ExtraCastAndRenamedModuleDoNotShiftTheRest) {
   // Golden: l0 (Linear) → act (GELU) → l1 (Linear) → head (Linear); target renamed everything, has an
   // extra cast after l0 and fused act into l0's successor name.

@@ -77,3 +77,24 @@ TEST(EvalHardening, FifoInputsAreRefusedNotOpened) {
   EXPECT_TRUE(parity_test::returns_within(10, d / "run.logits", [&] { st = open_logits_file(d / "run.logits").status(); }));
   refused(st, "run.logits");
 }
+
+// A non-string "subject" threw nlohmann's type_error out of read_mc (exit 3, found by fuzz/mc.cpp); a
+// string lm-eval "target" of 1e300 was cast to int (undefined). The subject is now kept as its JSON
+// text and the out-of-range target leaves the question without an answer (skipped with a problem).
+TEST(EvalHardening, NonStringSubjectAndHugeTargetAreReadNotFatal) {
+  TempDir tmp;
+  const fs::path d = tmp.path();
+  write_file(d / "mc.jsonl",
+             "{\"id\": \"a\", \"subject\": 3, \"loglik\": [-1, -2], \"answer\": 0}\n"
+             "{\"doc_id\": 1, \"filtered_resps\": [[\"-1.0\", \"False\"], [\"-2.0\", \"False\"]], \"target\": \"1e300\"}\n"
+             "{\"doc_id\": 2, \"filtered_resps\": [[\"-1.0\", \"False\"], [\"-2.0\", \"False\"]], \"target\": \"1\"}\n");
+  std::vector<Status> problems;
+  auto qs = read_mc(d / "mc.jsonl", &problems);
+  ASSERT_TRUE(qs.ok()) << qs.status().ToString();
+  ASSERT_EQ(qs->size(), 2u);
+  EXPECT_EQ((*qs)[0].subject, "3");
+  EXPECT_EQ((*qs)[1].id, "2");
+  EXPECT_EQ((*qs)[1].answer, 1);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].message().find("mc.jsonl:2"), std::string::npos) << problems[0].message();
+}

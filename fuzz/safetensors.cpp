@@ -1,0 +1,8 @@
+// fuzz/safetensors.cpp — libFuzzer harness: the safetensors reader (parity::open_source with format "safetensors"), every
+// record listed, loaded and read element by element. docs/fuzzing.md.
+#include "source_harness.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  parity_fuzz::fuzz_tensor_file(data, size, "x.safetensors", "safetensors");
+  return 0;
+}

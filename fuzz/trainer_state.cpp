@@ -1,0 +1,8 @@
+// fuzz/trainer_state.cpp — libFuzzer harness: the curve reader for format "hf-trainer-state" (parity::curves::read_curves),
+// then the curve and rank comparisons and their JSON/CSV outputs. docs/fuzzing.md.
+#include "curves_harness.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  parity_fuzz::fuzz_curve_file(parity_fuzz::as_view(data, size), "trainer_state.json", "hf-trainer-state");
+  return 0;
+}
