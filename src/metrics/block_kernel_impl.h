@@ -213,7 +213,9 @@ static inline void side_step(v4d v, SideAcc& a, v4d mn_t) {
   const v4d bp = sn - a.s;
   a.comp += (a.s - (sn - bp)) + (vm - bp);
   a.s = sn;
-  a.ss += vm * vm;
+  // Σx² of an all-finite block equals the error pass's Σg² / Σt² bit for bit (same lanes, same order
+  // of additions), so block_impl copies it from there instead of computing it twice.
+  if constexpr (!kFinite) a.ss += vm * vm;
   a.vmin = lo < a.vmin ? lo : a.vmin;
   a.vmax = hi > a.vmax ? hi : a.vmax;
   a.zero -= (v4i)(v == splat(0.0));
@@ -223,7 +225,7 @@ static inline void side_step(v4d v, SideAcc& a, v4d mn_t) {
 template <bool kFinite>
 static void side_finish(const SideAcc& a, int64_t n4, const KernelParams& p, SidePartial& out) {
   out.finite = kFinite ? n4 : hsumi(a.fin);
-  out.sumsq = hsum(a.ss);
+  out.sumsq = kFinite ? 0.0 : hsum(a.ss);  // kFinite: block_impl copies sum_gg / sum_tt
   out.min = hmin(a.vmin);
   out.max = hmax(a.vmax);
   out.zero = hsumi(a.zero);
@@ -300,6 +302,9 @@ static void block_impl(const double* g, const double* t, int64_t n, const Kernel
   if (n4 == n && all_finite(g, t, n)) {
     error_pass<kMode, true>(g, t, n4, p, out);
     side_pass<true>(g, t, n4, p, out.g, out.t);
+    // Every element is compared, so each side's Σx² is the error pass's Σg² / Σt² (identical sums).
+    out.g.sumsq = out.sum_gg;
+    out.t.sumsq = out.sum_tt;
   } else {
     error_pass<kMode, false>(g, t, n4, p, out);
     side_pass<false>(g, t, n4, p, out.g, out.t);
