@@ -8,11 +8,15 @@ import subprocess
 import pytest
 
 SRC = os.environ.get("PARITY_SOURCE_DIR", ".")
+# Under `make test` this runs inside make: without this, the inner make prints "Entering directory"
+# lines and inherits the outer one's flags.
+ENV = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "MAKEOVERRIDES")}
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
 def test_make_demo_builds_the_cli_and_the_extension_only(tmp_path):
-    p = subprocess.run(["make", "-n", "demo", f"BUILD={tmp_path / 'b'}"], cwd=SRC, capture_output=True, text=True)
+    p = subprocess.run(["make", "-n", "--no-print-directory", "demo", f"BUILD={tmp_path / 'b'}"], cwd=SRC,
+                       capture_output=True, text=True, env=ENV)
     assert p.returncode == 0, p.stderr
     builds = [line for line in p.stdout.splitlines() if line.startswith("cmake --build")]
     assert len(builds) == 1, builds
@@ -20,6 +24,7 @@ def test_make_demo_builds_the_cli_and_the_extension_only(tmp_path):
                         builds[0]), builds
     assert p.stdout.rstrip().splitlines()[-1] == f"bash scripts/demo.sh {tmp_path / 'b'}"
     # `make build` (and so `make test`) still builds everything
-    p = subprocess.run(["make", "-n", "build", f"BUILD={tmp_path / 'b'}"], cwd=SRC, capture_output=True, text=True)
+    p = subprocess.run(["make", "-n", "--no-print-directory", "build", f"BUILD={tmp_path / 'b'}"], cwd=SRC,
+                       capture_output=True, text=True, env=ENV)
     builds = [line for line in p.stdout.splitlines() if line.startswith("cmake --build")]
     assert len(builds) == 1 and "--target" not in builds[0]
