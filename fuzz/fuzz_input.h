@@ -80,6 +80,18 @@ inline std::vector<std::string_view> split_sections(std::string_view input, size
   return out;
 }
 
+// The file bytes of a checksummed format: an input starting with 'F' is cut into sections, each
+// wrapped by `frame` (which writes valid lengths and checksums, so mutations reach the parser behind
+// them); any other input is used as it is (so the framing itself is fuzzed too).
+template <typename Frame>
+std::string framed_if_flagged(std::string_view input, Frame frame) {
+  if (input.empty() || input.front() != 'F') return std::string(input);
+  input.remove_prefix(1);
+  std::string bytes;
+  for (std::string_view section : split_sections(input, 1 << 16)) bytes += frame(section);
+  return bytes;
+}
+
 // Lines of a section (without the '\n'); an empty last line is dropped.
 inline std::vector<std::string_view> split_lines(std::string_view text) {
   std::vector<std::string_view> out;

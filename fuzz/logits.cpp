@@ -28,14 +28,7 @@ std::string plg_frame(std::string_view payload) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::string_view input = parity_fuzz::as_view(data, size);
-  std::string bytes;
-  if (!input.empty() && input.front() == 'F') {
-    input.remove_prefix(1);
-    for (std::string_view payload : parity_fuzz::split_sections(input, 1 << 16)) bytes += plg_frame(payload);
-  } else {
-    bytes = std::string(input);
-  }
+  const std::string bytes = parity_fuzz::framed_if_flagged(parity_fuzz::as_view(data, size), plg_frame);
   std::filesystem::path file = parity_fuzz::fresh_dir("logits") / "logits.plg";
   parity_fuzz::write_file(file, bytes);
   auto source = parity::eval::open_logits_file(file);

@@ -32,14 +32,7 @@ std::string tfrecord(std::string_view payload) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::string_view input = parity_fuzz::as_view(data, size);
-  std::string bytes;
-  if (!input.empty() && input.front() == 'F') {
-    input.remove_prefix(1);
-    for (std::string_view record : parity_fuzz::split_sections(input, 1 << 16)) bytes += tfrecord(record);
-  } else {
-    bytes = std::string(input);
-  }
+  const std::string bytes = parity_fuzz::framed_if_flagged(parity_fuzz::as_view(data, size), tfrecord);
   parity_fuzz::fuzz_curve_file(bytes, "events.out.tfevents.1.fuzz", "tensorboard");
   return 0;
 }
