@@ -355,14 +355,33 @@ def configs():
     seed("map", "bad_regex.map", b"re:([ => x\n")
 
 
+def interop():
+    """Other tools' files: .pt written by torch.save, msprobe dump.json (+ construct.json, + a tensor)."""
+    for name in ("f32_2x3.pt", "bf16_2x3.pt", "f8e4m3_2x3.pt", "i64_offset_3.pt", "param_transposed_3x2.pt"):
+        seed("pt", name, fixture("torch_pt", name))
+    dump = fixture("msprobe", "statistics_mix", "dump.json")
+    construct = fixture("msprobe", "statistics_mix", "construct.json")
+    sep = b"\n%%\n"
+    seed("msprobe", "statistics_mix", dump + sep + construct)
+    seed("msprobe", "statistics_mix_no_construct", dump)
+    tensor = (b'{"task": "tensor", "level": "L1", "framework": "pytorch", "dump_data_dir": null, "data": {'
+              b'"Functional.linear.0.forward": {"input_args": [{"type": "torch.Tensor", "dtype": "torch.float32", '
+              b'"shape": [2, 3], "Max": 5.0, "Min": 0.0, "Mean": 2.5, "Norm": 7.416, "requires_grad": false, '
+              b'"data_name": "Functional.linear.0.forward.input.0.npy"}], "input_kwargs": {}, "output": []}}}')
+    import numpy as np
+    seed("msprobe", "tensor_l1", tensor + sep + b"{}" + sep + npy_bytes(np.arange(6, dtype=np.float32).reshape(2, 3)))
+
+
 def main():
-    for kind in ("corpus", "regressions"):
-        shutil.rmtree(os.path.join(ROOT, kind), ignore_errors=True)
+    # Only the seed corpus is rewritten from scratch: fuzz/regressions also holds the inputs campaigns
+    # found (crash-*, timeout-*), which no script can make again.
+    shutil.rmtree(os.path.join(ROOT, "corpus"), ignore_errors=True)
     tensor_files()
     dumps()
     curves()
     evals()
     configs()
+    interop()
     total = sum(os.path.getsize(os.path.join(d, f)) for kind in ("corpus", "regressions")
                 for d, _, fs in os.walk(os.path.join(ROOT, kind)) for f in fs)
     print(f"wrote fuzz/corpus and fuzz/regressions: {total} bytes")
