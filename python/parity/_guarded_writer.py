@@ -28,15 +28,16 @@ class GuardedWriter:
         self.error = None
 
     def __getattr__(self, name):
-        method = getattr(self._writer, name)
-        if not callable(method):
-            return method
+        # Called once per method name: the wrapper is kept on the instance (append_event runs once per
+        # recorded tensor), and looks the writer's method up at call time.
+        if not callable(getattr(self._writer, name)):
+            return getattr(self._writer, name)
 
         def guarded(*args, **kwargs):
             if self.error is not None and name != "close":
                 return None  # failed earlier: nothing more is written
             try:
-                return method(*args, **kwargs)
+                return getattr(self._writer, name)(*args, **kwargs)
             except (RuntimeError, OSError) as e:
                 if self.error is None:
                     self._fail(str(e))
@@ -46,6 +47,7 @@ class GuardedWriter:
                     raise CaptureWriteError(str(e)) from e
                 return None
 
+        setattr(self, name, guarded)
         return guarded
 
     def _fail(self, message):
