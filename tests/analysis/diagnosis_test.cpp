@@ -234,6 +234,9 @@ TEST(Diagnosis, DriftRanksOutliersQuantisationConfig) {
   Findings fo = analyse_and_diagnose(o.result, nullptr, nullptr);
   ASSERT_TRUE(has(fo, "OUTLIERS"));
   EXPECT_NE(find(fo, "OUTLIERS")->evidence[0].find("[1, 6]"), std::string::npos);
+  // The same pattern in a row the verdict accepts (warn: elevated) names no cause.
+  row.verdict = Verdict::kWarn;
+  EXPECT_FALSE(has(analyse_and_diagnose(o.result, nullptr, nullptr), "OUTLIERS"));
 
   Synth q;
   q.module("l0.attn.q_proj", "QuantLinear", 0, 0, DType::kF32);
