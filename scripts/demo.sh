@@ -80,10 +80,10 @@ echo
 echo "-- $PARITY compare $OUT/overflow/golden $OUT/overflow/target --limit 8 --replay"
 echo "   (--replay: the top suspects' ops are called again on their recorded inputs, docs/replay.md)"
 status=0
-PARITY_PYTHON="${PARITY_PYTHON:-/usr/bin/python3}" \
+PARITY_PYTHON="${PARITY_PYTHON:-$PY}" \
   "$PARITY" compare "$OUT/overflow/golden" "$OUT/overflow/target" --limit 8 --replay --json "$OUT/overflow-compare.json" || status=$?
 [ "$status" -eq 1 ] || { echo "demo: expected parity compare to find the overflow (exit 1), got $status" >&2; exit 1; }
-/usr/bin/python3 - "$OUT/overflow-compare.json" <<'PY' || { echo "demo: replay did not confirm the hidden fault" >&2; exit 1; }
+"$PY" - "$OUT/overflow-compare.json" <<'PY' || { echo "demo: replay did not confirm the hidden fault" >&2; exit 1; }
 import json, sys
 top = json.load(open(sys.argv[1]))["suspects"][0]
 assert top["module"] == "layers.1.attn" and top.get("replay", {}).get("status") == "confirmed", top
@@ -93,7 +93,7 @@ echo
 echo "-- $PARITY replay $OUT/overflow/target --module layers.1.attn (every op of the suspect, one run)"
 status=0
 # The replay engine runs in the interpreter that captured (PARITY_PYTHON; docs/replay.md).
-PARITY_PYTHON="${PARITY_PYTHON:-/usr/bin/python3}" \
+PARITY_PYTHON="${PARITY_PYTHON:-$PY}" \
   "$PARITY" replay "$OUT/overflow/target" --module layers.1.attn --json "$OUT/replay.json" || status=$?
 # Exit 1: an op creates error given its inputs, which is the hidden fault; 0 would mean it was not found.
 [ "$status" -eq 1 ] || { echo "demo: expected parity replay to find the op that creates the error (exit 1), got $status" >&2; exit 1; }
