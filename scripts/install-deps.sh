@@ -10,6 +10,10 @@ PACKAGES=(
   libcli11-dev libfmt-dev nlohmann-json3-dev zlib1g-dev
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
+  # user-written name patterns (--map, --include, --exclude, --kl) and text-log lines: a linear-time regex engine
+  libre2-dev
+  # scale-out: `mpirun -n N parity compare ...` (docs/scaling.md)
+  openmpi-bin libopenmpi-dev
   # Python side: the pybind11 extension and the venv (torch, numpy, pytest, pandas, transformers ... come
   # from PyPI into .venv: python/requirements.txt, scripts/make-venv.sh)
   python3-dev pybind11-dev python3-venv
