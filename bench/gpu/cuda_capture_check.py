@@ -1,0 +1,148 @@
+"""Capture on a real CUDA device (the paths CPU-only CI cannot run), then judged with the real CLI.
+
+Run on a machine with a GPU: python3 bench/gpu/cuda_capture_check.py OUT_DIR. It writes, under OUT_DIR:
+  runs/<name>/          parity captures of a tiny Hugging Face Llama (2 steps of training each)
+  overhead.json         step time of a larger Llama with and without capture (statistics / tensor mode)
+and prints one line per run. The comparisons themselves are made by bench/gpu/cuda_check.sh with the CLI.
+
+Runs (all seeded alike; golden = CUDA fp32 with TF32 off):
+  cuda_fp32, cuda_fp32_again  the same run twice (GPU determinism: cuBLAS with CUBLAS_WORKSPACE_CONFIG)
+  cuda_tf32                   TF32 matmuls (benign on Ampere+)
+  cuda_bf16_autocast          torch.autocast("cuda", bfloat16) (benign)
+  cpu_fp32                    the same model on the CPU (benign cross-device)
+  cuda_gelu_tanh              the tanh approximation of GELU (a real implementation difference: must fail)
+  cuda_fp32_stats, cpu_fp32_stats   statistics mode: statistics computed on the device vs on the host
+  cuda_op_fp32, cuda_op_bf16_autocast  op-level tensor captures (for replay)
+"""
+import json
+import os
+import sys
+import time
+
+import torch
+import transformers
+
+import parity
+
+VOCAB, SEQ, BATCH, STEPS = 128, 32, 2, 2
+# The accelerator under test; "--device cpu" runs the same plan on the host (a smoke test of this script).
+DEV = sys.argv[sys.argv.index("--device") + 1] if "--device" in sys.argv else "cuda"
+
+
+def tiny_llama(act="gelu", hidden=64, layers=2, heads=4, seq=64):
+    torch.manual_seed(0)
+    cfg = transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=hidden, intermediate_size=2 * hidden,
+                                   num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=heads // 2,
+                                   max_position_embeddings=seq, hidden_act=act, attn_implementation="eager")
+    return transformers.LlamaForCausalLM(cfg)
+
+
+def batches(n, seq=SEQ, batch=BATCH):
+    g = torch.Generator().manual_seed(1)
+    return [torch.randint(0, VOCAB, (batch, seq), generator=g) for _ in range(n)]
+
+
+def train(model, device, path, *, autocast=None, level="module", mode="tensor", steps=STEPS):
+    model = model.to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with parity.capture(model, path, level=level, mode=mode, steps=list(range(steps))) as cap:
+        for ids in batches(steps):
+            ids = ids.to(device)
+            ctx = torch.autocast(device.split(":")[0], dtype=autocast) if autocast else torch.autocast("cpu", enabled=False)
+            with ctx:
+                out = model(input_ids=ids, labels=ids)
+            out.loss.backward()
+            gn = torch.nn.utils.clip_grad_norm_(model.parameters(), 1e9)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            cap.log(loss=out.loss, grad_norm=gn)
+            cap.next_step()
+    run = parity.load(path)
+    return len(run.records), len(run.problems)
+
+
+def correctness(out):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    runs = out + "/runs/"
+    plan = [
+        ("cuda_fp32", dict(device=DEV)),
+        ("cuda_fp32_again", dict(device=DEV)),
+        ("cuda_tf32", dict(device=DEV, tf32=True)),
+        ("cuda_bf16_autocast", dict(device=DEV, autocast=torch.bfloat16)),
+        ("cpu_fp32", dict(device="cpu")),
+        ("cuda_gelu_tanh", dict(device=DEV, act="gelu_pytorch_tanh")),
+        ("cuda_fp32_stats", dict(device=DEV, mode="statistics")),
+        ("cpu_fp32_stats", dict(device="cpu", mode="statistics")),
+        ("cuda_op_fp32", dict(device=DEV, level="op", steps=1)),
+        ("cuda_op_bf16_autocast", dict(device=DEV, level="op", autocast=torch.bfloat16, steps=1)),
+    ]
+    for name, o in plan:
+        torch.backends.cuda.matmul.allow_tf32 = bool(o.get("tf32"))
+        t0 = time.perf_counter()
+        n, bad = train(tiny_llama(o.get("act", "gelu")), o["device"], runs + name, autocast=o.get("autocast"),
+                       level=o.get("level", "module"), mode=o.get("mode", "tensor"), steps=o.get("steps", STEPS))
+        print("captured {:24s} {:6d} records, {} problems, {:.1f} s".format(name, n, bad, time.perf_counter() - t0),
+              flush=True)
+    torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def step_time(model, ids, cap_mode, level, path, n=10):
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+    def step():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            out = model(input_ids=ids, labels=ids)
+        out.loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return out.loss
+
+    for _ in range(3):
+        step()
+    torch.cuda.synchronize()
+    times = []
+    if cap_mode is None:
+        for _ in range(n):
+            t0 = time.perf_counter()
+            step()
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
+    else:
+        with parity.capture(model, path, level=level, mode=cap_mode, steps=None) as cap:
+            for _ in range(n):
+                t0 = time.perf_counter()
+                loss = step()
+                cap.log(loss=loss)
+                cap.next_step()
+                torch.cuda.synchronize()
+                times.append(time.perf_counter() - t0)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def overhead(out):
+    model = tiny_llama(hidden=1024, layers=8, heads=16, seq=512).cuda()
+    ids = batches(1, seq=512, batch=8)[0].cuda()
+    res = {"model": "Llama 8 layers, hidden 1024, seq 512, batch 8, autocast bf16, one training step",
+           "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__}
+    res["none"] = step_time(model, ids, None, None, None)
+    for mode, level, n in (("statistics", "module", 10), ("statistics", "op", 5), ("tensor", "module", 3)):
+        key = "{}_{}".format(mode, level)
+        res[key] = step_time(model, ids, mode, level, out + "/overhead_" + key, n=n)
+        res[key + "_ratio"] = res[key] / res["none"]
+        print("overhead {:18s} median step {:.4f} s vs {:.4f} s: {:.2f}x".format(
+            key, res[key], res["none"], res[key + "_ratio"]), flush=True)
+    with open(out + "/overhead.json", "w") as f:
+        json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    out = sys.argv[1]
+    os.makedirs(out + "/runs", exist_ok=True)
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    print("torch", torch.__version__, "cuda", torch.version.cuda,
+          torch.cuda.get_device_name(0) if DEV.startswith("cuda") else DEV, flush=True)
+    correctness(out)
+    if "--no-overhead" not in sys.argv and DEV.startswith("cuda"):
+        overhead(out)
