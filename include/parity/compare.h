@@ -29,6 +29,18 @@ struct StatsComparison {
   double worst_rel = kNaN;  // the largest of the four relative errors
 };
 
+// A parameter compared at step s and at an earlier captured step s0 on both sides: how the two runs'
+// changes of it between s0 and s (optimizer updates) differ (metrics.h compare_updates), and its
+// gradient's relative error at s0 when that was compared. `differs` is the judgement
+// (parameter_update_differs, parity/noise.h; docs/judgement.md "Parameters across steps").
+struct ParameterUpdate {
+  int64_t from_step = -1;
+  double rel_error = kNaN;       // ‖Δu‖ / ‖u_golden‖
+  double golden_norm = kNaN;     // ‖u_golden‖
+  double grad_rel_error = kNaN;  // rel L2 of the parameter's gradient at from_step; NaN when not compared
+  bool differs = false;
+};
+
 struct CompareRow {
   Record golden;               // metadata of each side (name, file, dtype, shape, module, step, ...)
   Record target;
@@ -41,6 +53,7 @@ struct CompareRow {
   std::optional<PairMetrics> metrics;     // mode == kTensor
   std::optional<StatsComparison> stats;   // mode == kStatistics
   std::optional<bool> checksum_equal;     // mode == kChecksum
+  std::optional<ParameterUpdate> update;  // parameters at a later step, tensor data on both sides
 
   // The fixed-threshold judgement (compare/judge.h) and the final verdict under the policy in effect
   // (parity/verdict_policy.h is their only writer after measurement).

@@ -88,4 +88,18 @@ struct PairMetrics {
 Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& target,
                                     const MetricOptions& options = {});
 
+// How two runs' updates of one tensor between two steps differ: with u_g = golden_after − golden_before
+// and u_t = target_after − target_before (each side's own change, e.g. one optimizer step of a
+// parameter),
+//   rel_error = ‖u_t − u_g‖₂ / ‖u_g‖₂     (0 when both updates are 0; +inf when only the target's is)
+// computed in fp64 over all four tensors, which must hold the same number of elements. Non-finite
+// values anywhere make rel_error NaN (the rows themselves report them).
+struct UpdateMetrics {
+  double rel_error = kNaN;
+  double golden_norm = kNaN;  // ‖u_g‖₂
+  double diff_norm = kNaN;    // ‖u_t − u_g‖₂
+};
+Result<UpdateMetrics> compare_updates(const TensorView& golden_before, const TensorView& golden_after,
+                                      const TensorView& target_before, const TensorView& target_after);
+
 }  // namespace parity

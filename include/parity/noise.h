@@ -55,6 +55,17 @@ NoiseJudgement classify_noise(double observed, double u, int64_t reduction_lengt
 // rounding, docs/judgement.md).
 std::string noise_ratio_text(double ratio);
 
+// Whether two runs' updates of a parameter between two steps differ by more than the difference of the
+// gradients they were computed from explains (docs/judgement.md "Parameters across steps"). With g the
+// gradient's relative error at the earlier step and u the parameter's unit roundoff, the update differs when
+//   update_rel_error > 8·g + 8·sqrt(g) + 32·u
+// 8·g: SGD (with momentum) carries g into the update unchanged. 8·sqrt(g): Adam divides by sqrt(v), so
+// entries whose gradient is below its own error flip sign; their fraction grows like g and the update's
+// relative error like sqrt(g) (measured 3.0·sqrt(g) on a healthy autocast-bf16 AdamW step, 0.09·sqrt(g) on
+// an fp32 kernel swap). 32·u: the optimizer's own rounding when the gradients agree exactly. Without a
+// compared gradient the update differs when update_rel_error ≥ 0.5 (a learning rate 1.5x, a missing step).
+bool parameter_update_differs(double update_rel_error, double grad_rel_error, double u);
+
 // The class of a ratio alone.
 NoiseClass noise_class_of_ratio(double ratio, const NoiseParams& params = {});
 

@@ -49,6 +49,25 @@ double declared_matmul_roundoff(const std::optional<std::string>& fingerprint) {
   return u;
 }
 
+// The difference a step's state carries from the steps before it, per (rank, step): the largest relative
+// difference (rel L2) of a parameter at that step whose update since the previous captured step was
+// measured and does not differ (ParameterUpdate: its gradients explain it). Tensors computed from such
+// parameters differ by about as much, whatever their own rounding: optimizers amplify tiny gradient
+// differences (Adam's normalisation flips near-zero entries; measured 160x the gradient's relative error
+// on a benign fp32 kernel swap), so a step's u is at least this (docs/judgement.md "Parameters across
+// steps"). A parameter whose update differs, or that has no earlier step, sets no floor.
+std::map<std::pair<int, int64_t>, double> carried_state_error(const CompareResult& result) {
+  std::map<std::pair<int, int64_t>, double> state;
+  for (const CompareRow& row : result.rows) {
+    if (!row.update || row.update->differs) continue;
+    const double e = row_observed_error(row);
+    if (!std::isfinite(e)) continue;
+    double& s = state[{row.golden.rank, row.golden.step}];
+    s = std::max(s, e);
+  }
+  return state;
+}
+
 }  // namespace
 
 void classify_rows(CompareResult& result, const AnalysisOptions& options) {
@@ -67,18 +86,23 @@ void classify_rows(CompareResult& result, const AnalysisOptions& options) {
   }
 
   // Ambient unit roundoff: for capture dumps, the coarsest float dtype seen so far in execution order
-  // within (rank, step), on either side. A bf16 run carries bf16 noise into every later tensor, even
-  // those an fp32 island (a norm upcast to fp32) stores in fp32.
+  // within a rank, on either side, earlier steps included. A bf16 run carries bf16 noise into every later
+  // tensor, even those an fp32 island (a norm upcast to fp32) stores in fp32; and a step starts from the
+  // state the earlier steps computed (parameters updated from bf16-computed gradients, optimizer moments),
+  // so it carries their rounding from its first event on. Whether an update itself differs beyond what its
+  // gradient explains is judged separately (ParameterUpdate, docs/judgement.md "Parameters across steps").
   std::vector<double> ambient(result.rows.size(), 0.0);
   // A run that let fp32 matmuls round their inputs to TF32 (or bf16) carries that rounding from its first
   // matmul on, whatever dtype it stores: the declared precision is the floor of the ambient one.
   const double declared = std::max(declared_matmul_roundoff(result.golden_fingerprint),
                                    declared_matmul_roundoff(result.target_fingerprint));
   if (capture) {
-    std::map<std::pair<int, int64_t>, double> coarsest;
+    const std::map<std::pair<int, int64_t>, double> state = carried_state_error(result);
+    std::map<int, double> coarsest;  // per rank; rows come in (rank, step, order) order
     for (size_t i : rows_in_execution_order(result)) {
       const CompareRow& row = result.rows[i];
-      double& c = coarsest[{row.golden.rank, row.golden.step}];
+      double& c = coarsest[row.golden.rank];
+      if (auto it = state.find({row.golden.rank, row.golden.step}); it != state.end()) c = std::max(c, it->second);
       for (DType t : {row.golden.dtype, row.target.dtype})
         if (dtype_is_float(t)) c = std::max(c, unit_roundoff(t));
       ambient[i] = std::max(c, declared);

@@ -21,6 +21,17 @@ void apply_verdict_policy(CompareResult& result, VerdictPolicy policy) {
       v.verdict = Verdict::kWarn;
       v.reason = fmt::format("paired by order alignment only (confidence {:.2f}); ", row.match_confidence) + v.reason;
     }
+    // A parameter whose update since an earlier step differs beyond what its gradient explains fails
+    // however small its own difference looks (docs/judgement.md "Parameters across steps").
+    if (policy == VerdictPolicy::kNoiseModel && row.update && row.update->differs && v.verdict != Verdict::kError) {
+      const ParameterUpdate& u = *row.update;
+      v.verdict = Verdict::kFail;
+      v.reason = fmt::format("its update since step {} differs by {:.3g} of the update's size", u.from_step, u.rel_error) +
+                 (u.grad_rel_error == u.grad_rel_error
+                      ? fmt::format(" while its gradient there differs by {:.3g}", u.grad_rel_error)
+                      : std::string()) +
+                 ": the optimizer step differs; " + v.reason;
+    }
     row.verdict = v.verdict;
     row.reason = std::move(v.reason);
   }

@@ -22,6 +22,7 @@
 #include <tuple>
 
 #include "compare/judge.h"
+#include "compare/measure_updates.h"
 #include "parity/compare.h"
 #include "parity/matching.h"
 #include "parity/verdict_policy.h"
@@ -416,6 +417,8 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
     row.fixed_verdict = row.verdict;
     row.fixed_reason = std::move(row.reason);
   }
+  // Parameters at a later step: how their updates differ (judged by the noise-model policy).
+  compare::measure_parameter_updates(res, golden, target, jobs);
   apply_verdict_policy(res, VerdictPolicy::kFixedThresholds);
   return res;
 }

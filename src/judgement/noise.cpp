@@ -56,4 +56,12 @@ std::string noise_ratio_text(double ratio) {
   return fmt::format("{:.3g} u", ratio);
 }
 
+bool parameter_update_differs(double update_rel_error, double grad_rel_error, double u) {
+  if (!(update_rel_error == update_rel_error)) return false;  // NaN: nothing measured
+  if (!(grad_rel_error == grad_rel_error)) return update_rel_error >= 0.5;
+  if (!std::isfinite(grad_rel_error)) return false;  // the gradient itself differs structurally: its row says so
+  const double g = grad_rel_error;
+  return update_rel_error > 8.0 * g + 8.0 * std::sqrt(g) + 32.0 * u;
+}
+
 }  // namespace parity

@@ -87,6 +87,11 @@ json record_to_json(const Record& r) {
               {"step", r.step},       {"rank", r.rank},       {"order", r.order}};
 }
 
+json parameter_update_json(const ParameterUpdate& u) {
+  return {{"from_step", u.from_step}, {"rel_error", json_number(u.rel_error)}, {"golden_norm", json_number(u.golden_norm)},
+          {"grad_rel_error", json_number(u.grad_rel_error)}, {"differs", u.differs}};
+}
+
 json compare_row_to_json(const CompareRow& row) {
   const Record& g = row.golden;
   json j{{"name", g.name},
@@ -109,6 +114,7 @@ json compare_row_to_json(const CompareRow& row) {
          {"metrics", row.metrics ? metrics_json(*row.metrics) : json(nullptr)},
          {"stats", row.stats ? stats_comparison_json(*row.stats) : json(nullptr)},
          {"checksum_equal", row.checksum_equal ? json(*row.checksum_equal) : json(nullptr)},
+         {"update", row.update ? parameter_update_json(*row.update) : json(nullptr)},
          {"verdict", verdict_name(row.verdict)},
          {"reason", row.reason},
          {"fixed_verdict", verdict_name(row.fixed_verdict)},
@@ -227,7 +233,7 @@ json compare_report_head_to_json(const CompareReport& report) {
       {"elapsed_seconds", report.elapsed_seconds}};
   findings_json(report.findings, result, j);
   // Revision 1.1 (additive, docs/compare-json.md "Replay"): the replay of the suspects, when asked.
-  j["revision"] = "1.1";
+  j["revision"] = "1.2";
   if (report.replay_asked)
     j["replay"] = {{"problem", report.replay_problem.empty() ? json(nullptr) : json(report.replay_problem)},
                    {"seconds", report.replay_seconds}};

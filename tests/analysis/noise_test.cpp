@@ -91,3 +91,29 @@ TEST(NoiseModel, ObservedErrorOfEachRowKind) {
 
 }  // namespace
 }  // namespace parity
+
+namespace parity {
+namespace {
+
+// parameter_update_differs: 8·g + 8·sqrt(g) + 32·u with a gradient, 0.5 without (docs/judgement.md).
+TEST(ParameterUpdate, DiffersOnlyBeyondWhatTheGradientExplains) {
+  const double f32u = std::ldexp(1.0, -24);
+  // SGD under bf16: update and gradient differ alike (0.007): carried.
+  EXPECT_FALSE(parameter_update_differs(0.007, 0.007, f32u));
+  // Adam under bf16: a 0.25 update difference from a 0.007 gradient difference is within 8·sqrt(g) = 0.67.
+  EXPECT_FALSE(parameter_update_differs(0.25, 0.007, f32u));
+  // A learning rate 2×: the update differs by its own size while the gradient agrees to 0.007.
+  EXPECT_TRUE(parameter_update_differs(1.0, 0.007, f32u));
+  // Identical gradients: anything beyond the optimizer's own rounding (32 u) differs.
+  EXPECT_FALSE(parameter_update_differs(16 * f32u, 0.0, f32u));
+  EXPECT_TRUE(parameter_update_differs(0.1, 0.0, f32u));
+  // No gradient compared: 0.5 of the update's size.
+  EXPECT_FALSE(parameter_update_differs(0.3, kNaN, f32u));
+  EXPECT_TRUE(parameter_update_differs(0.5, kNaN, f32u));
+  // Nothing measured, or a gradient that is itself non-finite (its own row reports it).
+  EXPECT_FALSE(parameter_update_differs(kNaN, 0.1, f32u));
+  EXPECT_FALSE(parameter_update_differs(5.0, std::numeric_limits<double>::infinity(), f32u));
+}
+
+}  // namespace
+}  // namespace parity

@@ -452,3 +452,40 @@ TEST(Metrics, BadOptionsAreErrors) {
 
 }  // namespace
 }  // namespace parity
+
+namespace parity {
+namespace {
+
+// compare_updates: ‖(t1 − t0) − (g1 − g0)‖ / ‖g1 − g0‖, by hand.
+TEST(UpdateMetrics, RelativeDifferenceOfTheTwoUpdates) {
+  const TensorView g0 = f32({1, 2, 3, 4}), g1 = f32({1.5f, 2, 3, 4});    // golden update (0.5, 0, 0, 0)
+  const TensorView t0 = f32({1, 2, 3, 4}), t1 = f32({2.0f, 2, 3, 4.5f});  // target update (1, 0, 0, 0.5)
+  Result<UpdateMetrics> m = compare_updates(g0, g1, t0, t1);
+  ASSERT_TRUE(m.ok());
+  EXPECT_DOUBLE_EQ(m->golden_norm, 0.5);
+  EXPECT_DOUBLE_EQ(m->diff_norm, std::sqrt(0.5));           // (0.5, 0, 0, 0.5)
+  EXPECT_DOUBLE_EQ(m->rel_error, std::sqrt(0.5) / 0.5);
+}
+
+TEST(UpdateMetrics, NoUpdateOnEitherSideIsZeroAndOnlyTheTargetsIsInfinite) {
+  const TensorView p = f32({1, 2, 3});
+  EXPECT_EQ(compare_updates(p, p, p, p)->rel_error, 0.0);
+  const TensorView moved = f32({1, 2, 4});
+  EXPECT_TRUE(std::isinf(compare_updates(p, p, p, moved)->rel_error));
+}
+
+TEST(UpdateMetrics, LongTensorsSpanBlocksAndNonFiniteGivesNaN) {
+  std::vector<float> a(10000), b(10000);
+  for (size_t i = 0; i < a.size(); ++i) { a[i] = static_cast<float>(i); b[i] = a[i] + 1.0f; }
+  const TensorView v0 = f32(a), v1 = f32(b);
+  Result<UpdateMetrics> same = compare_updates(v0, v1, v0, v1);
+  EXPECT_EQ(same->rel_error, 0.0);
+  EXPECT_DOUBLE_EQ(same->golden_norm, 100.0);  // sqrt(10000 · 1²)
+  b[7] = std::numeric_limits<float>::quiet_NaN();
+  const TensorView bad = f32(b);
+  EXPECT_TRUE(std::isnan(compare_updates(v0, v1, v0, bad)->rel_error));
+  EXPECT_FALSE(compare_updates(v0, v1, v0, f32({1, 2})).ok());
+}
+
+}  // namespace
+}  // namespace parity
