@@ -16,12 +16,13 @@
 #pragma once
 
 #include <cstdint>
-#include <regex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "parity/source.h"
+#include "parity/name_pattern.h"
 #include "parity/status.h"
 #include "parity/verdict.h"
 
@@ -33,8 +34,8 @@ struct RecordFilter {
   int64_t step = -1;  // keep only records of this step (-1 = all); records without a step are kept
   int rank = -1;      // keep only records of this rank (-1 = all); records without a rank are kept
   std::string direction;  // "forward" | "backward" | "" (all); records without a direction are kept
-  std::vector<std::regex> include, exclude;  // names: kept when some include matches (or none is given)
-                                             // and no exclude matches (std::regex_search)
+  std::vector<NamePattern> include, exclude;  // names: kept when some include matches (or none is
+                                              // given) and no exclude matches (NamePattern::search)
   bool keeps(const Record& r) const;
 };
 
@@ -64,7 +65,7 @@ int64_t release_diverging_op_sequences(const std::vector<Record>& golden, const 
 struct MapRule {
   bool is_regex = false;
   std::string target, golden;  // exact: name / prefix; regex: pattern / replacement
-  std::regex re;
+  std::optional<NamePattern> re;  // regex rules: the compiled pattern (RE2 syntax, parity/name_pattern.h)
   int line = 0;
 };
 

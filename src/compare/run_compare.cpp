@@ -17,7 +17,6 @@
 #include <exception>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 #include <tuple>
 
@@ -167,7 +166,7 @@ std::string has_what(const Record& r) {
 
 // Decide what a pair is compared by. Returns false (and sets the row's verdict) when nothing can be.
 // `note` receives a description of a mode mismatch, aggregated into result.notes by the caller.
-bool plan_row(CompareRow& row, RowPlan& plan, const std::vector<std::regex>& kl_patterns, std::string& note) {
+bool plan_row(CompareRow& row, RowPlan& plan, const std::vector<NamePattern>& kl_patterns, std::string& note) {
   const Record& g = row.golden;
   const Record& t = row.target;
   Result<int64_t> gn = shape_numel(g.shape);
@@ -189,7 +188,7 @@ bool plan_row(CompareRow& row, RowPlan& plan, const std::vector<std::regex>& kl_
     plan.bytes = record_bytes(g) + record_bytes(t);
     const bool can_kl = dtype_is_float(g.dtype) && dtype_is_float(t.dtype) && !g.shape.empty();
     bool want = looks_like_logits(g.name);
-    for (const std::regex& re : kl_patterns) want = want || std::regex_search(g.name, re);
+    for (const NamePattern& p : kl_patterns) want = want || p.search(g.name);
     plan.kl = can_kl && want;
     return true;
   }
@@ -292,13 +291,11 @@ CompareSummary summarize_compare(const CompareResult& result) {
 
 Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource& target,
                                   const CompareOptions& options) {
-  std::vector<std::regex> kl_patterns;
+  std::vector<NamePattern> kl_patterns;
   for (const std::string& p : options.kl_patterns) {
-    try {
-      kl_patterns.emplace_back(p, std::regex::ECMAScript | std::regex::optimize);
-    } catch (const std::regex_error& e) {
-      return Status::Invalid("--kl pattern '" + p + "' is not a valid regular expression: " + e.what());
-    }
+    Result<NamePattern> re = NamePattern::compile(p);
+    if (!re.ok()) return re.status().WithContext("--kl");
+    kl_patterns.push_back(std::move(*re));
   }
 
   CompareResult res;
@@ -317,11 +314,9 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
   for (const auto& [patterns, into, flag] : {std::tuple{&options.include, &filter.include, "--include"},
                                              std::tuple{&options.exclude, &filter.exclude, "--exclude"}}) {
     for (const std::string& p : *patterns) {
-      try {
-        into->emplace_back(p, std::regex::ECMAScript | std::regex::optimize);
-      } catch (const std::regex_error& e) {
-        return Status::Invalid(std::string(flag) + " pattern '" + p + "' is not a valid regular expression: " + e.what());
-      }
+      Result<NamePattern> re = NamePattern::compile(p);
+      if (!re.ok()) return re.status().WithContext(flag);
+      into->push_back(std::move(*re));
     }
   }
   matching::ExactPairing pairing = matching::pair_exact(grecs, trecs, filter);

@@ -3,6 +3,8 @@
 #include <fstream>
 #include <regex>
 
+#include "parity/name_pattern.h"
+
 #include <fmt/format.h>
 
 #include "curves/readers.h"
@@ -99,23 +101,22 @@ Status read_text_log(const std::filesystem::path& path, const ReadOptions& optio
   const std::string& preset = options.preset;
   if (!preset.empty() && preset != "megatron" && preset != "deepspeed")
     return Status::Invalid(fmt::format("unknown text preset '{}' (megatron, deepspeed)", preset));
-  std::optional<std::regex> custom;
+  std::optional<NamePattern> custom;
   int step_group = -1;
   if (!options.regex.empty()) {
-    try {
-      custom.emplace(options.regex, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return Status::Invalid(fmt::format("--regex '{}': {}", options.regex, e.what()));
-    }
+    Result<NamePattern> re = NamePattern::compile(options.regex);
+    if (!re.ok()) return re.status().WithContext("--regex");
+    custom = std::move(*re);
     for (size_t i = 0; i < options.regex_fields.size(); ++i)
       if (options.regex_fields[i] == "step") step_group = static_cast<int>(i) + 1;
     if (step_group < 0)
       return Status::Invalid("--fields must name the capture group holding the step ('step')");
-    if (custom->mark_count() < options.regex_fields.size())
+    if (static_cast<size_t>(custom->group_count()) < options.regex_fields.size())
       return Status::Invalid(fmt::format("--regex has {} capture group(s) but --fields names {}",
-                                         custom->mark_count(), options.regex_fields.size()));
+                                         custom->group_count(), options.regex_fields.size()));
   }
   SeriesBuilder b;
+  std::vector<std::optional<std::string>> groups;
   std::string line;
   int64_t matched = 0, line_no = 0, too_long = 0, first_too_long = 0;
   while (std::getline(in, line)) {
@@ -125,21 +126,21 @@ Status read_text_log(const std::filesystem::path& path, const ReadOptions& optio
       continue;
     }
     if (custom) {
-      std::smatch m;
-      if (!std::regex_search(line, m, *custom)) continue;
+      if (!custom->search_groups(line, groups)) continue;
+      const std::string step_text = groups[static_cast<size_t>(step_group) - 1].value_or("");
       double s;
       int64_t step;
-      if (!parse_number(m[step_group].str(), s) || !std::isfinite(s)) continue;
+      if (!parse_number(step_text, s) || !std::isfinite(s)) continue;
       if (!step_from_double(s, step)) {
         run.problems.push_back(Status::Invalid(fmt::format("{}:{}: step {} is out of range; line skipped",
-                                                           path.string(), line_no, m[step_group].str())));
+                                                           path.string(), line_no, step_text)));
         continue;
       }
       bool any = false;
       for (size_t i = 0; i < options.regex_fields.size(); ++i) {
-        if (static_cast<int>(i) + 1 == step_group || !m[i + 1].matched) continue;
+        if (static_cast<int>(i) + 1 == step_group || !groups[i]) continue;
         double v;
-        if (parse_number(m[i + 1].str(), v)) {
+        if (parse_number(*groups[i], v)) {
           b.add(options.regex_fields[i], -1, step, v);
           any = true;
         }

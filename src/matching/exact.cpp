@@ -16,10 +16,10 @@ bool RecordFilter::keeps(const Record& r) const {
   if (rank >= 0 && r.rank >= 0 && r.rank != rank) return false;
   if (!direction.empty() && !r.direction.empty() && r.direction != direction) return false;
   if (!include.empty() && std::none_of(include.begin(), include.end(),
-                                       [&](const std::regex& re) { return std::regex_search(r.name, re); }))
+                                       [&](const NamePattern& p) { return p.search(r.name); }))
     return false;
-  for (const std::regex& re : exclude)
-    if (std::regex_search(r.name, re)) return false;
+  for (const NamePattern& p : exclude)
+    if (p.search(r.name)) return false;
   return true;
 }
 
