@@ -30,7 +30,10 @@ MAX_CHUNKS = 64      # statistics chunks in flight before the oldest is resolved
 
 
 def _round_up(n):
-    """Capacity class of a staging buffer: powers of two from 4 KiB (reuse across slightly different sizes)."""
+    """Capacity class of a staging buffer: powers of two from 4 KiB to 1 MiB, then whole MiB (a training
+    step records the same sizes every step, so exact classes are reused; no 2x waste on big tensors)."""
+    if n > 1 << 20:
+        return (n + (1 << 20) - 1) & ~((1 << 20) - 1)
     c = 4096
     while c < n:
         c <<= 1
@@ -48,17 +51,24 @@ class DevicePipeline:
         self._free = {}                    # capacity -> [pinned uint8 buffers]
         self._free_bytes = 0
         self.copies = 0                    # device-to-host copies issued (tests, benchmarks)
+        self.reductions = 0                # device_partial calls (the rest reused a partial)
 
     def __len__(self):
         return len(self._partials) + sum(len(p[3][1]) if p[0] == "stats" else 1 for p in self._queue)
 
     # ---- statistics --------------------------------------------------------------------------------------
-    def add_stats(self, x, meta, args_json, extra_json):
+    def add_stats(self, x, meta, args_json, extra_json, partial=None):
+        """Queue the statistics of x; partial: its device_partial computed already (the same tensor
+        recorded under another name). Returns the partial."""
         if self._partials and self._partials[-1][0].device != x.device:
             self._stack()
-        self._partials.append((device_partial(x), meta, args_json, extra_json, x.is_floating_point()))
+        if partial is None:
+            partial = device_partial(x)
+            self.reductions += 1
+        self._partials.append((partial, meta, args_json, extra_json, x.is_floating_point()))
         if len(self._partials) >= CHUNK:
             self._stack()
+        return partial
 
     def _stack(self):
         items, self._partials = self._partials, []

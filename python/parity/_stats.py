@@ -35,13 +35,13 @@ _I32_MAX = 2 ** 31 - 1
 _THRESHOLDS = {}
 
 
-def _thresholds(dtype, device):
-    """[[inf], [smallest subnormal], [smallest normal]] in `dtype` on `device`, made once per pair with fill
-    kernels (no host-to-device copy)."""
-    key = (dtype, device)
+def _thresholds(own, dtype, device):
+    """[[inf], [smallest subnormal], [smallest normal]] of dtype `own`, held in `dtype` on `device`, made
+    once per key with fill kernels (no host-to-device copy)."""
+    key = (own, dtype, device)
     thr = _THRESHOLDS.get(key)
     if thr is None:
-        fi = torch.finfo(dtype)
+        fi = torch.finfo(own)
         thr = torch.empty((3, 1), dtype=dtype, device=device)
         thr[0].fill_(math.inf)
         thr[1].fill_(fi.tiny * fi.eps)
@@ -61,6 +61,9 @@ def device_partial(t):
         return torch.zeros(8, dtype=torch.float64, device=dev)  # a fill kernel: no copy from the host
     count_dtype = torch.int32 if n <= _I32_MAX else torch.int64
     if x.is_floating_point():
+        own = x.dtype
+        if x.element_size() == 1:
+            x = x.float()  # fp8: few kernels exist for it; float32 holds every fp8 value and threshold exactly
         mn = torch.nan_to_num(x, nan=math.inf, posinf=math.inf, neginf=math.inf).amin()
         mx = torch.nan_to_num(x, nan=-math.inf, posinf=-math.inf, neginf=-math.inf).amax()
         w = torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
@@ -69,7 +72,7 @@ def device_partial(t):
         # The counts in one reduction: [|x| < inf (finite), |x| < smallest subnormal (zero), |x| < smallest
         # normal (zero or subnormal)] in one broadcast comparison, and isnan; NaN compares false.
         a = x.abs().reshape(1, -1)
-        counts = torch.cat([a < _thresholds(x.dtype, dev), torch.isnan(a)]).sum(1, dtype=count_dtype)
+        counts = torch.cat([a < _thresholds(own, x.dtype, dev), torch.isnan(a)]).sum(1, dtype=count_dtype)
     else:
         mn, mx = torch.aminmax(x)
         w = x.to(torch.float64)

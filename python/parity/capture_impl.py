@@ -647,7 +647,7 @@ class Capture:
             known = self._known.get(id(t))
             stats = crc = None
             if (known is not None and known[0]() is t and known[1] == t._version
-                    and self._gen.get(known[4], 0) == known[5]):
+                    and self._gen.get(known[4], 0) == known[5] and isinstance(known[2], list)):
                 stats, crc = known[2], known[3]
             if stats is not None and not want_data and (crc is not None or not want_crc):
                 ptr = 0  # nothing to read: statistics (and checksum) are known
@@ -675,8 +675,25 @@ class Capture:
         meta = (name, module, op, direction, role, index, call, self.step, order, dtype, shape, stride, device, numel)
         if want_crc or want_data:
             self._pending.add_data(x, meta, args_json, extra_json, want_crc, want_data)
-        else:
-            self._pending.add_stats(x, meta, args_json, extra_json)
+            return None
+        # The same tensor recorded again (an op's output is the next op's input) reuses its partial
+        # statistics on the device under the rules of the host cache (docs/capture.md "When statistics
+        # are reused"): nothing is read back to decide, the partial tensor is never written.
+        known = self._known.get(id(t))
+        partial = None
+        if (known is not None and known[0]() is t and known[1] == t._version
+                and self._gen.get(known[4], 0) == known[5] and isinstance(known[2], torch.Tensor)):
+            partial = known[2]
+        partial = self._pending.add_stats(x, meta, args_json, extra_json, partial)
+        if known is None or known[2] is not partial:
+            try:
+                ref = weakref.ref(t)
+                version = t._version
+            except (TypeError, RuntimeError):
+                return None
+            key = _storage_key(x)
+            if key is not None and key not in self._escaped:
+                self._known[id(t)] = (ref, version, partial, None, key, self._gen.get(key, 0))
         return None
 
     def _append_resolved(self, *args):
