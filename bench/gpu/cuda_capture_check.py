@@ -193,6 +193,38 @@ def bandwidth(out):
     return d2h, disk
 
 
+def partial_cost():
+    """device_partial alone: host time to enqueue it, device time (CUDA events), per element and in
+    bytes read+written per element of an equivalent memory-bound kernel at the copy bandwidth."""
+    from parity._stats import device_partial
+
+    res = {}
+    for shape, dt in (((4096, 1024), torch.float32), ((4096, 1024), torch.bfloat16), ((8, 16, 512, 512), torch.float32)):
+        x = torch.randn(shape, device=DEV).to(dt)
+        for _ in range(3):
+            device_partial(x)
+        _sync()
+        reps = 20
+        t0 = time.perf_counter()
+        if DEV.startswith("cuda"):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+        for _ in range(reps):
+            device_partial(x)
+        host = (time.perf_counter() - t0) / reps
+        dev = None
+        if DEV.startswith("cuda"):
+            b.record()
+            b.synchronize()
+            dev = a.elapsed_time(b) / 1e3 / reps
+        key = "{}_{}".format("x".join(map(str, shape)), str(dt).replace("torch.", ""))
+        res[key] = {"host_enqueue_us": host * 1e6, "device_us": dev and dev * 1e6, "numel": x.numel()}
+        print("device_partial {:22s} enqueue {:.0f} us, device {} us ({} ns/element)".format(
+            key, host * 1e6, "{:.0f}".format(dev * 1e6) if dev else "-",
+            "{:.3f}".format(dev * 1e9 / x.numel()) if dev else "-"), flush=True)
+    return res
+
+
 def overhead(out, cases):
     if DEV.startswith("cuda"):
         model = tiny_llama(hidden=1024, layers=8, heads=16, seq=512).to(DEV)
@@ -206,6 +238,7 @@ def overhead(out, cases):
     res["none"], res["none_syncs"], _ = step_time(model, ids, None, None, None)
     print("overhead {:18s} median step {:.4f} s, {} host syncs per step".format("none", res["none"], res["none_syncs"]),
           flush=True)
+    res["device_partial"] = partial_cost()
     res["d2h_GBps"], res["disk_GBps"] = bandwidth(out)
     print("bandwidth: pinned D2H {:.1f} GB/s, file write+fsync {:.2f} GB/s".format(res["d2h_GBps"], res["disk_GBps"]),
           flush=True)

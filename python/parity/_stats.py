@@ -30,6 +30,7 @@ import math
 import torch
 
 _I32_MAX = 2 ** 31 - 1
+_F32_EXACT = 2 ** 24  # integers up to this are exact in float32
 
 
 _THRESHOLDS = {}
@@ -69,10 +70,20 @@ def device_partial(t):
         w = torch.nan_to_num(x, nan=0.0, posinf=0.0, neginf=0.0)
         if w.dtype != torch.float64:
             w = w.to(torch.float64)
-        # The counts in one reduction: [|x| < inf (finite), |x| < smallest subnormal (zero), |x| < smallest
-        # normal (zero or subnormal)] in one broadcast comparison, and isnan; NaN compares false.
+        # The counts in one reduction over 4 rows: [|x| < inf (finite), |x| < smallest subnormal (zero),
+        # |x| < smallest normal (zero or subnormal)] in one broadcast comparison, and |x| != |x| (NaN); NaN
+        # compares false. Up to 2^24 elements the comparisons write float16 0/1 straight into the rows and
+        # the sum accumulates in float32 (exact: every partial sum is an integer <= 2^24) with no cast of the
+        # rows (a bool sum would first widen them to the integer result type: 4-8 bytes per element).
         a = x.abs().reshape(1, -1)
-        counts = torch.cat([a < _thresholds(own, x.dtype, dev), torch.isnan(a)]).sum(1, dtype=count_dtype)
+        thr = _thresholds(own, x.dtype, dev)
+        if n <= _F32_EXACT:
+            rows = torch.empty((4, n), dtype=torch.float16, device=dev)
+            torch.lt(a, thr, out=rows[:3])
+            torch.ne(a, a, out=rows[3:])
+            counts = rows.sum(1, dtype=torch.float32)
+        else:
+            counts = torch.cat([a < thr, a != a]).sum(1, dtype=count_dtype)
     else:
         mn, mx = torch.aminmax(x)
         w = x.to(torch.float64)

@@ -107,7 +107,7 @@ def test_partial_statistics_never_synchronise_and_stay_few_kernels():
                 torch.tensor = real_tensor
         assert ops.syncing() == [] and made == []
         # the old path: 52 aten ops per floating tensor; the budget here is what the CUDA overhead target allows
-        assert len(ops.kernels()) <= (14 if t.is_floating_point() else 8), ops.kernels()
+        assert len(ops.kernels()) <= (13 if t.is_floating_point() else 8), ops.kernels()
 
 
 def _train_two_steps(cap, model):
@@ -233,3 +233,14 @@ def test_device_partial_is_not_reused_after_an_in_place_write(tmp_path):
     recs = {r.name: r for r in parity.load(tmp_path / "r").records}
     assert recs["<root>/add#1/forward/input/1"].stats["max"] == 7.0
     assert recs["<root>/add#0/forward/input/0"].stats["max"] == 2.0
+
+
+def test_counts_of_large_tensors_take_the_integer_path(monkeypatch):
+    """Above 2^24 elements float32 sums of 0/1 would not be exact: the counts are summed as integers
+    (checked by lowering the threshold)."""
+    from parity import _stats
+
+    x = _edge_tensor(torch.bfloat16)
+    small = device_stats(x).tolist()
+    monkeypatch.setattr(_stats, "_F32_EXACT", 16)
+    assert device_stats(x).tolist() == small
