@@ -7,7 +7,7 @@ Run on a machine with a GPU: python3 bench/gpu/cuda_capture_check.py OUT_DIR. It
                         tensor-mode step writes and the D2H / disk bandwidth that bounds it
 and prints one line per run. The comparisons themselves are made by bench/gpu/cuda_check.sh with the CLI.
 Options: --device cpu (the plan on the host: a smoke test), --no-overhead, --overhead-only,
---overhead-cases statistics_module,statistics_op,... (default: all of OVERHEAD_CASES).
+--overhead-cases statistics_module,statistics_module_torch,... (default: all of OVERHEAD_CASES).
 
 Runs (all seeded alike; golden = CUDA fp32 with TF32 off):
   cuda_fp32, cuda_fp32_again  the same run twice (GPU determinism: cuBLAS with CUBLAS_WORKSPACE_CONFIG)
@@ -95,8 +95,11 @@ def correctness(out):
     torch.backends.cuda.matmul.allow_tf32 = False
 
 
-OVERHEAD_CASES = (("statistics", "module", 10), ("statistics", "mix", 5), ("statistics", "op", 5),
-                  ("checksum", "module", 3), ("tensor", "module", 3))
+# (mode, level, timed steps, statistics path): "auto" = the Triton kernel where it works, "torch" = torch's
+# reductions (PARITY_DEVICE_STATS=torch)
+OVERHEAD_CASES = (("statistics", "module", 10, "auto"), ("statistics", "module", 10, "torch"),
+                  ("statistics", "op", 5, "auto"), ("statistics", "op", 5, "torch"), ("statistics", "mix", 5, "auto"),
+                  ("checksum", "module", 3, "auto"), ("tensor", "module", 3, "auto"))
 
 
 def _sync():
@@ -196,13 +199,15 @@ def bandwidth(out):
 def partial_cost():
     """device_partial alone: host time to enqueue it, device time (CUDA events), per element and in
     bytes read+written per element of an equivalent memory-bound kernel at the copy bandwidth."""
-    from parity._stats import device_partial
+    from parity._stats import device_partial_tagged, device_partial_torch
 
     res = {}
-    for shape, dt in (((4096, 1024), torch.float32), ((4096, 1024), torch.bfloat16), ((8, 16, 512, 512), torch.float32)):
+    for (shape, dt), (fn, how) in [(c, f) for c in (((4096, 1024), torch.float32), ((4096, 1024), torch.bfloat16),
+                                                    ((8, 16, 512, 512), torch.float32))
+                                   for f in ((device_partial_torch, "torch"), (device_partial_tagged, "auto"))]:
         x = torch.randn(shape, device=DEV).to(dt)
         for _ in range(3):
-            device_partial(x)
+            fn(x)
         _sync()
         reps = 20
         t0 = time.perf_counter()
@@ -210,16 +215,16 @@ def partial_cost():
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             a.record()
         for _ in range(reps):
-            device_partial(x)
+            fn(x)
         host = (time.perf_counter() - t0) / reps
         dev = None
         if DEV.startswith("cuda"):
             b.record()
             b.synchronize()
             dev = a.elapsed_time(b) / 1e3 / reps
-        key = "{}_{}".format("x".join(map(str, shape)), str(dt).replace("torch.", ""))
+        key = "{}_{}_{}".format("x".join(map(str, shape)), str(dt).replace("torch.", ""), how)
         res[key] = {"host_enqueue_us": host * 1e6, "device_us": dev and dev * 1e6, "numel": x.numel()}
-        print("device_partial {:22s} enqueue {:.0f} us, device {} us ({} ns/element)".format(
+        print("device_partial {:28s} enqueue {:.0f} us, device {} us ({} ns/element)".format(
             key, host * 1e6, "{:.0f}".format(dev * 1e6) if dev else "-",
             "{:.3f}".format(dev * 1e9 / x.numel()) if dev else "-"), flush=True)
     return res
@@ -242,11 +247,13 @@ def overhead(out, cases):
     res["d2h_GBps"], res["disk_GBps"] = bandwidth(out)
     print("bandwidth: pinned D2H {:.1f} GB/s, file write+fsync {:.2f} GB/s".format(res["d2h_GBps"], res["disk_GBps"]),
           flush=True)
-    for mode, level, n in OVERHEAD_CASES:
-        key = "{}_{}".format(mode, level)
+    for mode, level, n, path in OVERHEAD_CASES:
+        key = "{}_{}".format(mode, level) + ("_torch" if path == "torch" else "")
         if cases and key not in cases:
             continue
+        os.environ["PARITY_DEVICE_STATS"] = path
         t, syncs, info = step_time(model, ids, mode, level, out + "/overhead_" + key, n=n)
+        os.environ.pop("PARITY_DEVICE_STATS", None)
         res[key], res[key + "_syncs"], res[key + "_info"] = t, syncs, info
         res[key + "_ratio"] = t / res["none"]
         extra = ""

@@ -23,7 +23,7 @@ import collections
 
 import torch
 
-from ._stats import device_partial, finish
+from ._stats import device_partial_tagged, finish_row
 
 CHUNK = 256          # events per stacked statistics copy
 MAX_CHUNKS = 64      # statistics chunks in flight before the oldest is resolved
@@ -58,14 +58,14 @@ class DevicePipeline:
 
     # ---- statistics --------------------------------------------------------------------------------------
     def add_stats(self, x, meta, args_json, extra_json, partial=None):
-        """Queue the statistics of x; partial: its device_partial computed already (the same tensor
-        recorded under another name). Returns the partial."""
+        """Queue the statistics of x; partial: its (tensor, tag) of device_partial_tagged computed already
+        (the same tensor recorded under another name). Returns the partial."""
         if self._partials and self._partials[-1][0].device != x.device:
             self._stack()
         if partial is None:
-            partial = device_partial(x)
+            partial = device_partial_tagged(x)
             self.reductions += 1
-        self._partials.append((partial, meta, args_json, extra_json, x.is_floating_point()))
+        self._partials.append((partial[0], meta, args_json, extra_json, partial[1]))
         if len(self._partials) >= CHUNK:
             self._stack()
         return partial
@@ -116,10 +116,11 @@ class DevicePipeline:
             self._chunks -= 1
             host, payload = payload
             rows = host.tolist()
+            words = host.view(torch.int64).tolist()  # the Triton path's rows are int64 words
             self._recycle(buf, pin)
-            for row, (meta, args_json, extra_json, is_float) in zip(rows, payload):
+            for row, word, (meta, args_json, extra_json, tag) in zip(rows, words, payload):
                 numel = meta[-1]
-                self._append(*meta[:-1], 0, numel, finish(row, numel, is_float), False, False, args_json,
+                self._append(*meta[:-1], 0, numel, finish_row(row, word, numel, tag), False, False, args_json,
                              extra_json, None)
             return
         meta, args_json, extra_json, want_crc, want_data = payload

@@ -51,7 +51,35 @@ def _thresholds(own, dtype, device):
     return thr
 
 
+def device_partial_tagged(t):
+    """(8-element float64 tensor on t's device, tag for finish_row): the Triton kernel's 8 int64 words
+    (viewed as float64, tag = the dtype) where it is usable (_triton_stats.usable), else the torch
+    path's values (tag "float" or "int"). Enqueues work, never synchronises (the Triton path's one-time
+    self-check per dtype aside)."""
+    from . import _triton_stats
+
+    x = t.detach()
+    if _triton_stats.triton is not None and _triton_stats.usable(x):
+        return _triton_stats.words(x).view(torch.float64), x.dtype
+    return device_partial_torch(x), ("float" if x.is_floating_point() else "int")
+
+
+def finish_row(row, words, numel, tag):
+    """The 9 statistics of one event from its stacked row (float64 values, and the same 8 words as
+    int64) and the tag of device_partial_tagged."""
+    if tag == "float" or tag == "int":
+        return finish(row, numel, tag == "float")
+    from ._triton_stats import finish_words
+
+    return finish_words(words, numel, tag)
+
+
 def device_partial(t):
+    """8-element float64 tensor of partial statistics on t's device (the torch path)."""
+    return device_partial_torch(t)
+
+
+def device_partial_torch(t):
     """8-element float64 tensor of partial statistics on t's device; enqueues work, never synchronises."""
     x = t.detach()
     if x.dtype == torch.bool:

@@ -682,7 +682,7 @@ class Capture:
         known = self._known.get(id(t))
         partial = None
         if (known is not None and known[0]() is t and known[1] == t._version
-                and self._gen.get(known[4], 0) == known[5] and isinstance(known[2], torch.Tensor)):
+                and self._gen.get(known[4], 0) == known[5] and isinstance(known[2], tuple)):
             partial = known[2]
         partial = self._pending.add_stats(x, meta, args_json, extra_json, partial)
         if known is None or known[2] is not partial:
