@@ -38,7 +38,9 @@ _LAYOUT = {
 }
 
 if triton is not None:
-    @triton.jit
+    # do_not_specialize: one compiled variant per dtype whatever the sizes (Triton would otherwise compile
+    # again for sizes divisible by 16 or equal to 1)
+    @triton.jit(do_not_specialize=["n"])
     def _blocks(x_ptr, bits_ptr, part_ptr, part_f_ptr, n, ABS_MASK: tl.constexpr, INF_BITS: tl.constexpr,
                 MIN_NORMAL: tl.constexpr, IS_F64: tl.constexpr, BLOCK: tl.constexpr):
         pid = tl.program_id(0)
@@ -72,7 +74,7 @@ if triton is not None:
         tl.store(part_ptr + base + 6, small)
         tl.store(part_ptr + base + 7, nan)
 
-    @triton.jit
+    @triton.jit(do_not_specialize=["nb"])
     def _final(part_ptr, part_f_ptr, out_ptr, out_f_ptr, nb, INF_BITS: tl.constexpr, RBLOCK: tl.constexpr):
         mnk = tl.full([RBLOCK], INF_BITS, tl.int64)
         mxk = tl.full([RBLOCK], -INF_BITS, tl.int64)
@@ -122,10 +124,18 @@ def words(x):
     nb = (n + BLOCK - 1) // BLOCK
     part = torch.empty(nb * 8, dtype=torch.int64, device=x.device)
     out = torch.empty(8, dtype=torch.int64, device=x.device)
+    if x.is_cuda and x.device.index is not None and x.device.index != torch.cuda.current_device():
+        with torch.cuda.device(x.device):  # Triton launches on the current device
+            _launch(x, bits_dtype, part, out, n, nb, abs_mask, inf_bits, min_normal)
+    else:
+        _launch(x, bits_dtype, part, out, n, nb, abs_mask, inf_bits, min_normal)
+    return out
+
+
+def _launch(x, bits_dtype, part, out, n, nb, abs_mask, inf_bits, min_normal):
     _blocks[(nb,)](x, x.view(bits_dtype), part, part.view(torch.float64), n, ABS_MASK=abs_mask,
                    INF_BITS=inf_bits, MIN_NORMAL=min_normal, IS_F64=x.dtype == torch.float64, BLOCK=BLOCK)
     _final[(1,)](part, part.view(torch.float64), out, out.view(torch.float64), nb, INF_BITS=inf_bits, RBLOCK=RBLOCK)
-    return out
 
 
 def key_to_float(key, dtype):
