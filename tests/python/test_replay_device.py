@@ -2,7 +2,6 @@
 an op captured under torch.autocast is called again under it (else a mixed-dtype matmul fails or rounds
 differently), device arguments of factory ops follow the replay device, and a capture whose device this
 machine lacks replays on the host with the note saying so."""
-import json
 import os
 import sys
 
