@@ -8,7 +8,7 @@ BIN=$1; OUT=$2; WORK=${WORK:-/tmp/parity-cuda}
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 rm -rf "$WORK"; mkdir -p "$WORK" "$OUT"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-PYTHONUNBUFFERED=1 python3 "$SRC/bench/gpu/cuda_capture_check.py" "$WORK" ${NO_OVERHEAD:+--no-overhead} 2>&1 | tee "$OUT/capture.log"
+PYTHONUNBUFFERED=1 python3 "$SRC/bench/gpu/cuda_capture_check.py" "$WORK" ${NO_OVERHEAD:+--no-overhead} ${OVERHEAD_CASES:+--overhead-cases $OVERHEAD_CASES} 2>&1 | tee "$OUT/capture.log"
 cp "$WORK/overhead.json" "$OUT/" 2>/dev/null
 R=$WORK/runs
 {
@@ -20,12 +20,16 @@ echo "=== compare cpu_fp32_stats cuda_fp32_stats (device statistics vs host stat
 "$BIN" compare "$R/cpu_fp32_stats" "$R/cuda_fp32_stats" --json "$WORK/cmp_stats.json" --limit 8; echo "exit $?"
 echo "=== compare cuda_fp32 cuda_fp32_stats (host statistics of the tensors vs device statistics, same run)"
 "$BIN" compare "$R/cuda_fp32" "$R/cuda_fp32_stats" --limit 8; echo "exit $?"
+echo "=== compare cuda_fp32 cuda_fp32_checksum (tensor mode vs checksum mode, same run: CRCs and host statistics)"
+"$BIN" compare "$R/cuda_fp32" "$R/cuda_fp32_checksum" --limit 8; echo "exit $?"
 echo "=== compare cuda_op_fp32 cuda_op_bf16_autocast"
 "$BIN" compare "$R/cuda_op_fp32" "$R/cuda_op_bf16_autocast" --json "$WORK/cmp_op.json" --limit 8; echo "exit $?"
 for r in cuda_op_fp32 cuda_op_bf16_autocast; do
-  echo "=== replay $r"
+  echo "=== replay $r (on the recorded device, under the recorded autocast)"
   PARITY_PYTHON=python3 "$BIN" replay "$R/$r" --limit 12 --json "$WORK/replay_$r.json"; echo "exit $?"
 done
+echo "=== replay cuda_op_bf16_autocast --device cpu (CUDA autocast entered as CPU autocast: expect the note)"
+PARITY_PYTHON=python3 "$BIN" replay "$R/cuda_op_bf16_autocast" --device cpu --limit 6 --json "$WORK/replay_cpu_cuda_op_bf16_autocast.json"; echo "exit $?"
 } 2>&1 | tee "$OUT/judge.log"
 (cd "$WORK" && tar czf "$OUT/results.tar.gz" --exclude='overhead_*' runs cmp_*.json replay_*.json 2>/dev/null)
 ls -la "$OUT"

@@ -43,9 +43,9 @@ import torch
 
 from ._core import core
 from ._guarded_writer import CaptureWriteError, GuardedWriter  # noqa: F401 (re-exported)
-from ._stats import device_stats
+from ._device_pipeline import DevicePipeline
 from ._tensors import DTYPE_NAMES, describe_args, has_tensor, iter_input_tensors, iter_tensors, replay_spec
-from .fingerprint import PrecisionTimeline, environment_fingerprint
+from .fingerprint import PrecisionTimeline, autocast_state, environment_fingerprint
 
 ROOT_NAME = "<root>"
 GLOBAL_NAME = "<global>"  # parent of ops called outside the model (data, loss, optimizer)
@@ -375,6 +375,8 @@ class Capture:
         # Route host tensors through the accelerator pipeline (torch reductions, non-blocking copy,
         # resolution at the end of the step): lets the tests exercise that path on a CPU-only machine.
         self._device_path_on_host = False
+        # Accelerator tensors: queued, resolved in order at the end of the step (_device_pipeline.py).
+        self._pending = DevicePipeline(self._append_resolved, staging_bytes=self.queue_bytes)
         self._reset_step_state()
 
     # ---- lifecycle -----------------------------------------------------------------------------------
@@ -477,7 +479,6 @@ class Capture:
         self._module_calls = {}
         self._op_calls = {}
         self._params_done = set()
-        self._pending = []
         # id(tensor) -> (weakref, _version, stats list, crc, storage key, generation): the same tensor
         # object recorded under several names (an op's output is the next one's input) is summarised
         # once. The weakref guards against a freed tensor's id being reused, _version against in-place
@@ -646,7 +647,7 @@ class Capture:
             known = self._known.get(id(t))
             stats = crc = None
             if (known is not None and known[0]() is t and known[1] == t._version
-                    and self._gen.get(known[4], 0) == known[5]):
+                    and self._gen.get(known[4], 0) == known[5] and isinstance(known[2], list)):
                 stats, crc = known[2], known[3]
             if stats is not None and not want_data and (crc is not None or not want_crc):
                 ptr = 0  # nothing to read: statistics (and checksum) are known
@@ -668,31 +669,46 @@ class Capture:
                 self._known[id(t)] = (ref, version, [res[k] for k in _STAT_KEYS], res.get("crc32c"), key,
                                       self._gen.get(key, 0))
             return res
-        # Accelerator: statistics on the device, 72 bytes copied back asynchronously.
-        st = device_stats(x)
+        # Accelerator: nothing here waits for the device. Statistics are reduced there and copied back in
+        # stacked chunks; the bytes of tensor / checksum modes are copied into pinned staging buffers. Both
+        # are written, in record order, when the step ends (_device_pipeline.py).
+        meta = (name, module, op, direction, role, index, call, self.step, order, dtype, shape, stride, device, numel)
         if want_crc or want_data:
-            h = x.contiguous().cpu()  # the bytes themselves must come to the host (synchronous copy)
-            return self.writer.append_event(name, module, op, direction, role, index, call, self.step, order, dtype,
-                                            shape, stride, device, h.data_ptr(), numel, st.cpu().tolist(), want_crc,
-                                            want_data, args_json, extra_json)
-        host = torch.empty(9, dtype=torch.float64, pin_memory=x.is_cuda)
-        host.copy_(st, non_blocking=True)
-        ev = None
-        if x.is_cuda:
-            ev = torch.cuda.Event()
-            ev.record()
-        self._pending.append((ev, host, (name, module, op, direction, role, index, call, self.step, order, dtype,
-                                         shape, stride, device, 0, numel), args_json, extra_json))
-        if len(self._pending) >= 1024:
-            self._resolve_pending()
+            self._pending.add_data(x, meta, args_json, extra_json, want_crc, want_data)
+            return None
+        # The same tensor recorded again (an op's output is the next op's input) reuses its partial
+        # statistics on the device under the rules of the host cache (docs/capture.md "When statistics
+        # are reused"): nothing is read back to decide, the partial tensor is never written.
+        known = self._known.get(id(t))
+        partial = None
+        if (known is not None and known[0]() is t and known[1] == t._version
+                and self._gen.get(known[4], 0) == known[5] and isinstance(known[2], tuple)):
+            partial = known[2]
+        partial = self._pending.add_stats(x, meta, args_json, extra_json, partial)
+        if known is None or known[2] is not partial:
+            try:
+                ref = weakref.ref(t)
+                version = t._version
+            except (TypeError, RuntimeError):
+                return None
+            key = _storage_key(x)
+            if key is not None and key not in self._escaped:
+                self._known[id(t)] = (ref, version, partial, None, key, self._gen.get(key, 0))
         return None
 
+    def _append_resolved(self, *args):
+        w = self.writer
+        if w is not None:
+            w.append_event(*args)
+
     def _resolve_pending(self):
-        pending, self._pending = self._pending, []
-        for ev, host, meta, args_json, extra_json in pending:
-            if ev is not None:
-                ev.synchronize()
-            self.writer.append_event(*meta, host.tolist(), False, False, args_json, extra_json)
+        busy = self._busy
+        self._busy = True  # the stacking and copies below are ours, not op events
+        try:
+            with torch.no_grad():
+                self._pending.resolve()
+        finally:
+            self._busy = busy
 
     def _record_all(self, obj, base, module, op, direction, role, call, args=None):
         """Record every tensor in obj as <base>/<direction>/<role>/<i>; returns [(i, tensor)]."""
@@ -861,7 +877,10 @@ class Capture:
             if out is None and name == "__setitem__" and args and isinstance(args[0], torch.Tensor):
                 result = args[0]  # item assignment changes its receiver in place: that is the output
             described = describe_args(args, kwargs)
-            described["replay"] = replay_spec(func, name, args, kwargs, _written_tensors)
+            spec = described["replay"] = replay_spec(func, name, args, kwargs, _written_tensors)
+            regions = autocast_state()
+            if regions != "off" and "fn" in spec:
+                spec["autocast"] = regions  # replay re-enters it (docs/dump-format.md "Replay information")
             outs = self._record_all(result, base, module, name, "forward", "output", k, args=described)
             self._hook_grads(outs, base, module, name, "input", k)
             del ins

@@ -78,6 +78,34 @@ def _autocast_state(torch):
     return ",".join(on) if on else "off"
 
 
+_AUTOCAST_QUERIES = []
+
+
+def autocast_state():
+    """_autocast_state, fast enough to be called at every op event (capture records it in the replay
+    spec): the devices present whose autocast can be queried are found once."""
+    import torch
+
+    if not _AUTOCAST_QUERIES:
+        for dev in AUTOCAST_DEVICES:
+            mod = getattr(torch, dev, None)
+            if dev != "cpu" and not (mod is not None and hasattr(mod, "is_available") and mod.is_available()):
+                continue  # no such device here: nothing can run under its autocast
+            try:
+                torch.is_autocast_enabled(dev)
+                torch.get_autocast_dtype(dev)
+                _AUTOCAST_QUERIES.append(dev)
+            except (TypeError, RuntimeError, AttributeError):
+                pass
+        if not _AUTOCAST_QUERIES:
+            _AUTOCAST_QUERIES.append(None)  # torch < 2.4: the slow general path
+    if _AUTOCAST_QUERIES[0] is None:
+        return _autocast_state(torch)
+    on = ["{}:{}".format(dev, str(torch.get_autocast_dtype(dev)).replace("torch.", ""))
+          for dev in _AUTOCAST_QUERIES if torch.is_autocast_enabled(dev)]
+    return ",".join(on) if on else "off"
+
+
 def precision_state():
     """The precision settings a forward runs under, as seen from inside it: context managers and
     switches a training loop typically flips after the capture started (torch.autocast, the default

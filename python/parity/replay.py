@@ -267,7 +267,7 @@ def _resolve(fn):
 
 # ---- decoding arguments -------------------------------------------------------------------------------------------
 
-def _decode(x, tensors, dtype_map):
+def _decode(x, tensors, dtype_map, device_map=None):
     torch = _torch()
     t, v = x.get("t"), x.get("v")
     if t == "tensor":
@@ -288,26 +288,80 @@ def _decode(x, tensors, dtype_map):
     if t == "size":
         return torch.Size(v)
     if t == "device":
-        return torch.device(v)
+        return device_map(v) if device_map is not None else torch.device(v)
     if t in ("memory_format", "layout"):
         return getattr(torch, v)
     if t == "ellipsis":
         return Ellipsis
     if t == "slice":
-        return slice(*(_decode(y, tensors, dtype_map) for y in v))
+        return slice(*(_decode(y, tensors, dtype_map, device_map) for y in v))
     if t == "list":
-        return [_decode(y, tensors, dtype_map) for y in v]
+        return [_decode(y, tensors, dtype_map, device_map) for y in v]
     if t == "tuple":
-        return tuple(_decode(y, tensors, dtype_map) for y in v)
+        return tuple(_decode(y, tensors, dtype_map, device_map) for y in v)
     if t == "dict":
-        return {k: _decode(y, tensors, dtype_map) for k, y in v.items()}
+        return {k: _decode(y, tensors, dtype_map, device_map) for k, y in v.items()}
     raise _NotReplayable("argument of unknown type {!r}".format(t))
 
 
-def _call(spec, tensors, dtype_map=lambda d: d):
+_DEVICE_TYPES = frozenset("cpu cuda xpu mps npu hpu xla meta privateuseone".split())
+
+
+def _device_string(x):
+    """A "str" argument that names a device ("cuda", "cuda:0"), or None."""
+    if x.get("t") != "str" or not isinstance(x.get("v"), str):
+        return None
+    v = x["v"]
+    return v if v.split(":", 1)[0] in _DEVICE_TYPES else None
+
+
+def _map_device_strings(spec, device_map):
+    """spec with device names passed as strings (`x.to("cuda")`, `device="cuda:0"`) typed as devices, so
+    that they are mapped to the replay device like torch.device arguments."""
+    if device_map is None:
+        return spec
+    fn = spec.get("fn", "")
+    kw = spec.get("kwargs", {})
+    args = spec.get("args", [])
+    new_kw = {k: ({"t": "device", "v": v["v"]} if k == "device" and _device_string(v) else v) for k, v in kw.items()}
+    new_args = args
+    if fn.endswith((".to", ".cuda", ".new_empty", ".new_zeros", ".new_ones", ".new_full", ".new_tensor")):
+        new_args = [{"t": "device", "v": a["v"]} if _device_string(a) else a for a in args]
+    if new_kw == kw and new_args is args:
+        return spec
+    return dict(spec, kwargs=new_kw, args=new_args)
+
+
+def _autocast_regions(spec, recorded_type, replay_type):
+    """[(device type, dtype)] of the autocast regions to enter for the recorded-dtype replay: those
+    recorded with the op (args.replay["autocast"], "cuda:bfloat16,cpu:bfloat16"); the one of the
+    device the op ran on is entered on the replay device when they differ."""
+    text = spec.get("autocast")
+    if not text or text == "off":
+        return []
+    torch = _torch()
+    out = {}
+    for part in text.split(","):
+        dev, _, dt = part.partition(":")
+        dtype = getattr(torch, dt, None)
+        if dtype is None:
+            raise _NotReplayable("torch {} has no dtype {} (recorded autocast {})".format(torch.__version__, dt, text))
+        if dev == recorded_type:
+            out[replay_type] = dtype
+        elif dev not in out:
+            out[dev] = dtype
+    return sorted(out.items(), key=lambda kv: kv[0] != replay_type)
+
+
+def _call(spec, tensors, dtype_map=lambda d: d, device_map=None, autocast=()):
+    """The op called again: tensors are its inputs by index; dtype_map and device_map rewrite dtype and
+    device arguments; autocast: [(device type, dtype)] regions entered around the call."""
+    import contextlib
+
     from ._tensors import iter_tensors
 
     torch = _torch()
+    spec = _map_device_strings(spec, device_map)
     tensors = _own(tensors, spec)
     tracked = [] if _writes_inputs(spec) else spec.get("requires_grad", [])
     if tracked:  # the inputs autograd tracked at capture are tracked again (same kernel path)
@@ -316,10 +370,13 @@ def _call(spec, tensors, dtype_map=lambda d: d):
             if i in tensors and (tensors[i].is_floating_point() or tensors[i].is_complex()):
                 tensors[i] = tensors[i].detach().requires_grad_(True)
     fn = resolve(spec["fn"])
-    args = [_decode(a, tensors, dtype_map) for a in spec.get("args", [])]
-    kwargs = {k: _decode(v, tensors, dtype_map) for k, v in spec.get("kwargs", {}).items()}
-    with torch.enable_grad() if tracked else torch.no_grad():
-        out = fn(*args, **kwargs)
+    args = [_decode(a, tensors, dtype_map, device_map) for a in spec.get("args", [])]
+    kwargs = {k: _decode(v, tensors, dtype_map, device_map) for k, v in spec.get("kwargs", {}).items()}
+    with contextlib.ExitStack() as regions:
+        for dev, dtype in autocast:
+            regions.enter_context(torch.autocast(dev, dtype=dtype))
+        with torch.enable_grad() if tracked else torch.no_grad():
+            out = fn(*args, **kwargs)
     if out is None and spec["fn"].endswith("__setitem__") and args:
         out = args[0]  # item assignment: the receiver is the output (as capture records it)
     return [t.detach() for _, t in iter_tensors(out)]
@@ -357,24 +414,25 @@ def exact_outputs(spec, tensors):
         src = wide.get(first.get("v"))
         if src is not None and src.is_floating_point():
             return [src]
-    return _call(spec, wide, lambda d: torch.float64 if d.is_floating_point else d)
+    cpu = torch.device("cpu")
+    return _call(spec, wide, lambda d: torch.float64 if d.is_floating_point else d, lambda d: cpu)
 
 
-def emulated_outputs(spec, tensors, precision):
+def emulated_outputs(spec, tensors, precision, device_map=None, autocast=()):
     """The op on inputs held in `precision`: bf16 / f16 run the op in that dtype (torch's casts and
     kernels); a registered emulator rounds inputs and outputs around a float32 op."""
     torch = _torch()
     if precision in ("bf16", "f16"):
         dt = torch.bfloat16 if precision == "bf16" else torch.float16
         low = {i: (t.to(dt) if t.is_floating_point() else t) for i, t in tensors.items()}
-        return _call(spec, low, lambda d: dt if d.is_floating_point else d)
+        return _call(spec, low, lambda d: dt if d.is_floating_point else d, device_map, autocast)
     rnd = _EMULATORS.get(precision)
     if rnd is None:
         raise _NotReplayable("no emulator for {} (bf16 and f16 are built in; fp8 / int8 / FTZ come from "
                              "parity.emulate, registered with parity.replay.register_emulator)".format(precision))
-    low = {i: (rnd(t.float()) if t.is_floating_point() else t) for i, t in tensors.items()}
-    return [rnd(o.float()) if o.is_floating_point() else o for o in
-            _call(spec, low, lambda d: torch.float32 if d.is_floating_point else d)]
+    low = {i: (rnd(t.float().cpu()).to(t.device) if t.is_floating_point() else t) for i, t in tensors.items()}
+    return [rnd(o.float().cpu()) if o.is_floating_point() else o for o in
+            _call(spec, low, lambda d: torch.float32 if d.is_floating_point else d, device_map, autocast)]
 
 
 # ---- measuring ------------------------------------------------------------------------------------------------------
@@ -487,6 +545,77 @@ def _inputs(ev):
     return out
 
 
+class DeviceMap:
+    """Where the recorded-dtype replay runs (docs/replay.md "Device"): choice "auto" puts each tensor and
+    device argument on the device it was recorded on when this torch has that device, else on the host;
+    "cpu" (or any device name) puts everything there."""
+
+    def __init__(self, choice="auto"):
+        self.choice = choice or "auto"
+        self._cache = {}
+        if self.choice != "auto":
+            torch = _torch()
+            try:
+                dev = torch.device(self.choice)
+            except (RuntimeError, TypeError) as e:
+                raise ValueError("--device {}: not a device ({})".format(self.choice, e))
+            if not _available(dev):
+                raise ValueError("--device {}: this torch ({}) has no such device".format(self.choice, torch.__version__))
+            self._fixed = dev
+        else:
+            self._fixed = None
+
+    def __call__(self, recorded):
+        if self._fixed is not None:
+            return self._fixed
+        key = str(recorded or "cpu")
+        dev = self._cache.get(key)
+        if dev is None:
+            torch = _torch()
+            try:
+                dev = torch.device(key)
+            except (RuntimeError, TypeError):
+                dev = torch.device("cpu")
+            if not _available(dev):
+                dev = torch.device("cpu")
+            self._cache[key] = dev
+        return dev
+
+
+def _available(dev):
+    torch = _torch()
+    if dev.type == "cpu":
+        return True
+    mod = getattr(torch, dev.type, None)
+    try:
+        if mod is None or not mod.is_available():
+            return False
+        return dev.index is None or dev.index < mod.device_count()
+    except Exception:
+        return False
+
+
+def _same_device(a, b):
+    """Whether two device names are one device ("cuda" and "cuda:0": an unindexed name is device 0 here)."""
+    def norm(x):
+        kind, _, index = str(x or "cpu").partition(":")
+        return kind, (0 if kind == "cpu" or not index else int(index))
+
+    try:
+        return norm(a) == norm(b)
+    except ValueError:
+        return str(a) == str(b)
+
+
+def _placed(ev, tensors, devices):
+    """The inputs on their replay devices (each where it was recorded, mapped by `devices`)."""
+    out = {}
+    for i, t in tensors.items():
+        dev = devices(ev.inputs[i].device)
+        out[i] = t if dev.type == "cpu" else t.to(dev)
+    return out
+
+
 def _measure(outputs_rec, reference, u_of, n):
     worst, worst_rel, born = 0.0, 0.0, 0
     if len(reference) < len(outputs_rec):
@@ -500,10 +629,15 @@ def _measure(outputs_rec, reference, u_of, n):
     return worst, worst_rel, born
 
 
-def replay_event(ev, emulate=None):
-    """The replay of one op event as a parity.replay/1 event object."""
+def replay_event(ev, emulate=None, devices=None):
+    """The replay of one op event as a parity.replay/1 event object. devices: a DeviceMap (default
+    "auto": the recorded device when this torch has it, else the host)."""
+    devices = devices or DeviceMap("auto")
     res = {"event": ev.stem, "module": ev.module, "op": ev.op, "step": ev.step, "rank": ev.rank,
            "fn": ev.fn, "dtype": ev.outputs[0].dtype if 0 in ev.outputs else None}
+    recorded_dev = ev.outputs[0].device if 0 in ev.outputs else "cpu"
+    rdev = devices(recorded_dev)
+    res["replay_device"] = str(rdev)
     problem = _spec_problem(ev)
     if problem:
         res.update(status="not_replayed", reason=problem)
@@ -518,7 +652,13 @@ def replay_event(ev, emulate=None):
         u_of = lambda i: _u_of(ev.outputs[i].dtype, 0.0) if ev.outputs[i].dtype not in _INT_DTYPES else 0.0  # noqa: E731
         ref = exact_outputs(spec, tensors)
         ratio, rel, born = _measure(recorded, ref, u_of, n)
-        again = _call(spec, tensors)
+        # (b) on the replay device, under the autocast regions the op ran in; the reference (a) stays the
+        # exact math on the host.
+        regions = _autocast_regions(spec, str(recorded_dev or "cpu").split(":")[0], rdev.type)
+        placed = _placed(ev, tensors, devices)
+        again = [t.cpu() for t in _call(spec, placed, device_map=lambda d: devices(d), autocast=regions)]
+        if regions:
+            res["autocast"] = ",".join("{}:{}".format(d, str(t).replace("torch.", "")) for d, t in regions)
         if len(again) < len(recorded):
             exact, again_ratio = False, math.nan
         else:
@@ -529,10 +669,11 @@ def replay_event(ev, emulate=None):
                    replayed_error_u=_num(again_ratio), nonfinite_born=born, noise=noise_class(ratio),
                    creates_error=bool(ratio > _structural_min()), reduction=n)
         if not exact:
-            res["note"] = _why_not_exact(ev)
+            res["note"] = _why_not_exact(recorded_dev, rdev)
         if emulate:
             u_em = unit_roundoff(emulate) if emulate in ("bf16", "f16") else u_in
-            res["emulated"] = _emulated(spec, tensors, emulate, recorded, ref, lambda i: u_em, n)
+            res["emulated"] = _emulated(spec, placed, emulate, recorded, ref, lambda i: u_em, n,
+                                        lambda d: devices(d), regions)
     except _NotReplayable as e:
         res.update(status="not_replayed", reason=str(e))
     except Exception as e:  # an op that raises on its recorded inputs is reported, never fatal
@@ -543,22 +684,21 @@ def replay_event(ev, emulate=None):
 _INT_DTYPES = frozenset("i8 i16 i32 i64 u8 bool".split())
 
 
-def _emulated(spec, tensors, precision, recorded, ref, u_of, n):
+def _emulated(spec, tensors, precision, recorded, ref, u_of, n, device_map=None, autocast=()):
     """{"precision", "error_u"} of the op run in `precision` against the exact reference, or
     {"precision", "problem"} when it cannot run that way (CPU torch lacks many f16 kernels): the
     replay's own result stands either way."""
     try:
-        em = emulated_outputs(spec, tensors, precision)
+        em = [t.cpu() for t in emulated_outputs(spec, tensors, precision, device_map, autocast)]
         er, _, _ = _measure({i: em[i] for i in recorded if i < len(em)}, ref, u_of, n)
         return {"precision": precision, "error_u": _num(er)}
     except Exception as e:
         return {"precision": precision, "problem": "{}: {}".format(type(e).__name__, str(e)[:200])}
 
 
-def _why_not_exact(ev):
-    dev = ev.outputs[0].device if 0 in ev.outputs else "cpu"
-    if dev and not str(dev).startswith("cpu"):
-        return "recorded on {}, replayed on cpu: another kernel".format(dev)
+def _why_not_exact(recorded_dev, replay_dev):
+    if not _same_device(recorded_dev, replay_dev):
+        return "recorded on {}, replayed on {}: another kernel".format(recorded_dev, replay_dev)
     return "the replay on this machine differs from the recorded output"
 
 
@@ -644,9 +784,12 @@ def _load(path):
     return Run(path)
 
 
-def run(run_dir, events=(), modules=(), suspects=None, emulate=None, limit=0, progress=None):
-    """Replay the op events of `run_dir` (all, or those selected); returns the parity.replay/1 object."""
+def run(run_dir, events=(), modules=(), suspects=None, emulate=None, limit=0, progress=None, device="auto"):
+    """Replay the op events of `run_dir` (all, or those selected); returns the parity.replay/1 object.
+    device: "auto" (each op on the device it was recorded on when this torch has it, else the host),
+    "cpu", or a device name."""
     t0 = time.monotonic()
+    devices = DeviceMap(device)
     run_ = _load(run_dir)
     all_events = op_events(run_)
     sus = suspects_from_compare(suspects) if suspects else ()
@@ -656,11 +799,11 @@ def run(run_dir, events=(), modules=(), suspects=None, emulate=None, limit=0, pr
     prog = _Progress(len(chosen), sys.stderr.isatty() if progress is None else progress)
     results = []
     for i, ev in enumerate(chosen):
-        results.append(replay_event(ev, emulate))
+        results.append(replay_event(ev, emulate, devices))
         prog.update(i + 1, ev.stem)
     prog.close()
     doc = {"schema": SCHEMA, "mode": "run", "run": str(run_dir), "torch": _torch().__version__,
-           "emulate": emulate, "events": results, "problems": [str(p) for p in run_.problems],
+           "emulate": emulate, "device": devices.choice, "events": results, "problems": [str(p) for p in run_.problems],
            "summary": _summary(results, len(all_events)), "elapsed_seconds": time.monotonic() - t0}
     if not all_events:
         doc["problems"].append("{}: no op events (capture with level='op' or 'mix')".format(run_dir))
@@ -842,6 +985,8 @@ def main(argv=None):
     r.add_argument("--suspects")
     r.add_argument("--emulate", choices=sorted({"bf16", "f16"} | set(_EMULATORS)))
     r.add_argument("--limit", type=int, default=0)
+    r.add_argument("--device", default="auto",
+                   help="where the recorded-dtype replay runs: auto (the recorded device when present), cpu, cuda:N")
     r.add_argument("--json", default="-")
     r.add_argument("--no-progress", action="store_true", help="no progress bar, even on a terminal")
     c = sub.add_parser("confirm", help="replay suspects of a comparison in both runs")
@@ -854,7 +999,8 @@ def main(argv=None):
         if a.cmd == "run":
             if not os.path.exists(a.run):
                 raise ValueError("{}: no such run directory".format(a.run))
-            doc = run(a.run, a.event, a.module, a.suspects, a.emulate, a.limit, progress=False if a.no_progress else None)
+            doc = run(a.run, a.event, a.module, a.suspects, a.emulate, a.limit,
+                      progress=False if a.no_progress else None, device=a.device)
         else:
             with open(a.suspects_json) as f:
                 doc = confirm(a.golden, a.target, json.load(f))

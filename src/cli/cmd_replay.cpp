@@ -24,7 +24,7 @@ namespace parity::cli {
 namespace {
 
 struct ReplayArgs {
-  std::string run, suspects, emulate, json_path, html_path;
+  std::string run, suspects, emulate, device, json_path, html_path;
   std::vector<std::string> events, modules;
   long limit = 30;
   long max_events = 0;
@@ -37,6 +37,7 @@ int run_replay(const ReplayArgs& a, const GlobalOptions& global) {
   for (const std::string& m : a.modules) args.insert(args.end(), {"--module", m});
   if (!a.suspects.empty()) args.insert(args.end(), {"--suspects", a.suspects});
   if (!a.emulate.empty()) args.insert(args.end(), {"--emulate", a.emulate});
+  if (!a.device.empty()) args.insert(args.end(), {"--device", a.device});
   if (a.max_events > 0) args.insert(args.end(), {"--limit", std::to_string(a.max_events)});
   if (global.quiet) args.push_back("--no-progress");
   Result<EngineOutput> engine = run_python_engine_json("parity.replay", args);
@@ -97,6 +98,7 @@ CommandAction setup_replay(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--module", a->modules, "Only op events inside this module path prefix; repeatable");
   sub.add_option("--suspects", a->suspects, "Only the ops of the suspects of this parity compare --json result");
   sub.add_option("--emulate", a->emulate, "Also run each op on inputs held in this precision: bf16, f16 (torch casts), fp8_e4m3, fp8_e5m2, int8, int8:channel, tf32, ftz (parity.emulation)");
+  sub.add_option("--device", a->device, "Where the recorded-dtype replay runs: auto (default: each op on the device it was recorded on when this torch has it, else the host), cpu, or a device such as cuda:0; the float64 reference always runs on the host");
   sub.add_option("--max-events", a->max_events, "Replay at most this many events (default: all)")->check(CLI::NonNegativeNumber);
   sub.add_option("--limit", a->limit, "Rows shown (default 30; 0 = all)");
   sub.add_flag("--all", a->all, "Show every replayed event, not only those that differ");
