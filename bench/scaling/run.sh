@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Scaling of `mpirun -n N parity compare` on this machine (docs/scaling.md, issue 13 §3): wall time, input
+# bytes per second, peak RSS of every process, and whether the JSON is byte-identical to one process's
+# (minus timing fields), for N = 1, 2, 4 (mpirun --oversubscribe) on
+#   (a) a synthetic tensor-mode run of RANKS ranks x EVENTS events (MIB MiB per rank and side), and
+#   (b) a statistics-mode run of META_RANKS ranks x META_EVENTS events: the metadata of a large job without
+#       its bytes, which exercises listing, partitioning and the gather of many rows.
+#   bash bench/scaling/run.sh BUILD_DIR        env: RANKS=64 EVENTS=500 MIB=48 META_RANKS=1024 META_EVENTS=200 NS="1 2 4"
+set -eu -o pipefail
+BUILD=$(cd "${1:-build}" && pwd)
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+PY=${PARITY_VENV_PYTHON:-$SRC/.venv/bin/python}
+RANKS=${RANKS:-64} EVENTS=${EVENTS:-500} MIB=${MIB:-48} META_RANKS=${META_RANKS:-1024} META_EVENTS=${META_EVENTS:-200}
+NS=${NS:-"1 2 4"}
+DATA=${SCALING_DATA:-$BUILD/bench-data/scaling}
+export PYTHONPATH="$SRC/python:$BUILD/python" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+command -v mpirun >/dev/null || { echo "scaling: no mpirun (openmpi-bin): skipped"; exit 0; }
+trap 'rm -rf "$DATA"' EXIT
+rm -rf "$DATA"; mkdir -p "$DATA"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "generating (untimed): tensor $RANKS x $EVENTS x $MIB MiB, statistics $META_RANKS x $META_EVENTS"
+"$PY" "$SRC/bench/scaling/gen_dump.py" "$DATA/tensor" --ranks "$RANKS" --events "$EVENTS" --mib-per-rank "$MIB"
+"$PY" "$SRC/bench/scaling/gen_dump.py" "$DATA/stats" --ranks "$META_RANKS" --events "$META_EVENTS" --mode statistics
+BYTES=$(du -sb "$DATA/tensor" | cut -f1)
+
+strip_timing() { sed -E 's/"(elapsed_seconds|seconds)":[[:space:]]*[-+0-9.eE]+/"\1":0/g' "$1"; }
+
+# One run: N processes; prints wall seconds, the peak RSS of each process (MiB) and JSON identity.
+run_case() {
+  local name=$1 n=$2 dir=$3
+  local out="$DATA/out.$name.$n" t0 t1
+  mkdir -p "$out"
+  cat "$dir"/golden/*/* "$dir"/target/*/* >/dev/null 2>&1 || true  # warm the page cache alike for every N
+  t0=$(date +%s.%N)
+  OMP_NUM_THREADS=$(( $(nproc) / n > 0 ? $(nproc) / n : 1 )) \
+    mpirun --oversubscribe -n "$n" sh -c 'cd "$0" && /usr/bin/time -f "%M" -o "rss.${OMPI_COMM_WORLD_RANK}" "$1" -q compare "$2" "$3" --json result.json >/dev/null; echo $? >"rc.${OMPI_COMM_WORLD_RANK}"' \
+      "$out" "$BUILD/parity" "$dir/golden" "$dir/target" 2>"$out/stderr"  # the exit status per process: rc.*
+  t1=$(date +%s.%N)
+  local wall rss same
+  wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+  rss=$(for f in "$out"/rss.*; do k=$(grep -E '^[0-9]+$' "$f" | tail -1); echo "$(( ${k:-0} / 1024 ))"; done | sort -n | tr '\n' ' ')
+  if [ "$n" = 1 ]; then strip_timing "$out/result.json" >"$DATA/ref.$name.json"; same=reference
+  elif strip_timing "$out/result.json" | cmp -s - "$DATA/ref.$name.json"; then same=identical
+  else same=DIFFERENT; fi
+  same="$same, exit $(cat "$out"/rc.* | sort -u | tr '\n' ' ')"
+  printf '%-10s %2d  %8.2f s  %8.2f GB/s  rss MiB per process: %s  json: %s\n' "$name" "$n" "$wall" \
+    "$(awk -v b="$BYTES" -v w="$wall" 'BEGIN { print b / w / 1e9 }')" "$rss" "$same"
+}
+
+echo "case       N      wall     input rate   (tensor: $(awk -v b="$BYTES" 'BEGIN { printf "%.2f", b / 2^30 }') GiB both sides)"
+for n in $NS; do run_case tensor "$n" "$DATA/tensor"; done
+for n in $NS; do run_case stats "$n" "$DATA/stats"; done
