@@ -30,6 +30,10 @@ struct ReportInput {
 struct HtmlReportOptions {
   std::string title;           // page title; "" = derived from the inputs ("parity report: <verdict>")
   std::string generated_by;    // "parity 0.1.0 report a.json b.json"; shown in the footer
+  // A compare result with more rows embeds only the worst `max_rows` (verdict, then noise ratio; the first
+  // divergence always), in execution order, with "report_rows" {shown, total, rule} and a note saying so:
+  // the page stays small enough to open (100,000 rows were 135 MB). 0 = every row.
+  size_t max_rows = 5000;
 };
 
 // Read a result file written by a parity command; errors name the file and the problem.

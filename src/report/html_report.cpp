@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cerrno>
@@ -21,8 +22,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "report/html_assets.h"
 
@@ -148,6 +151,56 @@ Status validate_result(const json& result) {
   return Status::OK();
 }
 
+// Severity of a row for the report's selection: verdict first, then the noise ratio (a number, or the
+// strings "Infinity" / "NaN" of the JSON encoding).
+std::pair<int, double> row_severity(const json& row) {
+  static const std::array<std::string_view, 4> order = {"pass", "warn", "fail", "error"};
+  int v = 0;
+  if (const auto it = row.find("verdict"); it != row.end() && it->is_string())
+    for (size_t k = 0; k < order.size(); ++k)
+      if (*it == order[k]) v = static_cast<int>(k);
+  double r = -1;
+  if (const auto it = row.find("noise_ratio"); it != row.end()) {
+    if (it->is_number()) r = it->get<double>();
+    else if (it->is_string() && *it == "Infinity") r = std::numeric_limits<double>::infinity();
+  }
+  return {v, r};
+}
+
+// A compare result with at most max_rows rows: the worst ones and the first divergence, kept in their
+// order; every other key as it is, plus "report_rows" and a note.
+json trim_compare_rows(const json& result, size_t max_rows) {
+  const json& rows = result["rows"];
+  std::vector<size_t> idx(rows.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::string first_name;
+  if (const auto fd = result.find("first_divergence"); fd != result.end() && fd->is_object())
+    first_name = fd->value("name", "");
+  auto key = [&](size_t i) {
+    const bool first = !first_name.empty() && rows[i].is_object() && rows[i].value("name", "") == first_name;
+    auto [v, r] = rows[i].is_object() ? row_severity(rows[i]) : std::pair<int, double>{0, -1};
+    return std::tuple{!first, -v, -r, i};
+  };
+  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(max_rows), idx.end(),
+                    [&](size_t a, size_t b) { return key(a) < key(b); });
+  idx.resize(max_rows);
+  std::sort(idx.begin(), idx.end());
+  json out = json::object();
+  for (const auto& [k, v] : result.items()) {
+    if (k == "rows") continue;
+    out[k] = v;
+  }
+  json kept = json::array();
+  for (size_t i : idx) kept.push_back(rows[i]);
+  out["rows"] = std::move(kept);
+  const std::string rule = "the worst rows by verdict, then noise ratio, and the first divergence";
+  out["report_rows"] = {{"shown", max_rows}, {"total", rows.size()}, {"rule", rule}};
+  if (!out.contains("notes") || !out["notes"].is_array()) out["notes"] = json::array();
+  out["notes"].push_back("this report shows " + std::to_string(max_rows) + " of " + std::to_string(rows.size()) +
+                         " rows (" + rule + "); every row is in the --json and --csv output");
+  return out;
+}
+
 Result<std::string> render_html_report(const std::vector<ReportInput>& inputs, const HtmlReportOptions& options) {
   const std::string_view library = report_assets::charting_library();
   if (library.empty()) {
@@ -172,7 +225,13 @@ Result<std::string> render_html_report(const std::vector<ReportInput>& inputs, c
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (i) data += ',';
     data += "{\"origin\":" + json(inputs[i].origin).dump(-1, ' ', false, json::error_handler_t::replace) + ",\"result\":";
-    data += inputs[i].result->dump(-1, ' ', false, json::error_handler_t::replace);
+    const json& r = *inputs[i].result;
+    const auto rows = r.find("rows");
+    if (options.max_rows > 0 && r.value("schema", "").rfind("parity.compare/", 0) == 0 && rows != r.end() &&
+        rows->is_array() && rows->size() > options.max_rows)
+      data += trim_compare_rows(r, options.max_rows).dump(-1, ' ', false, json::error_handler_t::replace);
+    else
+      data += r.dump(-1, ' ', false, json::error_handler_t::replace);
     data += '}';
   }
   data += "]}";

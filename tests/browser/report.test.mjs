@@ -179,3 +179,19 @@ test('a screenshot is saved for the record', async () => {
   assert.deepEqual(r.errors, []);
   assert.deepEqual(r.requests, []);
 });
+
+test('a large comparison embeds its worst 5,000 rows and says so in the header', async () => {
+  const json = path.join(work, 'big.json');
+  execFileSync(process.execPath, [path.join(sourceDir, 'bench/report_synth.mjs'), '6000', json, '--steps', '2'], { stdio: 'pipe' });
+  const html = path.join(work, 'big.html');
+  execFileSync(parityBin, ['report', json, '-o', html], { stdio: 'pipe' });
+  const big = await openReport(html);
+  try {
+    assert.deepEqual(big.errors, []);
+    const rows = JSON.parse(fs.readFileSync(json, 'utf8')).rows.length;
+    assert.match(await big.page.textContent('#rows-shown'), new RegExp(`shows 5,?000 of ${rows.toLocaleString('en-US')}|shows 5,?000 of ${rows}`));
+    assert.equal(await big.page.evaluate(() => document.getElementById('sec-table').dataset.shown), '5000');
+  } finally {
+    await big.close();
+  }
+});

@@ -198,3 +198,37 @@ TEST(WriteHtmlReport, DoesNotWriteThroughAPlantedSymlink) {
   EXPECT_EQ(rs.str().rfind("<!DOCTYPE html>", 0), 0u);
   fs::remove_all(dir);
 }
+
+// A compare result with more rows than max_rows embeds the worst ones (verdict, then noise ratio) and the
+// first divergence, in execution order, says so in "report_rows" and a note, and leaves smaller results
+// and non-compare results whole.
+TEST(HtmlReport, LargeCompareResultsEmbedTheWorstRowsAndSaySo) {
+  json r = compare_result("x");
+  r["rows"] = json::array();
+  for (int i = 0; i < 100; ++i) r["rows"].push_back({{"name", "r" + std::to_string(i)}, {"verdict", "pass"}, {"noise_ratio", i * 0.01}});
+  r["rows"][70] = {{"name", "r70"}, {"verdict", "fail"}, {"noise_ratio", 50.0}};
+  r["rows"][20] = {{"name", "r20"}, {"verdict", "warn"}, {"noise_ratio", 8.0}};
+  r["rows"][90] = {{"name", "r90"}, {"verdict", "fail"}, {"noise_ratio", "Infinity"}};
+  r["rows"][5] = {{"name", "r5"}, {"verdict", "pass"}, {"noise_ratio", 0.0}};
+  r["first_divergence"] = {{"name", "r5"}};
+  parity::HtmlReportOptions o;
+  o.max_rows = 5;
+  auto html = parity::render_html_report({{"", &r}}, o);
+  ASSERT_TRUE(html.ok()) << html.status().ToString();
+  const json data = json::parse(data_blob(*html));
+  const json& shown = data["inputs"][0]["result"];
+  std::vector<std::string> names;
+  for (const json& row : shown["rows"]) names.push_back(row["name"]);
+  // r5 (first divergence), the two fails and the warn, then the worst pass (r99), in row order.
+  EXPECT_EQ(names, (std::vector<std::string>{"r5", "r20", "r70", "r90", "r99"}));
+  EXPECT_EQ(shown["report_rows"]["shown"], 5);
+  EXPECT_EQ(shown["report_rows"]["total"], 100);
+  EXPECT_NE(shown["notes"].back().get<std::string>().find("shows 5 of 100 rows"), std::string::npos);
+  EXPECT_EQ(shown["summary"], r["summary"]);  // the counts stay the whole run's
+  o.max_rows = 100;
+  auto whole = parity::render_html_report({{"", &r}}, o);
+  EXPECT_EQ(json::parse(data_blob(*whole))["inputs"][0]["result"]["rows"].size(), 100u);
+  o.max_rows = 0;
+  auto all = parity::render_html_report({{"", &r}}, o);
+  EXPECT_FALSE(json::parse(data_blob(*all))["inputs"][0]["result"].contains("report_rows"));
+}

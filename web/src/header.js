@@ -89,6 +89,11 @@ P.renderHeader = function renderHeader(data, cmp) {
   if (r) {
     sec.appendChild(P.el('div', { class: 'runs' }, P.renderRun('golden', r.golden), P.renderRun('target', r.target)));
     if (r.command) sec.appendChild(P.el('p', { class: 'legend-note' }, 'command: ', P.el('code', { text: P.str(r.command) })));
+    const shown = r.report_rows;
+    if (shown && typeof shown === 'object') {
+      sec.appendChild(P.el('p', { class: 'legend-note', id: 'rows-shown' },
+        `This report shows ${P.fmt(shown.shown)} of ${P.fmt(shown.total)} rows (${P.str(shown.rule)}); every row is in the --json and --csv output.`));
+    }
   } else {
     // No comparison: name the inputs the report was built from.
     const ul = P.el('ul');
