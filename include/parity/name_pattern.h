@@ -1,9 +1,10 @@
-// parity/name_pattern.h — the regular expressions users write: --map rules, --include / --exclude,
-// --kl, and the text-log --regex of `parity curve`.
+// parity/name_pattern.h — the regular expressions users write (--map rules, --include / --exclude,
+// --kl, the text-log --regex of `parity curve`) and those parity runs over input it did not write (the
+// Megatron and DeepSpeed text-log presets).
 //
 // RE2 syntax (https://github.com/google/re2/wiki/Syntax: Perl-like, without back-references and
-// look-around), matched by an automaton in time linear in the text: no pattern can make parity
-// backtrack for hours. std::regex did (`re:(.*)+x` on a record name; fuzz/map.cpp), and it recursed once
+// look-around), over bytes (`.` is one byte; a UTF-8 literal matches itself), matched by an automaton in
+// time linear in the text: no pattern can make parity backtrack for hours. std::regex did (`re:(.*)+x` on a record name; fuzz/map.cpp), and it recursed once
 // per character (a 50 KB log line overflowed the stack).
 #pragma once
 
@@ -21,6 +22,13 @@ class RE2;
 
 namespace parity {
 
+// One match: where it is in the text, and its capture groups (groups[0] is group 1; nullopt for a group
+// that took no part), as views into the text searched.
+struct PatternMatch {
+  size_t begin = 0, end = 0;
+  std::vector<std::optional<std::string_view>> groups;
+};
+
 class NamePattern {
  public:
   // Compiles `pattern`; the error says "'<pattern>' is not a valid regular expression: <why>".
@@ -34,6 +42,8 @@ class NamePattern {
   // The capture groups of the first match in text (groups[0] is group 1; nullopt for a group that took
   // no part in the match); false when the pattern does not match.
   bool search_groups(std::string_view text, std::vector<std::optional<std::string>>& groups) const;
+  // The first match starting at or after `from`; false when there is none.
+  bool find(std::string_view text, size_t from, PatternMatch& match) const;
   int group_count() const;
   const std::string& pattern() const { return pattern_; }
 

@@ -28,6 +28,9 @@ std::pair<int, size_t> group_reference(const std::string& r, size_t i) {
 Result<NamePattern> NamePattern::compile(const std::string& pattern, bool case_insensitive) {
   RE2::Options options;
   options.set_log_errors(false);
+  // Bytes, not UTF-8: names and log lines from other tools may hold any byte, and in UTF-8 mode an invalid
+  // byte matches no class and no '.'. A UTF-8 literal in a pattern still matches the same bytes.
+  options.set_encoding(RE2::Options::EncodingLatin1);
   options.set_case_sensitive(!case_insensitive);
   auto re = std::make_shared<const RE2>(pattern, options);
   if (!re->ok()) return Status::Invalid("'" + pattern + "' is not a valid regular expression: " + re->error());
@@ -51,6 +54,20 @@ bool NamePattern::search_groups(std::string_view text, std::vector<std::optional
   for (int i = 0; i < n; ++i) {
     const re2::StringPiece& g = pieces[static_cast<size_t>(i) + 1];
     if (g.data() != nullptr) groups[static_cast<size_t>(i)] = std::string(g);
+  }
+  return true;
+}
+
+bool NamePattern::find(std::string_view text, size_t from, PatternMatch& match) const {
+  const int n = group_count();
+  std::vector<re2::StringPiece> pieces(static_cast<size_t>(n) + 1);
+  if (from > text.size() || !re_->Match(text, from, text.size(), RE2::UNANCHORED, pieces.data(), n + 1)) return false;
+  match.begin = static_cast<size_t>(pieces[0].data() - text.data());
+  match.end = match.begin + pieces[0].size();
+  match.groups.assign(static_cast<size_t>(n), std::nullopt);
+  for (int i = 0; i < n; ++i) {
+    const re2::StringPiece& g = pieces[static_cast<size_t>(i) + 1];
+    if (g.data() != nullptr) match.groups[static_cast<size_t>(i)] = std::string_view(g.data(), g.size());
   }
   return true;
 }

@@ -1,7 +1,10 @@
 // src/curves/read_text.cpp — training logs as text: one record per matching line, through the
 // Megatron-LM or DeepSpeed preset or a user regex (docs/curves.md "Presets").
+#include <cctype>
 #include <fstream>
-#include <regex>
+#include <map>
+#include <mutex>
+#include <stdexcept>
 
 #include "parity/name_pattern.h"
 
@@ -13,38 +16,52 @@ namespace parity::curves::detail {
 
 namespace {
 
-// std::regex matches recursively, about one stack frame per character: a matching line of ~50 KB
-// overflowed the stack. No training log prints a record this long; longer lines are skipped and
-// counted in a note.
+// No training log prints a record longer than this; longer lines are skipped and counted in a note (the
+// patterns are linear-time RE2, parity/name_pattern.h: the cap bounds work and memory, not the stack).
 constexpr size_t kMaxTextLine = 8192;
 
 // A number as these logs print it: 6.543210E+00, 1.500E-04, 65536.0, nan, inf.
 const char* const kNumber = R"([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?(?:nan|inf)\b)";
 
+// The presets' patterns, compiled once (they are constants: a failure is a bug, caught by every test).
+const NamePattern& preset_pattern(const std::string& re) {
+  static std::map<std::string, NamePattern> compiled;
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = compiled.find(re);
+  if (it == compiled.end()) {
+    Result<NamePattern> p = NamePattern::compile(re, /*case_insensitive=*/true);
+    if (!p.ok()) throw std::logic_error("text-log preset pattern: " + p.status().message());
+    it = compiled.emplace(re, std::move(*p)).first;
+  }
+  return it->second;
+}
+
+std::string group(const PatternMatch& m, size_t i) { return m.groups[i] ? std::string(*m.groups[i]) : std::string(); }
+
 // Megatron-LM (megatron/training/training.py training_log): "iteration N/ M | key: value | ...".
 // Both parsers return false for a line that is not theirs; `error` is set when it is theirs but unusable.
 bool parse_megatron(const std::string& line, SeriesBuilder& b, std::string& error) {
-  static const std::regex head(R"(iteration\s+([0-9]+)\s*/\s*[0-9]+\s*\|)", std::regex::icase);
-  static const std::regex field(std::string(R"(^\s*([A-Za-z][^:|]*?)\s*:\s*()") + kNumber + R"()\s*$)",
-                                std::regex::icase);
-  std::smatch m;
-  if (!std::regex_search(line, m, head)) return false;
+  static const NamePattern& head = preset_pattern(R"(iteration\s+([0-9]+)\s*/\s*[0-9]+\s*\|)");
+  static const NamePattern& field = preset_pattern(std::string(R"(^\s*([A-Za-z][^:|]*?)\s*:\s*()") + kNumber + R"()\s*$)");
+  PatternMatch m;
+  if (!head.find(line, 0, m)) return false;
   int64_t step;
-  if (!parse_step(m[1].str(), step)) {
-    error = fmt::format("iteration {} is out of range", m[1].str());
+  if (!parse_step(group(m, 0), step)) {
+    error = fmt::format("iteration {} is out of range", group(m, 0));
     return false;
   }
-  std::string rest = m.suffix().str();
+  const std::string rest = line.substr(m.end);
   size_t start = 0;
   bool any = false;
+  PatternMatch f;
   while (start <= rest.size()) {
     size_t bar = rest.find('|', start);
     std::string cell = rest.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
-    std::smatch f;
-    if (std::regex_match(cell, f, field)) {
+    if (field.find(cell, 0, f)) {
       double v;
-      if (parse_number(f[2].str(), v)) {
-        b.add(f[1].str(), -1, step, v);
+      if (parse_number(group(f, 1), v)) {
+        b.add(group(f, 0), -1, step, v);
         any = true;
       }
     }
@@ -56,36 +73,34 @@ bool parse_megatron(const std::string& line, SeriesBuilder& b, std::string& erro
 
 // DeepSpeed-style: "[Rank 0] step=100, skipped=0, lr=[0.0001], ..." or "steps: 100 loss: 2.34 ...".
 bool parse_deepspeed(const std::string& line, SeriesBuilder& b, std::string& error) {
-  static const std::regex step_re(R"(\bsteps?\s*[=:]\s*([0-9]+))", std::regex::icase);
-  static const std::regex rank_re(R"(\[Rank\s+([0-9]+)\])", std::regex::icase);
-  static const std::regex pair_re(std::string(R"(([A-Za-z][A-Za-z0-9_/.\- ()]*?)\s*[=:]\s*\[?\(?\s*()") +
-                                      kNumber + ")",
-                                  std::regex::icase);
-  std::smatch m;
-  if (!std::regex_search(line, m, step_re)) return false;
+  static const NamePattern& step_re = preset_pattern(R"(\bsteps?\s*[=:]\s*([0-9]+))");
+  static const NamePattern& rank_re = preset_pattern(R"(\[Rank\s+([0-9]+)\])");
+  static const NamePattern& pair_re =
+      preset_pattern(std::string(R"(([A-Za-z][A-Za-z0-9_/.\- ()]*?)\s*[=:]\s*\[?\(?\s*()") + kNumber + ")");
+  // Leading bracketed prefixes ("[2024-05-01 10:00:01,000] [INFO] [logging.py:96:log_dist] [Rank 0]")
+  // hold timestamps and source locations, not metrics.
+  static const NamePattern& prefix_re = preset_pattern(R"(^(?:\s*\[[^\]]*\])+)");
+  PatternMatch m;
+  if (!step_re.find(line, 0, m)) return false;
   int64_t step;
-  if (!parse_step(m[1].str(), step)) {
-    error = fmt::format("step {} is out of range", m[1].str());
+  if (!parse_step(group(m, 0), step)) {
+    error = fmt::format("step {} is out of range", group(m, 0));
     return false;
   }
   int rank = -1;
-  std::smatch r;
-  if (std::regex_search(line, r, rank_re) && !parse_rank(r[1].str(), rank)) {
-    error = fmt::format("rank {} is out of range", r[1].str());
+  if (rank_re.find(line, 0, m) && !parse_rank(group(m, 0), rank)) {
+    error = fmt::format("rank {} is out of range", group(m, 0));
     return false;
   }
-  // Leading bracketed prefixes ("[2024-05-01 10:00:01,000] [INFO] [logging.py:96:log_dist] [Rank 0]")
-  // hold timestamps and source locations, not metrics.
-  static const std::regex prefix_re(R"(^(\s*\[[^\]]*\])+)");
-  const std::string body = std::regex_replace(line, prefix_re, "", std::regex_constants::format_first_only);
+  const std::string body = prefix_re.find(line, 0, m) ? line.substr(m.end) : line;
   bool any = false;
-  for (auto it = std::sregex_iterator(body.begin(), body.end(), pair_re); it != std::sregex_iterator(); ++it) {
-    std::string key(trim((*it)[1].str()));
+  for (size_t pos = 0; pos <= body.size() && pair_re.find(body, pos, m); pos = m.end > m.begin ? m.end : m.end + 1) {
+    std::string key(trim(group(m, 0)));
     std::string lower;
     for (char c : key) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
     if (lower == "step" || lower == "steps" || lower == "rank" || lower == "skipped") continue;
     double v;
-    if (parse_number((*it)[2].str(), v)) {
+    if (parse_number(group(m, 1), v)) {
       b.add(key, rank, step, v);
       any = true;
     }
