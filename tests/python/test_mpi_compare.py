@@ -178,3 +178,25 @@ def test_a_dead_process_fails_the_command_without_output(inputs, tmp_path):
     assert "exited on signal 9" in p.stderr, p.stderr
     assert not any((tmp_path / f).exists() for f in ("out.json", "out.csv", "out.html"))
     assert "FAILED" not in p.stdout and "PASSED" not in p.stdout  # no verdict from a partial result
+
+
+def test_a_process_that_cannot_open_the_inputs_ends_the_job(inputs, tmp_path):
+    # Process 1 runs in a folder without the target, process 0 in one with it: process 1 must end the
+    # job with its message (process 0 would otherwise wait for its rows for ever), and nothing is written.
+    for k in (0, 1):
+        (tmp_path / f"d{k}").mkdir()
+        (tmp_path / f"d{k}" / "golden").symlink_to(inputs / "npy_golden")
+    (tmp_path / "d0" / "target").symlink_to(inputs / "npy_target")
+    cmd = [MPIRUN, "--oversubscribe", "-n", "2", "bash", "-c",
+           'cd d$OMPI_COMM_WORLD_RANK && exec "$0" compare golden target --json out.json', capture_helpers.parity_bin()]
+    p = subprocess.run(cmd, cwd=tmp_path, env=mpi_env(), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 2, p.stderr
+    assert "parity compare: process 1 of 2: cannot open target" in p.stderr
+    assert "MPI_ABORT was invoked on rank 1" in p.stderr
+    assert not (tmp_path / "d0" / "out.json").exists()
+
+
+def test_an_input_no_process_can_open_is_a_usage_error_said_once(inputs, tmp_path):
+    p = run_parity(2, ["compare", inputs / "npy_golden", tmp_path / "missing"], tmp_path)
+    assert p.returncode == 2
+    assert p.stderr.count("parity compare: cannot open target") == 1, p.stderr
