@@ -25,7 +25,7 @@ bool use_color(const GlobalOptions& global, int fd) {
   if (term != nullptr && std::strcmp(term, "dumb") == 0) return false;
   // Under mpirun the process writes to a pseudo-terminal of mpirun's even when mpirun's own output is a
   // file: whether a person reads it is unknown there, so no colour unless asked (--color always).
-  if (is_distributed(global.group)) return false;
+  if (global.group != nullptr) return false;
   return isatty(fd) != 0;
 }
 
