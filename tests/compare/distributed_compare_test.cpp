@@ -1,5 +1,5 @@
 // compare_runs under a group of processes, without MPI: the processes are played one after another in
-// this test, their gathers going through a shared mailbox, so the partition, the row exchange and
+// this test (distributed/played_group.h), so the partition, the row exchange and
 // process 0's pipeline are checked wherever the tests run (mpirun or not). The same comparison by one
 // process and by groups of 2, 3 and 5 must give the same parity.compare/1 document.
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "distributed/played_group.h"
 #include "formats/test_util.h"
 #include "parity/compare_runs.h"
 #include "parity/open_source.h"
@@ -17,36 +18,6 @@ namespace parity {
 namespace {
 
 using namespace parity_test;
-
-// Process `rank` of `size`: a gather by a process other than 0 posts to the mailbox; process 0, played
-// last, collects every post.
-class PlayedGroup final : public ProcessGroup {
- public:
-  PlayedGroup(int rank, int size, std::map<int, std::string>& mailbox) : rank_(rank), size_(size), mailbox_(mailbox) {}
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  Result<std::vector<std::string>> gather(std::string_view bytes) const override {
-    if (rank_ != 0) {
-      mailbox_[rank_] = std::string(bytes);
-      return std::vector<std::string>{};
-    }
-    std::vector<std::string> all{std::string(bytes)};
-    for (int r = 1; r < size_; ++r) {
-      if (!mailbox_.count(r)) return Status::Internal("process " + std::to_string(r) + " sent nothing");
-      all.push_back(mailbox_[r]);
-    }
-    return all;
-  }
-  int broadcast(int value) const override { return value; }
-  [[noreturn]] void abort(const std::string& message, int code) const override {
-    ADD_FAILURE() << "abort: " << message;
-    std::exit(code);
-  }
-
- private:
-  int rank_, size_;
-  std::map<int, std::string>& mailbox_;
-};
 
 std::string f32_npy(const std::vector<float>& v, const std::string& shape) {
   std::string data(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
