@@ -207,7 +207,10 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
       report::write_compare_csv(res, stdout);
       std::fflush(stdout);
     } else {
-      st = report::write_compare_csv(res, a.csv_path);
+      st = write_output(a.csv_path, [&res](std::FILE* f) {
+        report::write_compare_csv(res, f);
+        return Status::OK();
+      });
     }
     if (!st.ok()) {
       std::fprintf(stderr, "parity compare: %s\n", terminal_text(st.message()).c_str());
