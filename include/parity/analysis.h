@@ -189,6 +189,9 @@ struct OverflowOptions {
   bool load_missing_stats = true;        // compute statistics from tensor data when none are stored
   int64_t step = -1;                     // only records of this step (-1 = all)
   int rank = -1;                         // only records of this rank (-1 = all)
+  // Several processes (mpirun): the statistics to compute from tensor data are split into contiguous
+  // byte-balanced shares, one per process, and gathered to process 0 (nullptr = this process alone).
+  const ProcessGroup* group = nullptr;
 };
 
 struct OverflowReport {
@@ -212,7 +215,8 @@ struct MeasuredRecord {
 // The analysis over records with statistics (shared by `parity overflow` and `compare`).
 OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records,
                                 const OverflowOptions& options = {});
-// One run: statistics as stored, else computed from the tensor data.
+// One run: statistics as stored, else computed from the tensor data. Under a group of several processes
+// every process calls it; process 0 returns the report, the others an empty one.
 OverflowReport analyse_overflow(const RecordSource& run, const OverflowOptions& options = {});
 // The target (or golden) side of a compare result, measured from the rows (no re-reading).
 std::vector<MeasuredRecord> measured_records(const CompareResult& result, bool target_side);

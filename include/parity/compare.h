@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "parity/metrics.h"
+#include "parity/process_group.h"
 #include "parity/progress.h"
 #include "parity/source.h"
 #include "parity/thresholds.h"
@@ -83,6 +84,9 @@ struct CompareOptions {
   std::string map_file;        // target→golden name mapping rules (--map), "" = none
   bool align = true;           // order-based alignment of names left unmatched
   ProgressSink* progress = nullptr;  // reports bytes compared (nullptr = silent)
+  // Several processes (mpirun): each measures its byte-balanced, contiguous share of the rows (so maps
+  // only its files) and process 0 receives every measured row. nullptr = this process alone.
+  const ProcessGroup* group = nullptr;
 };
 
 struct CompareSummary {
@@ -119,8 +123,10 @@ void apply_verdict_policy(CompareResult& result, VerdictPolicy policy);
 // Unmatched records of one side that are ops inside a module compared on both sides.
 int64_t count_implementation_records(const CompareResult& result, bool golden_side);
 
-// Pairs, measures and judges. Fails only when the options are unusable (a bad --kl pattern); every
-// problem with the data itself becomes a row verdict, an unmatched record or a problem in the result.
+// Pairs, measures and judges. Fails only when the options are unusable (a bad --kl pattern) or, with a
+// group of several processes, when the measured rows cannot be gathered; every problem with the data
+// itself becomes a row verdict, an unmatched record or a problem in the result. With a group, only
+// process 0's result is complete: the other processes' rows hold their own share's measurements only.
 Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource& target,
                                   const CompareOptions& options);
 

@@ -72,6 +72,8 @@ struct CompareReport {
   double replay_seconds = 0;
 };
 
+// Under a group of several processes (options.compare.group) every process calls it; process 0 returns
+// the report, the others an empty one (nothing to render: their measurements are in process 0's).
 Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSource& target,
                                    const CompareRunOptions& options);
 

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "analysis/event_index.h"
+#include "analysis/stats_exchange.h"
 #include "fmt/format.h"
 #include "parity/analysis.h"
 
@@ -248,21 +249,64 @@ OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records, cons
   return rep;
 }
 
+namespace {
+
+// Computes the statistics of the records at `to_load` (indices into `measured`) that are this process's
+// share: all of them alone, a contiguous byte-balanced range under a group of processes. Process 0
+// returns every process's results in record order; the others return theirs.
+std::vector<analysis_detail::LoadedStats> load_missing_stats(const RecordSource& run,
+                                                             const std::vector<MeasuredRecord>& measured,
+                                                             const std::vector<size_t>& to_load,
+                                                             const ProcessGroup* group) {
+  std::vector<int64_t> bytes;
+  for (size_t i : to_load) {
+    const Record& r = measured[i].record;
+    bytes.push_back(shape_numel(r.shape).ValueOr(0) * dtype_size(r.dtype));
+  }
+  const int parts = group ? group->size() : 1;
+  const int me = group ? group->rank() : 0;
+  const std::vector<int> owner = partition_by_bytes(bytes, parts);
+  std::vector<analysis_detail::LoadedStats> loaded;
+  for (size_t k = 0; k < to_load.size(); ++k) {
+    if (owner[k] != me) continue;
+    const Record& r = measured[to_load[k]].record;
+    analysis_detail::LoadedStats l;
+    l.index = to_load[k];
+    Result<TensorView> view = run.load(r);
+    if (view.ok()) l.stats = compute_stats(*view);
+    else l.problem = view.status().WithContext(r.name);
+    loaded.push_back(std::move(l));
+  }
+  if (!is_distributed(group)) return loaded;
+  Result<std::vector<std::string>> all = group->gather(analysis_detail::encode_loaded_stats(loaded));
+  if (!all.ok()) group->abort("parity overflow: " + all.status().message(), 3);
+  for (size_t from = 1; from < all->size(); ++from) {
+    Status st = analysis_detail::decode_loaded_stats((*all)[from], loaded);
+    if (!st.ok()) group->abort("parity overflow: process " + std::to_string(from) + ": " + st.message(), 3);
+  }
+  std::stable_sort(loaded.begin(), loaded.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
+  return loaded;
+}
+
+}  // namespace
+
 OverflowReport analyse_overflow(const RecordSource& run, const OverflowOptions& options) {
   std::vector<MeasuredRecord> measured;
-  std::vector<Status> problems;
+  std::vector<size_t> to_load;
   measured.reserve(run.records().size());
   for (const Record& r : run.records()) {
     if ((options.step >= 0 && r.step >= 0 && r.step != options.step) ||
         (options.rank >= 0 && r.rank >= 0 && r.rank != options.rank))
       continue;
-    MeasuredRecord m{r, r.stats};
-    if (!m.stats && r.has_data && options.load_missing_stats) {
-      Result<TensorView> view = run.load(r);
-      if (view.ok()) m.stats = compute_stats(*view);
-      else problems.push_back(view.status().WithContext(r.name));
-    }
-    measured.push_back(std::move(m));
+    if (!r.stats && r.has_data && options.load_missing_stats) to_load.push_back(measured.size());
+    measured.push_back(MeasuredRecord{r, r.stats});
+  }
+  std::vector<analysis_detail::LoadedStats> loaded = load_missing_stats(run, measured, to_load, options.group);
+  if (!is_output_process(options.group)) return {};  // its statistics went to process 0
+  std::vector<Status> problems;
+  for (analysis_detail::LoadedStats& l : loaded) {
+    if (l.stats) measured[l.index].stats = l.stats;
+    else problems.push_back(std::move(l.problem));
   }
   OverflowReport rep = analyse_overflow(measured, options);
   rep.source = run.describe();

@@ -121,11 +121,14 @@ Result<Thresholds> build_thresholds(const CompareArgs& a) {
 }
 
 int run(const CompareArgs& a, const GlobalOptions& global) {
+  // Under mpirun only process 0 speaks; the others end with its exit status (main.cpp).
+  const bool speaks = is_output_process(global.group);
+  auto usage_error = [speaks](const std::string& message) { return speaks ? cli::usage_error(message) : kExitUsage; };
   Result<Thresholds> th = build_thresholds(a);
   if (!th.ok()) return usage_error(th.status().message());
   if (a.fixed_thresholds) th->policy = VerdictPolicy::kFixedThresholds;
   if (a.show_thresholds) {
-    std::printf("%s\n", thresholds_to_json(*th).c_str());
+    if (speaks) std::printf("%s\n", thresholds_to_json(*th).c_str());
     return kExitOk;
   }
   if (a.golden.empty() || a.target.empty()) {
@@ -137,9 +140,12 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   const std::string& golden_format = a.golden_format.empty() ? a.format : a.golden_format;
   const std::string& target_format = a.target_format.empty() ? a.format : a.target_format;
   Result<std::unique_ptr<RecordSource>> golden = open_source(a.golden, golden_format);
-  if (!golden.ok()) return usage_error("cannot open golden: " + golden.status().message());
-  Result<std::unique_ptr<RecordSource>> target = open_source(a.target, target_format);
-  if (!target.ok()) return usage_error("cannot open target: " + target.status().message());
+  Result<std::unique_ptr<RecordSource>> target =
+      golden.ok() ? open_source(a.target, target_format) : Result<std::unique_ptr<RecordSource>>(golden.status());
+  const Status opened = !golden.ok()   ? golden.status().WithContext("cannot open golden")
+                        : !target.ok() ? target.status().WithContext("cannot open target")
+                                       : Status::OK();
+  if (!opened_everywhere(global, opened, "compare")) return usage_error(opened.message());
 
   CompareRunOptions opts;
   opts.compare.thresholds = *th;
@@ -152,6 +158,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   opts.compare.kl_patterns = a.kl_patterns;
   opts.compare.map_file = a.map_file;
   opts.compare.align = !a.no_align;
+  opts.compare.group = global.group;
   std::unique_ptr<ProgressSink> progress = make_progress(global);
   opts.compare.progress = progress.get();
   opts.command = command_line();
@@ -166,6 +173,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
 
   Result<CompareReport> report = compare_runs(**golden, **target, opts);
   if (!report.ok()) return usage_error(report.status().message());
+  if (!speaks) return kExitOk;  // its rows went to process 0, which renders everything
   const CompareResult& res = report->result;
   int code = report->exit_code;
 
@@ -199,7 +207,10 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
       report::write_compare_csv(res, stdout);
       std::fflush(stdout);
     } else {
-      st = report::write_compare_csv(res, a.csv_path);
+      st = write_output(a.csv_path, [&res](std::FILE* f) {
+        report::write_compare_csv(res, f);
+        return Status::OK();
+      });
     }
     if (!st.ok()) {
       std::fprintf(stderr, "parity compare: %s\n", terminal_text(st.message()).c_str());

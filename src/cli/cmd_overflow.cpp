@@ -29,9 +29,12 @@ struct OverflowArgs {
 };
 
 int run_overflow(const OverflowArgs& a, const GlobalOptions& global) {
+  // Under mpirun only process 0 speaks; the others end with its exit status (main.cpp).
+  const bool speaks = is_output_process(global.group);
   Result<std::unique_ptr<RecordSource>> src = open_source(a.run, a.format);
-  if (!src.ok()) {
-    std::fprintf(stderr, "parity overflow: cannot open %s: %s\n", terminal_text(a.run).c_str(), terminal_text(src.status().message()).c_str());
+  const Status opened = src.ok() ? Status::OK() : src.status().WithContext("cannot open " + a.run);
+  if (!opened_everywhere(global, opened, "overflow")) {
+    if (speaks) std::fprintf(stderr, "parity overflow: %s\n", terminal_text(opened.message()).c_str());
     return kExitUsage;
   }
   OverflowOptions opt;
@@ -39,7 +42,9 @@ int run_overflow(const OverflowArgs& a, const GlobalOptions& global) {
   opt.rank = a.rank;
   opt.near_overflow_fraction = a.near_fraction;
   opt.underflow_warn_fraction = a.underflow_fraction;
+  opt.group = global.group;
   OverflowReport rep = analyse_overflow(**src, opt);
+  if (!speaks) return kExitOk;  // its statistics went to process 0, which renders everything
   if (rep.measured == 0 && rep.records > 0) {
     std::fprintf(stderr, "parity overflow: %s: no record has statistics or tensor data to inspect\n", terminal_text(a.run).c_str());
     return kExitUsage;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "parity/exit_codes.h"  // kExitOk, kExitDifferences, kExitUsage, kExitInternal
+#include "parity/process_group.h"
 
 namespace parity::cli {
 
@@ -18,7 +19,13 @@ struct GlobalOptions {
   std::string color = "auto";  // auto | always | never (NO_COLOR honoured under auto)
   bool quiet = false;
   bool verbose = false;
+  // The processes of an MPI job (mpirun -n N parity ...), set before the action runs; nullptr = alone.
+  const ProcessGroup* group = nullptr;
 };
+
+// How a subcommand runs under mpirun (docs/cli.md "MPI"): every process takes a share of the work and
+// process 0 renders (cooperative), or process 0 does it all while the others wait for its exit status.
+enum class UnderMpi { kProcessZeroAlone, kCooperative };
 
 // Declares the subcommand's options on `sub`; returns the action run after a successful parse.
 using CommandAction = std::function<int()>;
@@ -28,6 +35,7 @@ struct Command {
   const char* name;
   const char* summary;
   CommandSetup setup;
+  UnderMpi under_mpi = UnderMpi::kProcessZeroAlone;
 };
 
 // All subcommands, in the order `parity --help` lists them (commands.cpp).

@@ -17,8 +17,10 @@ CommandAction setup_replay(CLI::App&, const GlobalOptions&);
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> all = {
-      {"compare", "Compare GOLDEN with TARGET tensor by tensor: metrics, verdicts, table/CSV/JSON", setup_compare},
-      {"overflow", "Find where NaN/Inf are born in one run, near-overflow and gradient underflow (loss scale)", setup_overflow},
+      {"compare", "Compare GOLDEN with TARGET tensor by tensor: metrics, verdicts, table/CSV/JSON", setup_compare,
+       UnderMpi::kCooperative},
+      {"overflow", "Find where NaN/Inf are born in one run, near-overflow and gradient underflow (loss scale)", setup_overflow,
+       UnderMpi::kCooperative},
       {"info", "Show what a capture run holds: ranks, steps, events, bytes, fingerprint, torn tails", setup_info},
       {"export", "Write a capture run's tensors as .npy or .safetensors files for other tools", setup_export},
       {"report", "Write one self-contained HTML report from saved JSON results", setup_report},

@@ -3,8 +3,10 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <string>
 
 #include "cli/command.h"
+#include "cli/process_group_start.h"
 #include "cli/suggest.h"
 
 #ifndef PARITY_VERSION
@@ -27,10 +29,14 @@ int main(int argc, char** argv) {
   app.add_flag("-v,--verbose", global.verbose, "Print more detail (every row, timings)");
 
   CommandAction action;
+  const Command* chosen = nullptr;
   for (const Command& c : commands()) {
     CLI::App* sub = app.add_subcommand(c.name, c.summary);
     CommandAction a = c.setup(*sub, global);
-    sub->callback([&action, a] { action = a; });
+    sub->callback([&action, &chosen, &c, a] {
+      action = a;
+      chosen = &c;
+    });
   }
 
   try {
@@ -41,10 +47,23 @@ int main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   }
   if (!action) return kExitUsage;
-  try {
-    return action();
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "parity: internal error: %s\n", e.what());
-    return kExitInternal;
+  // Under mpirun: MPI starts only now that the command line parsed (--help, a typo: no MPI at all).
+  const std::unique_ptr<parity::ProcessGroup> group = start_process_group(&argc, &argv);
+  global.group = group.get();
+  int code = kExitOk;
+  if (group && !group->is_root() && chosen->under_mpi == UnderMpi::kProcessZeroAlone) {
+    // process 0 runs this command alone; this one only takes its exit status below
+  } else {
+    try {
+      code = action();
+    } catch (const std::exception& e) {
+      // One process failing alone would leave the others waiting in a collective: end them all.
+      if (parity::is_distributed(group.get()))
+        group->abort("parity: process " + std::to_string(group->rank()) + ": internal error: " + e.what(), kExitInternal);
+      std::fprintf(stderr, "parity: internal error: %s\n", e.what());
+      code = kExitInternal;
+    }
   }
+  // Every process exits with process 0's status, so mpirun's status is the command's.
+  return group ? group->broadcast(code) : code;
 }

@@ -1,23 +1,38 @@
 #include "cli/output.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 
 namespace parity::cli {
 
-Status write_output(const std::string& path, const std::string& text) {
-  if (path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    return Status::OK();
+namespace {
+
+// A result file is written next to its destination and renamed over it, so that no reader — and no run
+// killed while writing, such as process 0 of an MPI job taken down with a dead process (docs/cli.md
+// "Many processes") — ever sees half a file. A path that is not a regular file or a new name (a FIFO,
+// /dev/stdout, a symbolic or hard link) is written in place, as before. `mode` receives the mode an
+// existing file had, which the replacement keeps.
+bool replace_atomically(const std::string& path, mode_t& mode) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    mode = 0;
+    return errno == ENOENT;
   }
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status::IOError(path + ": cannot open for writing");
-  out << text;
-  out.close();
-  return out ? Status::OK() : Status::IOError(path + ": error while writing");
+  mode = st.st_mode & 07777;
+  return S_ISREG(st.st_mode) && st.st_nlink == 1;
+}
+
+}  // namespace
+
+Status write_output(const std::string& path, const std::string& text) {
+  return write_output(path, [&text](std::FILE* f) {
+    std::fwrite(text.data(), 1, text.size(), f);
+    return Status::OK();
+  });
 }
 
 Status write_output(const std::string& path, const std::function<Status(std::FILE*)>& write) {
@@ -26,12 +41,24 @@ Status write_output(const std::string& path, const std::function<Status(std::FIL
     std::fflush(stdout);
     return st;
   }
-  std::FILE* f = std::fopen(path.c_str(), "wb");
+  mode_t mode = 0;
+  const bool atomic = replace_atomically(path, mode);
+  const std::string target = atomic ? path + ".parity-tmp-" + std::to_string(::getpid()) : path;
+  std::FILE* f = std::fopen(target.c_str(), "wb");
   if (f == nullptr) return Status::IOError(path + ": cannot open for writing: " + std::strerror(errno));
+  if (atomic && mode != 0) ::fchmod(::fileno(f), mode);
   Status st = write(f);
+  const bool write_failed = std::ferror(f) != 0;
   const bool closed = std::fclose(f) == 0;
-  if (!st.ok()) return st.WithContext(path);
-  return closed ? Status::OK() : Status::IOError(path + ": error while writing: " + std::strerror(errno));
+  const int err = errno;
+  if (st.ok() && (write_failed || !closed))
+    st = Status::IOError(path + ": error while writing: " + std::strerror(err));
+  else if (!st.ok())
+    st = st.WithContext(path);
+  if (atomic && st.ok() && std::rename(target.c_str(), path.c_str()) != 0)
+    st = Status::IOError(path + ": cannot replace: " + std::strerror(errno));
+  if (atomic && !st.ok()) std::remove(target.c_str());
+  return st;
 }
 
 }  // namespace parity::cli

@@ -9,8 +9,10 @@
 
 namespace parity::cli {
 
-// Write `text` to the file `path`, or to stdout when path is "-". Truncates an existing file (result
-// files are outputs the user named, never captured data). Errors name the path.
+// Write `text` to the file `path`, or to stdout when path is "-". Replaces an existing file (result
+// files are outputs the user named, never captured data) by writing beside it and renaming, so a reader
+// or a killed run never leaves half a file; FIFOs, devices and links are written in place. Errors name
+// the path.
 Status write_output(const std::string& path, const std::string& text);
 // The same for a writer that streams into a FILE* (stdout when path is "-"); its error is returned,
 // and a failed write or close of the file names the path.

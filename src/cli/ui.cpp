@@ -10,6 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
+
+#include "parity/terminal_text.h"
 
 namespace parity::cli {
 
@@ -20,6 +23,9 @@ bool use_color(const GlobalOptions& global, int fd) {
   if (no_color != nullptr && no_color[0] != '\0') return false;
   const char* term = std::getenv("TERM");
   if (term != nullptr && std::strcmp(term, "dumb") == 0) return false;
+  // Under mpirun the process writes to a pseudo-terminal of mpirun's even when mpirun's own output is a
+  // file: whether a person reads it is unknown there, so no colour unless asked (--color always).
+  if (global.group != nullptr) return false;
   return isatty(fd) != 0;
 }
 
@@ -141,8 +147,18 @@ class TerminalProgress final : public ProgressSink {
 }  // namespace
 
 std::unique_ptr<ProgressSink> make_progress(const GlobalOptions& global) {
-  if (global.quiet || isatty(STDERR_FILENO) == 0) return nullptr;
+  if (global.quiet || isatty(STDERR_FILENO) == 0 || !is_output_process(global.group)) return nullptr;
   return std::make_unique<TerminalProgress>();
+}
+
+bool opened_everywhere(const GlobalOptions& global, const Status& here, const char* command) {
+  if (!is_distributed(global.group)) return here.ok();
+  const bool at_zero = global.group->broadcast(here.ok() ? 1 : 0) != 0;
+  if (at_zero && !here.ok())
+    global.group->abort(std::string("parity ") + command + ": process " + std::to_string(global.group->rank()) +
+                            " of " + std::to_string(global.group->size()) + ": " + terminal_text(here.message()),
+                        kExitUsage);
+  return at_zero;
 }
 
 }  // namespace parity::cli

@@ -25,4 +25,10 @@ std::string style(const std::string& text, const char* sgr, bool color);
 // A progress bar on stderr with rate and ETA, or nullptr when stderr is not a terminal or --quiet.
 std::unique_ptr<ProgressSink> make_progress(const GlobalOptions& global);
 
+// Under mpirun (global.group): did every process open the command's inputs? Process 0's outcome decides
+// for all (false: it could not, and its own message says why); a process that could not while process 0
+// could ends the whole job with its message (exit 2), since the others would wait for it forever.
+// Alone: here.ok().
+bool opened_everywhere(const GlobalOptions& global, const Status& here, const char* command);
+
 }  // namespace parity::cli

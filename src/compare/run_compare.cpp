@@ -7,6 +7,12 @@
 // 3. Measure: pairs of at least kBigPairBytes run one at a time with every thread inside the fused
 //    kernel; smaller pairs are spread over the threads, one pair per thread, because the kernel's own
 //    fork/join costs more than a 64 KiB pair takes to compare (issue 2 §6: 20,000 small pairs).
+//    Under a group of N processes (options.group, mpirun), the rows to measure are first split into N
+//    contiguous, byte-balanced ranges (partition_by_bytes): each process measures only its range, so it
+//    maps only its files, and sends the measured fields to process 0 (compare/row_exchange.h). Listing,
+//    pairing and planning read metadata only and run alike on every process, so process 0 ends with the
+//    very rows one process would have measured — the metrics kernel gives the same bits for any thread
+//    count — and everything after run_compare runs on it unchanged.
 // 4. Judge each row (compare/judge.h) with the thresholds of the pair's lower-precision dtype: the
 //    fixed-threshold verdict. The noise-model policy is applied later (compare_runs, verdict_policy.h).
 #include <omp.h>
@@ -22,6 +28,7 @@
 
 #include "compare/judge.h"
 #include "compare/measure_updates.h"
+#include "compare/row_exchange.h"
 #include "parity/compare.h"
 #include "parity/matching.h"
 #include "parity/verdict_policy.h"
@@ -226,6 +233,44 @@ bool plan_row(CompareRow& row, RowPlan& plan, const std::vector<NamePattern>& kl
   return false;
 }
 
+// Keeps in `big` and `small` the plans of this process's share: the planned rows in row order split
+// into contiguous byte-balanced ranges, one per process. Returns the share's bytes.
+int64_t keep_my_share(std::vector<RowPlan>& big, std::vector<RowPlan>& small, const ProcessGroup& group) {
+  std::vector<RowPlan> all;
+  all.reserve(big.size() + small.size());
+  all.insert(all.end(), big.begin(), big.end());
+  all.insert(all.end(), small.begin(), small.end());
+  std::sort(all.begin(), all.end(), [](const RowPlan& a, const RowPlan& b) { return a.row < b.row; });
+  std::vector<int64_t> bytes;
+  bytes.reserve(all.size());
+  for (const RowPlan& p : all) bytes.push_back(p.bytes);
+  const std::vector<int> owner = partition_by_bytes(bytes, group.size());
+  big.clear();
+  small.clear();
+  int64_t mine = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (owner[i] != group.rank()) continue;
+    mine += all[i].bytes;
+    (all[i].bytes >= kBigPairBytes ? big : small).push_back(all[i]);
+  }
+  return mine;
+}
+
+// Sends this process's measured rows to process 0, which writes every other process's into `rows`.
+Status gather_measured_rows(std::vector<CompareRow>& rows, const std::vector<RowPlan>& big,
+                            const std::vector<RowPlan>& small, const ProcessGroup& group) {
+  std::vector<size_t> mine;
+  for (const auto* plans : {&big, &small})
+    for (const RowPlan& p : *plans) mine.push_back(p.row);
+  Result<std::vector<std::string>> all = group.gather(compare::encode_measured_rows(rows, mine));
+  if (!all.ok()) return all.status();
+  for (size_t from = 1; from < all->size(); ++from) {
+    Status st = compare::apply_measured_rows((*all)[from], rows);
+    if (!st.ok()) return st.WithContext("process " + std::to_string(from));
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 namespace {
@@ -387,6 +432,7 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
   for (const auto& [note, count] : note_counts) {
     res.notes.push_back(std::to_string(count) + (count == 1 ? " pair " : " pairs ") + note);
   }
+  if (is_distributed(options.group)) total_bytes = keep_my_share(big, small, *options.group);
 
   const int jobs = options.jobs > 0 ? options.jobs : omp_get_max_threads();
   if (options.progress) options.progress->begin("comparing", total_bytes, "B");
@@ -405,6 +451,10 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
     if (options.progress) options.progress->advance(plan.bytes);
   }
   if (options.progress) options.progress->end();
+  if (is_distributed(options.group)) {
+    PARITY_RETURN_NOT_OK(gather_measured_rows(res.rows, big, small, *options.group));
+    if (!options.group->is_root()) return res;  // its rows went to process 0, which judges the whole
+  }
 
   // What was measured is the fixed-threshold judgement; the verdict policy decides the final verdict
   // (a same-count shape change is never better than warn: compared flat, but worth a look).

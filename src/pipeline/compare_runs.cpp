@@ -79,6 +79,9 @@ Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSourc
   const auto t0 = std::chrono::steady_clock::now();
   CompareReport report;
   PARITY_ASSIGN_OR_RETURN(report.result, run_compare(golden, target, options.compare));
+  // Under a group of processes the other processes' rows went to process 0: the analyses, which need
+  // the whole picture, and the replay run there alone.
+  if (!is_output_process(options.compare.group)) return report;
   CompareResult& result = report.result;
   classify_rows(result, options.analysis);
   apply_verdict_policy(result, options.compare.thresholds.policy);

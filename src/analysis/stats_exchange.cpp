@@ -1,0 +1,51 @@
+// Encoding of computed statistics (analysis/stats_exchange.h).
+#include "analysis/stats_exchange.h"
+
+#include "parity/process_group.h"
+
+namespace parity::analysis_detail {
+
+namespace {
+constexpr uint64_t kMagic = 0x3154535954415000ull;  // "\0PATYST1" as little-endian bytes
+}
+
+std::string encode_loaded_stats(const std::vector<LoadedStats>& loaded) {
+  WireWriter w;
+  w.u64(kMagic);
+  w.u64(sizeof(TensorStats));
+  w.u64(loaded.size());
+  for (const LoadedStats& l : loaded) {
+    w.u64(l.index);
+    w.u8(l.stats ? 1 : 0);
+    if (l.stats) {
+      w.pod(*l.stats);
+    } else {
+      w.u8(static_cast<uint8_t>(l.problem.code()));
+      w.str(l.problem.message());
+    }
+  }
+  return w.take();
+}
+
+Status decode_loaded_stats(std::string_view message, std::vector<LoadedStats>& out) {
+  WireReader r(message);
+  if (r.u64() != kMagic || r.u64() != sizeof(TensorStats))
+    return Status::Corrupt("statistics from another process: not written by this build of parity");
+  const uint64_t n = r.u64();
+  for (uint64_t k = 0; k < n && r.ok(); ++k) {
+    LoadedStats l;
+    l.index = r.u64();
+    if (r.u8() != 0) {
+      l.stats = r.pod<TensorStats>();
+    } else {
+      const auto code = static_cast<StatusCode>(r.u8());
+      std::string text = r.str();
+      l.problem = Status(code, std::move(text));
+    }
+    out.push_back(std::move(l));
+  }
+  if (!r.ok() || !r.at_end()) return Status::Corrupt("statistics from another process: truncated message");
+  return Status::OK();
+}
+
+}  // namespace parity::analysis_detail

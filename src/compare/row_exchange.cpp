@@ -1,0 +1,58 @@
+// Encoding of measured rows (compare/row_exchange.h).
+#include "compare/row_exchange.h"
+
+#include "parity/process_group.h"
+
+namespace parity::compare {
+
+namespace {
+
+constexpr uint64_t kMagic = 0x31574f5259544150ull;  // "PATYROW1" as little-endian bytes
+enum : uint8_t { kHasMetrics = 1, kHasStats = 2 };
+
+}  // namespace
+
+std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std::vector<size_t>& which) {
+  WireWriter w;
+  w.u64(kMagic);
+  w.u64(sizeof(PairMetrics));
+  w.u64(sizeof(StatsComparison));
+  w.u64(which.size());
+  for (size_t i : which) {
+    const CompareRow& row = rows[i];
+    w.u64(i);
+    w.u8(static_cast<uint8_t>(row.verdict));
+    w.str(row.reason);
+    w.str(row.layout_note);
+    w.u8(static_cast<uint8_t>((row.metrics ? kHasMetrics : 0) | (row.stats ? kHasStats : 0)));
+    if (row.metrics) w.pod(*row.metrics);
+    if (row.stats) w.pod(*row.stats);
+  }
+  return w.take();
+}
+
+Status apply_measured_rows(std::string_view message, std::vector<CompareRow>& rows) {
+  WireReader r(message);
+  if (r.u64() != kMagic || r.u64() != sizeof(PairMetrics) || r.u64() != sizeof(StatsComparison))
+    return Status::Corrupt("measured rows from another process: not written by this build of parity");
+  const uint64_t n = r.u64();
+  for (uint64_t k = 0; k < n && r.ok(); ++k) {
+    const uint64_t i = r.u64();
+    if (!r.ok() || i >= rows.size())
+      return Status::Corrupt("measured rows from another process: row " + std::to_string(i) + " out of range");
+    CompareRow& row = rows[i];
+    const uint8_t verdict = r.u8();
+    if (verdict > static_cast<uint8_t>(Verdict::kError))
+      return Status::Corrupt("measured rows from another process: bad verdict");
+    row.verdict = static_cast<Verdict>(verdict);
+    row.reason = r.str();
+    row.layout_note = r.str();
+    const uint8_t has = r.u8();
+    if (has & kHasMetrics) row.metrics = r.pod<PairMetrics>();
+    if (has & kHasStats) row.stats = r.pod<StatsComparison>();
+  }
+  if (!r.ok() || !r.at_end()) return Status::Corrupt("measured rows from another process: truncated message");
+  return Status::OK();
+}
+
+}  // namespace parity::compare

@@ -1,0 +1,131 @@
+// compare_runs under a group of processes, without MPI: the processes are played one after another in
+// this test (distributed/played_group.h), so the partition, the row exchange and
+// process 0's pipeline are checked wherever the tests run (mpirun or not). The same comparison by one
+// process and by groups of 2, 3 and 5 must give the same parity.compare/1 document.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "distributed/played_group.h"
+#include "formats/test_util.h"
+#include "parity/compare_runs.h"
+#include "parity/open_source.h"
+
+namespace parity {
+namespace {
+
+using namespace parity_test;
+
+std::string f32_npy(const std::vector<float>& v, const std::string& shape) {
+  std::string data(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+  return npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }", data);
+}
+
+// Two directories: equal, perturbed, transposed, shape-mismatched, one-sided and corrupt files, and
+// one pair above the kernel's 1 MiB "big pair" size.
+void write_inputs(const fs::path& g, const fs::path& t) {
+  uint32_t seed = 12345;
+  auto next = [&seed] {
+    seed = seed * 1664525u + 1013904223u;
+    return static_cast<float>(seed >> 8) / 16777216.0f - 0.5f;
+  };
+  for (int i = 0; i < 17; ++i) {
+    const int n = 64 * (i + 1);
+    std::vector<float> a(static_cast<size_t>(n));
+    for (float& x : a) x = next();
+    std::vector<float> b = a;
+    if (i % 3 == 1)
+      for (float& x : b) x *= 1.0f + 0.01f * next();
+    const std::string shape = "(" + std::to_string(n) + ",)";
+    write_file(g / ("t" + std::to_string(100 + i) + ".npy"), f32_npy(a, shape));
+    write_file(t / ("t" + std::to_string(100 + i) + ".npy"), f32_npy(b, shape));
+  }
+  std::vector<float> big(300000);
+  for (float& x : big) x = next();
+  write_file(g / "big.npy", f32_npy(big, "(300000,)"));
+  for (float& x : big) x += 1e-3f;
+  write_file(t / "big.npy", f32_npy(big, "(300000,)"));
+  std::vector<float> w(6 * 4), wt(4 * 6);
+  for (float& x : w) x = next();
+  for (int r = 0; r < 6; ++r)
+    for (int c = 0; c < 4; ++c) wt[static_cast<size_t>(c * 6 + r)] = w[static_cast<size_t>(r * 4 + c)];
+  write_file(g / "proj.npy", f32_npy(w, "(6, 4)"));
+  write_file(t / "proj.npy", f32_npy(wt, "(4, 6)"));
+  write_file(g / "logits.npy", f32_npy(std::vector<float>(32, 0.5f), "(4, 8)"));
+  write_file(t / "logits.npy", f32_npy(std::vector<float>(32, 0.25f), "(4, 8)"));
+  write_file(g / "reshaped.npy", f32_npy(std::vector<float>(6, 1.0f), "(6,)"));
+  write_file(t / "reshaped.npy", f32_npy(std::vector<float>(5, 1.0f), "(5,)"));
+  write_file(g / "nan.npy", f32_npy({1.0f, NAN, 3.0f}, "(3,)"));
+  write_file(t / "nan.npy", f32_npy({1.0f, INFINITY, 3.0f}, "(3,)"));
+  write_file(g / "only_golden.npy", f32_npy({1.0f}, "(1,)"));
+  write_file(t / "corrupt.npy", std::string("\x93NUMPY\x01\x00not a header", 20));
+}
+
+std::string report_json(const RecordSource& g, const RecordSource& t, const ProcessGroup* group, bool& root_report) {
+  CompareRunOptions o;
+  o.compare.group = group;
+  o.compare.jobs = 2;
+  Result<CompareReport> r = compare_runs(g, t, o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  root_report = is_output_process(group);
+  if (!r.ok() || !root_report) return "";
+  nlohmann::json j = compare_report_to_json(*r);
+  j.erase("elapsed_seconds");
+  return j.dump(1);
+}
+
+TEST(DistributedCompare, EveryGroupSizeGivesTheOneProcessReport) {
+  TempDir d;
+  write_inputs(d / "g", d / "t");
+  Result<std::unique_ptr<RecordSource>> g = open_source((d / "g").string(), "");
+  Result<std::unique_ptr<RecordSource>> t = open_source((d / "t").string(), "");
+  ASSERT_TRUE(g.ok() && t.ok());
+  bool root = false;
+  const std::string alone = report_json(**g, **t, nullptr, root);
+  ASSERT_NE(alone.find("\"fail\""), std::string::npos);
+  ASSERT_NE(alone.find("transposed"), std::string::npos);
+  for (int size : {2, 3, 5}) {
+    std::map<int, std::string> mailbox;
+    for (int rank = size - 1; rank >= 1; --rank) {
+      PlayedGroup group(rank, size, mailbox);
+      EXPECT_EQ(report_json(**g, **t, &group, root), "");
+      EXPECT_FALSE(root);
+    }
+    PlayedGroup zero(0, size, mailbox);
+    EXPECT_EQ(report_json(**g, **t, &zero, root), alone) << "group of " << size;
+    EXPECT_TRUE(root);
+  }
+}
+
+TEST(DistributedCompare, SharesAreDisjointAndBalancedByBytes) {
+  TempDir d;
+  write_inputs(d / "g", d / "t");
+  Result<std::unique_ptr<RecordSource>> g = open_source((d / "g").string(), "");
+  Result<std::unique_ptr<RecordSource>> t = open_source((d / "t").string(), "");
+  ASSERT_TRUE(g.ok() && t.ok());
+  std::map<int, std::string> mailbox;
+  std::map<std::string, int> measured_by;
+  for (int rank = 2; rank >= 1; --rank) {
+    PlayedGroup group(rank, 3, mailbox);
+    CompareOptions o;
+    o.group = &group;
+    Result<CompareResult> r = run_compare(**g, **t, o);
+    ASSERT_TRUE(r.ok());
+    for (const CompareRow& row : r->rows)
+      if (row.metrics) EXPECT_TRUE(measured_by.emplace(row.golden.name, rank).second) << row.golden.name << " twice";
+  }
+  // big.npy holds 96 % of the bytes: by bytes, its process measures it alone (by counts it would get a
+  // third of the 22 rows); it sorts first, and its midpoint falls in the second third.
+  ASSERT_EQ(measured_by.count("big.npy"), 1u);
+  const int big_owner = measured_by["big.npy"];
+  EXPECT_EQ(big_owner, 1);
+  for (const auto& [name, rank] : measured_by)
+    if (name != "big.npy") EXPECT_NE(rank, big_owner) << name;
+  EXPECT_GT(measured_by.size(), 5u);  // process 2 took the small rows after it
+}
+
+}  // namespace
+}  // namespace parity
