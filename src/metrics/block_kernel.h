@@ -44,11 +44,14 @@ using DecodeFn = bool (*)(DType dt, const std::byte* p, int64_t n, double* out);
 
 // The first i in [0, n) with both sides finite whose |t − g| (kind 0) or msprobe relative error
 // (kind 1) equals `value` (same arithmetic as the kernel), or -1.
-// The fused fast path (block_kernel_impl.h, fast_impl): reads n (a multiple of 4) contiguous
+// The fused fast path (block_kernel_impl.h, fast_impl): reads n (a multiple of 8) contiguous
 // native-order elements of each side straight from the input, and either writes the block's Partial —
 // bit-identical to decoding into fp64 and running the BlockFn — and returns true, or returns false
 // (some value non-finite, zero or subnormal in the target dtype: run the general kernel instead).
-using FastFn = bool (*)(const std::byte* g, const std::byte* t, int64_t n, const KernelParams& params, Partial& out);
+// `compensate` is a speed hint carried from block to block (start a chunk with false): true makes it
+// take TwoSum side sums at once; it is set when a block needed them.
+using FastFn = bool (*)(const std::byte* g, const std::byte* t, int64_t n, const KernelParams& params, Partial& out,
+                        bool& compensate);
 
 int64_t first_index_of_max(const double* g, const double* t, int64_t n, const KernelParams& params, int kind,
                            double value);

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "metrics/block_kernel.h"
 #include "parity/dtype.h"
@@ -385,6 +386,45 @@ static inline v4d widen_hi(v8f f) {
   return __builtin_convertvector(v4f{f[4], f[5], f[6], f[7]}, v4d);
 #endif
 }
+// Elements i..i+3 and i+4..i+7 widened to fp64. fp32 on the AVX variants: one vcvtps2pd from memory
+// each (no 8-lane load and extract).
+template <class L>
+static inline void widen8(const std::byte* p, int64_t i, v4d& lo, v4d& hi) {
+#ifdef PARITY_BLOCK_AVX
+  if constexpr (std::is_same_v<L, LoadF32>) {
+    const float* f = reinterpret_cast<const float*>(p) + i;
+    lo = (v4d)_mm256_cvtps_pd(_mm_loadu_ps(f));
+    hi = (v4d)_mm256_cvtps_pd(_mm_loadu_ps(f + 4));
+    return;
+  }
+#endif
+  const v8f x = L::at(p, i);
+  lo = widen_lo(x);
+  hi = widen_hi(x);
+}
+// x < m ? x : m and x > m ? x : m — exactly MINPS / MAXPD's rule (the second operand when they compare
+// false, NaN included), which GCC does not always see through a mask.
+static inline v8f vmin8(v8f x, v8f m) {
+#ifdef PARITY_BLOCK_AVX
+  return (v8f)_mm256_min_ps((__m256)x, (__m256)m);
+#else
+  return x < m ? x : m;
+#endif
+}
+static inline v8f vmax8(v8f x, v8f m) {
+#ifdef PARITY_BLOCK_AVX
+  return (v8f)_mm256_max_ps((__m256)x, (__m256)m);
+#else
+  return x > m ? x : m;
+#endif
+}
+static inline v4d vmax4(v4d x, v4d m) {
+#ifdef PARITY_BLOCK_AVX
+  return (v4d)_mm256_max_pd((__m256d)x, (__m256d)m);
+#else
+  return x > m ? x : m;
+#endif
+}
 static inline v8f vabs8(v8f x) {
   const uint32_t m = 0x7fffffffu;
   const v8w mask = {m, m, m, m, m, m, m, m};
@@ -427,16 +467,16 @@ static inline void err_step(v4d gm, v4d tm, v4u base, ErrAcc& a) {
   const v4d rel = ad / ag;  // g ≠ 0 on a clean block: msprobe's |t − g| / |g|
   a.c_r3 -= (v4i)(rel < splat(1e-3));
   a.c_r53 -= (v4i)(rel < splat(5e-3));
-  a.m_rel = rel > a.m_rel ? rel : a.m_rel;
+  a.m_rel = vmax4(rel, a.m_rel);
   const v4d ue = ad * (v4d)(base - ((v4u)ag & (v4u)splati(0x7ff0000000000000LL)));  // ulp_error<kPow2>, |g| normal
   a.s_ulp += ue;
-  a.m_ulp = ue > a.m_ulp ? ue : a.m_ulp;
+  a.m_ulp = vmax4(ue, a.m_ulp);
   a.c_ulp1 -= (v4i)(ue > splat(1.0));
 }
 
 static inline void abs_step(v4d gm, v4d tm, AbsAcc& a) {
   const v4d ad = vabs(tm - gm);
-  a.m_ad = ad > a.m_ad ? ad : a.m_ad;
+  a.m_ad = vmax4(ad, a.m_ad);
   a.c_a6 -= (v4i)(ad > splat(1e-6));
   a.c_a4 -= (v4i)(ad > splat(1e-4));
   a.c_a2 -= (v4i)(ad > splat(1e-2));
@@ -471,8 +511,9 @@ static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n,
   AbsAcc ab{zero, splati(0), splati(0), splati(0)};
   v4d gs = zero, gc = zero, ts = zero, tc = zero;
   for (int64_t i = 0; i < n; i += 8) {
-    const v8f g8 = Lg::at(gp, i), t8 = Lt::at(tp, i);
-    const v4d g0 = widen_lo(g8), t0 = widen_lo(t8), g1 = widen_hi(g8), t1 = widen_hi(t8);
+    v4d g0, g1, t0, t1;
+    widen8<Lg>(gp, i, g0, g1);
+    widen8<Lt>(tp, i, t0, t1);
     err_step(g0, t0, base, e);
     sum_step<kCompensated>(g0, gs, gc);
     sum_step<kCompensated>(t0, ts, tc);
@@ -507,15 +548,18 @@ static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n,
   v8f gmin = splat8(INFINITY), gmax = splat8(-INFINITY), gamin = gmin, tmin = gmin, tmax = gmax, tamin = gmin;
   for (int64_t i = 0; i < n; i += 8) {
     const v8f g8 = Lg::at(gp, i), t8 = Lt::at(tp, i);
-    gmin = g8 < gmin ? g8 : gmin;
-    gmax = g8 > gmax ? g8 : gmax;
-    tmin = t8 < tmin ? t8 : tmin;
-    tmax = t8 > tmax ? t8 : tmax;
+    gmin = vmin8(g8, gmin);
+    gmax = vmax8(g8, gmax);
+    tmin = vmin8(t8, tmin);
+    tmax = vmax8(t8, tmax);
     const v8f ga8 = vabs8(g8), ta8 = vabs8(t8);
-    gamin = ga8 < gamin ? ga8 : gamin;
-    tamin = ta8 < tamin ? ta8 : tamin;
-    dev_step(widen_lo(g8), widen_lo(t8));
-    dev_step(widen_hi(g8), widen_hi(t8));
+    gamin = vmin8(ga8, gamin);
+    tamin = vmin8(ta8, tamin);
+    v4d g0, g1, t0, t1;
+    widen8<Lg>(gp, i, g0, g1);
+    widen8<Lt>(tp, i, t0, t1);
+    dev_step(g0, t0);
+    dev_step(g1, t1);
   }
   // Clean: no zero or subnormal (in the target dtype) on either side.
   const double g_amin = hmin8(gamin), t_amin = hmin8(tamin);
@@ -561,14 +605,18 @@ static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n,
 }
 
 // First with plain sums; a block whose magnitudes span too much for them to be exact is measured again
-// with TwoSum. Either way the Partial is the general kernel's, bit for bit. n must be a multiple of 8
-// (a tail block goes to the general kernel).
+// with TwoSum, and `compensate` is set so that the caller's next blocks (the rest of a chunk, which
+// likely spans as much) take TwoSum directly. Either way the Partial is the general kernel's, bit for
+// bit. n must be a multiple of 8 (a tail block goes to the general kernel).
 template <class Lg, class Lt>
-static bool fast_impl(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out) {
+static bool fast_impl(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out,
+                      bool& compensate) {
   if ((n & 7) != 0 || n == 0) return false;
-  const FastResult r = fast_pass<Lg, Lt, false>(gp, tp, n, p, out);
-  if (r == FastResult::kDone) return true;
-  if (r == FastResult::kNotClean) return false;
+  if (!compensate) {
+    const FastResult r = fast_pass<Lg, Lt, false>(gp, tp, n, p, out);
+    if (r != FastResult::kNeedsCompensation) return r == FastResult::kDone;
+    compensate = true;
+  }
   return fast_pass<Lg, Lt, true>(gp, tp, n, p, out) == FastResult::kDone;
 }
 

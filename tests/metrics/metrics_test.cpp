@@ -445,9 +445,13 @@ TEST(Metrics, FusedKernelMatchesGeneralKernel) {
             std::vector<double> gd(kBlock + 4, NAN), td(kBlock + 4, NAN);
             decode_to_double(gv, 0, n, gd.data());
             decode_to_double(tv, 0, n, td.data());
-            Partial want, got;
+            Partial want, got, got2;
             v.block(gd.data(), td.data(), n, p, want);
-            const bool accepted = fast(gv.data, tv.data, n, p, got);
+            bool compensate = false, compensate_now = true;
+            const bool accepted = fast(gv.data, tv.data, n, p, got, compensate);
+            // Told to take TwoSum at once, it must give the same bits.
+            EXPECT_EQ(fast(gv.data, tv.data, n, p, got2, compensate_now), accepted);
+            if (accepted) expect_same_partial(want, got2);
             // A bf16 rounding can turn a tiny normal into a subnormal, so "clean" is the decoded data's.
             bool clean = n % 8 == 0;
             for (int64_t i = 0; i < n; ++i) {
