@@ -336,9 +336,10 @@ static void block_impl(const double* g, const double* t, int64_t n, const Kernel
 // The same arithmetic as block_impl<kPow2> on a block that is "clean" — every value finite and every
 // |g|, |t| at or above the target dtype's smallest normal (so no zero, no subnormal, no msprobe ε case,
 // no subnormal ULP, no FTZ candidate) — but reading the fp32 / bf16 elements straight from the input
-// and widening them in registers (no fp64 block buffers to store and reload), in one loop for the
-// error metrics and the first statistics pass. Every fp64 lane performs exactly the operations of
-// the general kernel in the same order, so the Partial is bit-identical (checked by
+// and widening them in registers (no fp64 block buffers to store and reload), in two loops instead of
+// four passes: error sums and side sums; then the deviations from the side means, max |d| with its
+// counts, and min / max. Every fp64 lane performs exactly the operations of the general kernel in
+// the same order, so the Partial is bit-identical (checked by
 // tests/metrics/metrics_test.cpp, FusedKernelMatchesGeneralKernel). A block that turns out not to be
 // clean returns false and the caller runs the general kernel on it.
 typedef float v8f __attribute__((vector_size(32)));
