@@ -44,6 +44,15 @@ using DecodeFn = bool (*)(DType dt, const std::byte* p, int64_t n, double* out);
 
 // The first i in [0, n) with both sides finite whose |t − g| (kind 0) or msprobe relative error
 // (kind 1) equals `value` (same arithmetic as the kernel), or -1.
+// The fused fast path (block_kernel_impl.h, fast_impl): reads n (a multiple of 8) contiguous
+// native-order elements of each side straight from the input, and either writes the block's Partial —
+// bit-identical to decoding into fp64 and running the BlockFn — and returns true, or returns false
+// (some value non-finite, zero or subnormal in the target dtype: run the general kernel instead).
+// `compensate` is a speed hint carried from block to block (start a chunk with false): true makes it
+// take TwoSum side sums at once; it is set when a block needed them.
+using FastFn = bool (*)(const std::byte* g, const std::byte* t, int64_t n, const KernelParams& params, Partial& out,
+                        bool& compensate);
+
 int64_t first_index_of_max(const double* g, const double* t, int64_t n, const KernelParams& params, int kind,
                            double value);
 
@@ -56,6 +65,12 @@ DecodeFn select_decoder();
 DecodeFn decoder_generic();
 DecodeFn decoder_avx2();
 DecodeFn decoder_avx512();
+// The fused kernel of this CPU's variant for a (golden, target) dtype pair; nullptr when there is none
+// (dtypes other than fp32 / bf16) or when PARITY_METRICS_FAST=0 turns the fast path off (tests).
+FastFn select_fast_kernel(DType g, DType t);
+FastFn fast_kernel_generic(DType g, DType t);
+FastFn fast_kernel_avx2(DType g, DType t);
+FastFn fast_kernel_avx512(DType g, DType t);
 // "avx512vl", "avx2" or "baseline": which variant select_block_kernel() picks (for benchmarks and tests).
 const char* block_kernel_name();
 

@@ -9,16 +9,19 @@
 #pragma GCC push_options
 #pragma GCC target("avx2")
 #define PARITY_BLOCK_NS avx2
+#define PARITY_BLOCK_AVX 1
 #include "metrics/block_kernel_impl.h"
 #pragma GCC pop_options
 
 namespace parity::metrics_detail {
 BlockFn block_kernel_avx2() { return &avx2::block_entry; }
 DecodeFn decoder_avx2() { return &avx2::decode_entry; }
+FastFn fast_kernel_avx2(DType g, DType t) { return avx2::fast_entry(g, t); }
 }  // namespace parity::metrics_detail
 #else
 namespace parity::metrics_detail {
 BlockFn block_kernel_avx2() { return nullptr; }
 DecodeFn decoder_avx2() { return nullptr; }
+FastFn fast_kernel_avx2(DType, DType) { return nullptr; }
 }  // namespace parity::metrics_detail
 #endif

@@ -11,16 +11,19 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,avx512f,avx512vl,avx512dq")
 #define PARITY_BLOCK_NS avx512
+#define PARITY_BLOCK_AVX 1
 #include "metrics/block_kernel_impl.h"
 #pragma GCC pop_options
 
 namespace parity::metrics_detail {
 BlockFn block_kernel_avx512() { return &avx512::block_entry; }
 DecodeFn decoder_avx512() { return &avx512::decode_entry; }
+FastFn fast_kernel_avx512(DType g, DType t) { return avx512::fast_entry(g, t); }
 }  // namespace parity::metrics_detail
 #else
 namespace parity::metrics_detail {
 BlockFn block_kernel_avx512() { return nullptr; }
 DecodeFn decoder_avx512() { return nullptr; }
+FastFn fast_kernel_avx512(DType, DType) { return nullptr; }
 }  // namespace parity::metrics_detail
 #endif

@@ -6,4 +6,5 @@
 namespace parity::metrics_detail {
 BlockFn block_kernel_generic() { return &generic::block_entry; }
 DecodeFn decoder_generic() { return &generic::decode_entry; }
+FastFn fast_kernel_generic(DType g, DType t) { return generic::fast_entry(g, t); }
 }  // namespace parity::metrics_detail

@@ -16,9 +16,14 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "metrics/block_kernel.h"
 #include "parity/dtype.h"
+
+#ifdef PARITY_BLOCK_AVX
+#include <immintrin.h>  // the AVX variants' fp32 → fp64 widening (LoadF32 / LoadBF16)
+#endif
 
 // The vector types never cross a non-inline function boundary, so GCC's note that returning them
 // without AVX changes the ABI does not apply.
@@ -325,6 +330,306 @@ static void block_impl(const double* g, const double* t, int64_t n, const Kernel
       if (cg != ct) ++out.mismatch;
     }
   }
+}
+
+// ---- Fused fast path (issue 13 §0) ----------------------------------------------------------------
+// The same arithmetic as block_impl<kPow2> on a block that is "clean" — every value finite and every
+// |g|, |t| at or above the target dtype's smallest normal (so no zero, no subnormal, no msprobe ε case,
+// no subnormal ULP, no FTZ candidate) — but reading the fp32 / bf16 elements straight from the input
+// and widening them in registers (no fp64 block buffers to store and reload), in two loops instead of
+// four passes: error sums and side sums; then the deviations from the side means, max |d| with its
+// counts, and min / max. Every fp64 lane performs exactly the operations of the general kernel in
+// the same order, so the Partial is bit-identical (checked by
+// tests/metrics/metrics_test.cpp, FusedKernelMatchesGeneralKernel). A block that turns out not to be
+// clean returns false and the caller runs the general kernel on it.
+typedef float v8f __attribute__((vector_size(32)));
+typedef uint32_t v8w __attribute__((vector_size(32)));
+typedef uint16_t v8h __attribute__((vector_size(16)));
+typedef float v4f __attribute__((vector_size(16)));
+
+// Eight stored elements as fp32 (exact: bf16 is the top half of an fp32, so bits << 16 reinterpreted
+// is its value). kExactRange: see fast_pass.
+struct LoadF32 {
+  static constexpr double kExactRange = 0x1p19;
+  static inline v8f at(const std::byte* p, int64_t i) {
+    v8f f;
+    std::memcpy(&f, p + 4 * i, sizeof f);
+    return f;
+  }
+};
+struct LoadBF16 {
+  static constexpr double kExactRange = 0x1p35;
+  static inline v8f at(const std::byte* p, int64_t i) {
+#ifdef PARITY_BLOCK_AVX
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i));
+    return (v8f)_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16);
+#else
+    v8h h;
+    std::memcpy(&h, p + 2 * i, sizeof h);
+    return (v8f)(__builtin_convertvector(h, v8w) << 16);
+#endif
+  }
+};
+
+// fp32 → fp64 of elements 0–3 and 4–7 (exact). One vcvtps2pd each on the AVX variants (GCC turns
+// __builtin_convertvector into two 2-element conversions and a spill there).
+static inline v4d widen_lo(v8f f) {
+#ifdef PARITY_BLOCK_AVX
+  return (v4d)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)f));
+#else
+  return __builtin_convertvector(v4f{f[0], f[1], f[2], f[3]}, v4d);
+#endif
+}
+static inline v4d widen_hi(v8f f) {
+#ifdef PARITY_BLOCK_AVX
+  return (v4d)_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)f, 1));
+#else
+  return __builtin_convertvector(v4f{f[4], f[5], f[6], f[7]}, v4d);
+#endif
+}
+// Elements i..i+3 and i+4..i+7 widened to fp64. fp32 on the AVX variants: one vcvtps2pd from memory
+// each (no 8-lane load and extract).
+template <class L>
+static inline void widen8(const std::byte* p, int64_t i, v4d& lo, v4d& hi) {
+#ifdef PARITY_BLOCK_AVX
+  if constexpr (std::is_same_v<L, LoadF32>) {
+    const float* f = reinterpret_cast<const float*>(p) + i;
+    lo = (v4d)_mm256_cvtps_pd(_mm_loadu_ps(f));
+    hi = (v4d)_mm256_cvtps_pd(_mm_loadu_ps(f + 4));
+    return;
+  }
+#endif
+  const v8f x = L::at(p, i);
+  lo = widen_lo(x);
+  hi = widen_hi(x);
+}
+// x < m ? x : m and x > m ? x : m — exactly MINPS / MAXPD's rule (the second operand when they compare
+// false, NaN included), which GCC does not always see through a mask.
+static inline v8f vmin8(v8f x, v8f m) {
+#ifdef PARITY_BLOCK_AVX
+  return (v8f)_mm256_min_ps((__m256)x, (__m256)m);
+#else
+  return x < m ? x : m;
+#endif
+}
+static inline v8f vmax8(v8f x, v8f m) {
+#ifdef PARITY_BLOCK_AVX
+  return (v8f)_mm256_max_ps((__m256)x, (__m256)m);
+#else
+  return x > m ? x : m;
+#endif
+}
+static inline v4d vmax4(v4d x, v4d m) {
+#ifdef PARITY_BLOCK_AVX
+  return (v4d)_mm256_max_pd((__m256d)x, (__m256d)m);
+#else
+  return x > m ? x : m;
+#endif
+}
+static inline v8f vabs8(v8f x) {
+  const uint32_t m = 0x7fffffffu;
+  const v8w mask = {m, m, m, m, m, m, m, m};
+  return (v8f)((v8w)x & mask);
+}
+static inline v8f splat8(float a) { return v8f{a, a, a, a, a, a, a, a}; }
+static inline double hmin8(v8f v) {
+  float m = v[0];
+  for (int l = 1; l < 8; ++l) m = v[l] < m ? v[l] : m;
+  return m;
+}
+static inline double hmax8(v8f v) {
+  float m = v[0];
+  for (int l = 1; l < 8; ++l) m = v[l] > m ? v[l] : m;
+  return m;
+}
+
+// The error metrics' accumulators (error_pass's, same names) and the operations of
+// error_pass<kPow2, true> lane for lane, split in two steps over four elements so that each of the
+// fast path's two loops keeps its accumulators in registers: err_step (sums, relative and ULP error)
+// in the first, abs_step (max |d| and the |d| > 1e-6 / 1e-4 / 1e-2 counts, d recomputed: the same
+// subtraction, so the same value) in the second.
+struct ErrAcc {
+  v4d s_d2, s_ad, s_tg, s_gg, s_tt, s_ulp, m_ulp, m_rel;
+  v4i c_ulp1, c_r3, c_r53;
+};
+struct AbsAcc {
+  v4d m_ad;
+  v4i c_a6, c_a4, c_a2;
+};
+
+static inline void err_step(v4d gm, v4d tm, v4u base, ErrAcc& a) {
+  const v4d d = tm - gm;
+  const v4d ad = vabs(d), ag = vabs(gm);
+  a.s_d2 += d * d;
+  a.s_ad += ad;
+  a.s_tg += gm * tm;
+  a.s_gg += gm * gm;
+  a.s_tt += tm * tm;
+  const v4d rel = ad / ag;  // g ≠ 0 on a clean block: msprobe's |t − g| / |g|
+  a.c_r3 -= (v4i)(rel < splat(1e-3));
+  a.c_r53 -= (v4i)(rel < splat(5e-3));
+  a.m_rel = vmax4(rel, a.m_rel);
+  const v4d ue = ad * (v4d)(base - ((v4u)ag & (v4u)splati(0x7ff0000000000000LL)));  // ulp_error<kPow2>, |g| normal
+  a.s_ulp += ue;
+  a.m_ulp = vmax4(ue, a.m_ulp);
+  a.c_ulp1 -= (v4i)(ue > splat(1.0));
+}
+
+static inline void abs_step(v4d gm, v4d tm, AbsAcc& a) {
+  const v4d ad = vabs(tm - gm);
+  a.m_ad = vmax4(ad, a.m_ad);
+  a.c_a6 -= (v4i)(ad > splat(1e-6));
+  a.c_a4 -= (v4i)(ad > splat(1e-4));
+  a.c_a2 -= (v4i)(ad > splat(1e-2));
+}
+
+// Running Σx of one side: TwoSum-compensated as in side_step (kCompensated), or plain.
+template <bool kCompensated>
+static inline void sum_step(v4d x, v4d& s, v4d& c) {
+  if constexpr (kCompensated) {
+    const v4d sn = s + x, bp = sn - s;
+    c += (s - (sn - bp)) + (x - bp);
+    s = sn;
+  } else {
+    s += x;
+  }
+}
+
+// The side sums are the general kernel's TwoSum-compensated Σx (kCompensated), or a plain Σx, which is
+// the same number when no addition rounds. None rounds when the block's magnitudes span less than
+// kExactRange: every x is a multiple of ulp(min|x|) = 2^(e_min − p + 1) (p = 24 for fp32, 8 for bf16)
+// and every partial sum, even the 4-lane total of 1024 terms, is below 1024·2^(e_max+1) = 2^(e_max+11);
+// with e_max − e_min ≤ 19 (fp32) or 35 (bf16) that is at most 2^53 such ulps, so it is exact. TwoSum's
+// error terms are then all zero and the compensated mean equals total / n bit for bit.
+// min / max / min|x| are taken on the fp32 values, eight lanes at a time (exact, order-free).
+enum class FastResult { kDone, kNeedsCompensation, kNotClean };
+
+template <class Lg, class Lt, bool kCompensated>
+static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out) {
+  const v4d zero = splat(0.0);
+  const v4u base = {p.ulp_pow2_base, p.ulp_pow2_base, p.ulp_pow2_base, p.ulp_pow2_base};
+  ErrAcc e{zero, zero, zero, zero, zero, zero, zero, zero, splati(0), splati(0), splati(0)};
+  AbsAcc ab{zero, splati(0), splati(0), splati(0)};
+  v4d gs = zero, gc = zero, ts = zero, tc = zero;
+  for (int64_t i = 0; i < n; i += 8) {
+    v4d g0, g1, t0, t1;
+    widen8<Lg>(gp, i, g0, g1);
+    widen8<Lt>(tp, i, t0, t1);
+    err_step(g0, t0, base, e);
+    sum_step<kCompensated>(g0, gs, gc);
+    sum_step<kCompensated>(t0, ts, tc);
+    err_step(g1, t1, base, e);
+    sum_step<kCompensated>(g1, gs, gc);
+    sum_step<kCompensated>(t1, ts, tc);
+  }
+  // A NaN or ±Inf anywhere makes its side's running sum non-finite (fp32/bf16 values cannot overflow
+  // an fp64 sum of 1024 terms): not clean.
+  for (int l = 0; l < 4; ++l) {
+    if (!std::isfinite(gs[l]) || !std::isfinite(ts[l])) return FastResult::kNotClean;
+  }
+  // Provisional side statistics from these sums; the second loop then takes the deviations from the
+  // means and, on the fp32 values, min / max / min|x| (kept out of the first loop, whose ~25
+  // accumulators fill the vector registers). Only then is it known whether the block is clean and
+  // whether the plain sums were exact; if not, everything above is discarded.
+  SidePartial sg, st;
+  SideAcc ga{gs, gc, zero, zero, zero, splati(0), splati(0), splati(0)};
+  SideAcc ta{ts, tc, zero, zero, zero, splati(0), splati(0), splati(0)};
+  side_finish<true>(ga, n, p, sg);
+  side_finish<true>(ta, n, p, st);
+  const v4d mg = splat(sg.mean), mt = splat(st.mean);
+  v4d g1 = zero, g2 = zero, t1 = zero, t2 = zero;
+  auto dev_step = [&](v4d g, v4d t) {
+    abs_step(g, t, ab);
+    const v4d rg = g - mg, rt = t - mt;
+    g1 += rg;
+    g2 += rg * rg;
+    t1 += rt;
+    t2 += rt * rt;
+  };
+  v8f gmin = splat8(INFINITY), gmax = splat8(-INFINITY), gamin = gmin, tmin = gmin, tmax = gmax, tamin = gmin;
+  for (int64_t i = 0; i < n; i += 8) {
+    const v8f g8 = Lg::at(gp, i), t8 = Lt::at(tp, i);
+    gmin = vmin8(g8, gmin);
+    gmax = vmax8(g8, gmax);
+    tmin = vmin8(t8, tmin);
+    tmax = vmax8(t8, tmax);
+    const v8f ga8 = vabs8(g8), ta8 = vabs8(t8);
+    gamin = vmin8(ga8, gamin);
+    tamin = vmin8(ta8, tamin);
+    v4d g0, g1, t0, t1;
+    widen8<Lg>(gp, i, g0, g1);
+    widen8<Lt>(tp, i, t0, t1);
+    dev_step(g0, t0);
+    dev_step(g1, t1);
+  }
+  // Clean: no zero or subnormal (in the target dtype) on either side.
+  const double g_amin = hmin8(gamin), t_amin = hmin8(tamin);
+  if (!(g_amin >= p.min_normal_t) || !(t_amin >= p.min_normal_t)) return FastResult::kNotClean;
+  const double g_lo = hmin8(gmin), g_hi = hmax8(gmax), t_lo = hmin8(tmin), t_hi = hmax8(tmax);
+  if constexpr (!kCompensated) {
+    if (!(std::fmax(-g_lo, g_hi) < Lg::kExactRange * g_amin) || !(std::fmax(-t_lo, t_hi) < Lt::kExactRange * t_amin)) {
+      return FastResult::kNeedsCompensation;
+    }
+  }
+
+  out = Partial{};
+  out.elements = out.both = n;
+  out.sum_d2 = hsum(e.s_d2);
+  out.sum_ad = hsum(e.s_ad);
+  out.sum_tg = hsum(e.s_tg);
+  out.sum_gg = hsum(e.s_gg);
+  out.sum_tt = hsum(e.s_tt);
+  out.sum_ulp = hsum(e.s_ulp);
+  out.max_ulp = hmax(e.m_ulp);
+  out.ulp_gt1 = hsumi(e.c_ulp1);
+  out.rel_lt_1e3 = hsumi(e.c_r3);
+  out.rel_lt_5e3 = hsumi(e.c_r53);
+  out.abs_gt_1e6 = hsumi(ab.c_a6);
+  out.abs_gt_1e4 = hsumi(ab.c_a4);
+  out.abs_gt_1e2 = hsumi(ab.c_a2);
+  out.max_ad = hmax(ab.m_ad);
+  out.max_rel = hmax(e.m_rel);
+  out.max_ad_index = out.max_rel_index = -1;
+  // side_finish<true>'s min / max are order-free, so the fp32 lanes' extremes stand in for the fp64
+  // lanes'; its zero and subnormal counts are 0 on a clean block.
+  out.g = sg;
+  out.t = st;
+  out.g.min = g_lo;
+  out.g.max = g_hi;
+  out.t.min = t_lo;
+  out.t.max = t_hi;
+  finish_m2(g1, g2, out.g);
+  finish_m2(t1, t2, out.t);
+  out.g.sumsq = out.sum_gg;
+  out.t.sumsq = out.sum_tt;
+  return FastResult::kDone;
+}
+
+// First with plain sums; a block whose magnitudes span too much for them to be exact is measured again
+// with TwoSum, and `compensate` is set so that the caller's next blocks (the rest of a chunk, which
+// likely spans as much) take TwoSum directly. Either way the Partial is the general kernel's, bit for
+// bit. n must be a multiple of 8 (a tail block goes to the general kernel).
+template <class Lg, class Lt>
+static bool fast_impl(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out,
+                      bool& compensate) {
+  if ((n & 7) != 0 || n == 0) return false;
+  if (!compensate) {
+    const FastResult r = fast_pass<Lg, Lt, false>(gp, tp, n, p, out);
+    if (r != FastResult::kNeedsCompensation) return r == FastResult::kDone;
+    compensate = true;
+  }
+  return fast_pass<Lg, Lt, true>(gp, tp, n, p, out) == FastResult::kDone;
+}
+
+// The fused kernel for a (golden, target) dtype pair, or nullptr: fp32 and bf16 on either side
+// (targets of those dtypes always take the kPow2 ULP path).
+static FastFn fast_entry(DType g, DType t) {
+  const bool gf = g == DType::kF32, gb = g == DType::kBF16, tf = t == DType::kF32, tb = t == DType::kBF16;
+  if (gf && tf) return &fast_impl<LoadF32, LoadF32>;
+  if (gf && tb) return &fast_impl<LoadF32, LoadBF16>;
+  if (gb && tf) return &fast_impl<LoadBF16, LoadF32>;
+  if (gb && tb) return &fast_impl<LoadBF16, LoadBF16>;
+  return nullptr;
 }
 
 // Widening of contiguous native-order fp32 / bf16 / fp64 elements into fp64, compiled with this

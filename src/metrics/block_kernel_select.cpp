@@ -52,6 +52,20 @@ DecodeFn select_decoder() {
   return fn;
 }
 
+FastFn select_fast_kernel(DType g, DType t) {
+  static const bool off = [] {
+    const char* v = std::getenv("PARITY_METRICS_FAST");
+    return v != nullptr && std::strcmp(v, "0") == 0;
+  }();
+  if (off) return nullptr;
+  switch (best_variant()) {
+    case Variant::kAvx512: return fast_kernel_avx512(g, t);
+    case Variant::kAvx2: return fast_kernel_avx2(g, t);
+    case Variant::kBaseline: break;
+  }
+  return fast_kernel_generic(g, t);
+}
+
 const char* block_kernel_name() {
   switch (best_variant()) {
     case Variant::kAvx512: return "avx512vl";

@@ -267,16 +267,36 @@ std::vector<float> random_floats(size_t n, uint64_t seed, float scale) {
 
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-void expect_identical(const PairMetrics& a, const PairMetrics& b) {
-  for (auto [x, y] : {std::pair{a.cosine, b.cosine}, {a.euclidean, b.euclidean}, {a.rel_l2, b.rel_l2},
-                      {a.sqnr_db, b.sqnr_db}, {a.max_abs, b.max_abs}, {a.mean_abs, b.mean_abs},
-                      {a.max_rel, b.max_rel}, {a.ulp_mean, b.ulp_mean}, {a.ulp_max, b.ulp_max},
-                      {a.golden.mean, b.golden.mean}, {a.golden.std, b.golden.std},
-                      {a.target.l2norm, b.target.l2norm}, {a.frac_ulp_gt1, b.frac_ulp_gt1}}) {
+void expect_identical_side(const SideStats& a, const SideStats& b) {
+  for (auto [x, y] : {std::pair{a.min, b.min}, {a.max, b.max}, {a.mean, b.mean}, {a.l2norm, b.l2norm},
+                      {a.std, b.std}, {a.absmax, b.absmax}}) {
     EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
   }
+  EXPECT_EQ(a.nan_count, b.nan_count);
+  EXPECT_EQ(a.pinf_count, b.pinf_count);
+  EXPECT_EQ(a.ninf_count, b.ninf_count);
+  EXPECT_EQ(a.zero_count, b.zero_count);
+  EXPECT_EQ(a.subnormal_count, b.subnormal_count);
+}
+
+// Every field of PairMetrics, bit for bit.
+void expect_identical(const PairMetrics& a, const PairMetrics& b) {
+  for (auto [x, y] : {std::pair{a.cosine, b.cosine}, {a.euclidean, b.euclidean}, {a.rel_l2, b.rel_l2},
+                      {a.rmse, b.rmse}, {a.sqnr_db, b.sqnr_db}, {a.max_abs, b.max_abs}, {a.mean_abs, b.mean_abs},
+                      {a.max_rel, b.max_rel}, {a.thousandth_ratio, b.thousandth_ratio},
+                      {a.five_thousandth_ratio, b.five_thousandth_ratio}, {a.frac_abs_gt_1e6, b.frac_abs_gt_1e6},
+                      {a.frac_abs_gt_1e4, b.frac_abs_gt_1e4}, {a.frac_abs_gt_1e2, b.frac_abs_gt_1e2},
+                      {a.ulp_mean, b.ulp_mean}, {a.ulp_max, b.ulp_max}, {a.frac_ulp_gt1, b.frac_ulp_gt1}}) {
+    EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
+  }
+  EXPECT_EQ(a.numel, b.numel);
+  EXPECT_EQ(a.compared, b.compared);
   EXPECT_EQ(a.max_abs_index, b.max_abs_index);
   EXPECT_EQ(a.max_rel_index, b.max_rel_index);
+  EXPECT_EQ(a.nonfinite_mismatch, b.nonfinite_mismatch);
+  EXPECT_EQ(a.ftz_count, b.ftz_count);
+  expect_identical_side(a.golden, b.golden);
+  expect_identical_side(a.target, b.target);
 }
 
 TEST(Metrics, ResultsDoNotDependOnThreadCount) {
@@ -288,6 +308,170 @@ TEST(Metrics, ResultsDoNotDependOnThreadCount) {
   const PairMetrics a = run(f32(g), f32(t), one);
   expect_identical(a, run(f32(g), f32(t), two));
   expect_identical(a, run(f32(g), f32(t), four));
+}
+
+// Large pairs whose blocks take every path of the kernel — the fused fp32/bf16 kernel with plain sums
+// (exact), the fused kernel with TwoSum (magnitudes spanning more than 2^19), the general kernel
+// (zeros, NaN, ±Inf, subnormals), a tail block — give the same bits on 1, 2 and 4 threads.
+TEST(Metrics, ResultsDoNotDependOnThreadCountOnAnyPath) {
+  const size_t n = (size_t{1} << 21) + 13;
+  auto g = random_floats(n, 11, 1.0f), t = g;
+  std::mt19937_64 rng(12);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (size_t i = 0; i < n; ++i) t[i] = g[i] * (1 + 1e-3f * nd(rng));
+  for (size_t i = 5 * 65536; i < 5 * 65536 + 4096; ++i) g[i] *= (i % 3 == 0) ? 1e12f : 1.0f;  // wide range
+  for (size_t i = 9 * 65536 + 17; i < n; i += 70001) t[i] = 0;                          // zeros
+  g[20 * 65536 + 3] = t[20 * 65536 + 3] = NAN;
+  t[21 * 65536 + 5] = INFINITY;
+  g[22 * 65536 + 7] = 1e-40f;  // subnormal
+  std::vector<double> gd(g.begin(), g.end()), td(t.begin(), t.end());
+  for (DType tdt : {DType::kF32, DType::kBF16}) {
+    const TensorView gv = f32(g), tv = tdt == DType::kF32 ? f32(t) : half_like(DType::kBF16, td);
+    MetricOptions one, two, four;
+    one.threads = 1;
+    two.threads = 2;
+    four.threads = 4;
+    const PairMetrics a = run(gv, tv, one);
+    expect_identical(a, run(gv, tv, two));
+    expect_identical(a, run(gv, tv, four));
+    EXPECT_EQ(a.nonfinite_mismatch, 1);
+    EXPECT_GT(a.target.zero_count, 0);
+  }
+  (void)gd;
+}
+
+// The fused kernel (block_kernel_impl.h, fast_impl) must produce the general kernel's Partial bit for
+// bit on every block it accepts, and refuse the blocks it cannot measure that way.
+void expect_same_partial(const metrics_detail::Partial& a, const metrics_detail::Partial& b) {
+  using metrics_detail::SidePartial;
+  for (auto [x, y] : {std::pair{a.sum_d2, b.sum_d2}, {a.sum_ad, b.sum_ad}, {a.sum_tg, b.sum_tg},
+                      {a.sum_gg, b.sum_gg}, {a.sum_tt, b.sum_tt}, {a.sum_ulp, b.sum_ulp}, {a.max_ulp, b.max_ulp},
+                      {a.max_ad, b.max_ad}, {a.max_rel, b.max_rel}}) {
+    EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
+  }
+  for (auto [x, y] : {std::pair{a.elements, b.elements}, {a.both, b.both}, {a.mismatch, b.mismatch},
+                      {a.ulp_gt1, b.ulp_gt1}, {a.rel_lt_1e3, b.rel_lt_1e3}, {a.rel_lt_5e3, b.rel_lt_5e3},
+                      {a.abs_gt_1e6, b.abs_gt_1e6}, {a.abs_gt_1e4, b.abs_gt_1e4}, {a.abs_gt_1e2, b.abs_gt_1e2},
+                      {a.ftz, b.ftz}, {a.max_ad_index, b.max_ad_index}, {a.max_rel_index, b.max_rel_index}}) {
+    EXPECT_EQ(x, y);
+  }
+  for (auto [sa, sb] : {std::pair<const SidePartial*, const SidePartial*>{&a.g, &b.g}, {&a.t, &b.t}}) {
+    for (auto [x, y] : {std::pair{sa->mean, sb->mean}, {sa->m2, sb->m2}, {sa->sumsq, sb->sumsq}, {sa->min, sb->min},
+                        {sa->max, sb->max}}) {
+      EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
+    }
+    for (auto [x, y] : {std::pair{sa->finite, sb->finite}, {sa->zero, sb->zero}, {sa->subnormal, sb->subnormal},
+                        {sa->pinf, sb->pinf}, {sa->ninf, sb->ninf}}) {
+      EXPECT_EQ(x, y);
+    }
+  }
+}
+
+TEST(Metrics, FusedKernelMatchesGeneralKernel) {
+  using namespace metrics_detail;
+  struct Variant {
+    BlockFn block;
+    FastFn (*fast)(DType, DType);
+    bool runs;
+  };
+  const Variant variants[] = {
+      {block_kernel_generic(), &fast_kernel_generic, true},
+      {block_kernel_avx2(), &fast_kernel_avx2, block_kernel_avx2() != nullptr && __builtin_cpu_supports("avx2")},
+      {block_kernel_avx512(), &fast_kernel_avx512,
+       block_kernel_avx512() != nullptr && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")}};
+  std::mt19937_64 rng(21);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  // Blocks: (values of g, of t, whether the fused kernel must accept them).
+  struct Case {
+    std::vector<double> g, t;
+    bool clean;
+  };
+  std::vector<Case> cases;
+  auto near = [&](double scale, double rel) {
+    Case c{{}, {}, true};
+    for (int64_t i = 0; i < kBlock; ++i) {
+      double x = nd(rng) * scale;
+      if (x == 0) x = scale;
+      c.g.push_back(x);
+      c.t.push_back(x * (1 + rel * nd(rng)));
+    }
+    return c;
+  };
+  cases.push_back(near(1.0, 1e-3));     // plain sums exact
+  cases.push_back(near(1e30, 1e-6));    // large magnitudes
+  cases.push_back(near(1e-30, 1e-2));   // small but normal
+  cases.push_back(near(1.0, 1.0));      // unrelated sides: every count and maximum moves
+  // Magnitudes spanning 2^60, so plain sums would round: in each lane +2^60, x, −2^60, y, … — a plain
+  // sum loses every x, TwoSum keeps them (the exact total is Σx + Σy, small).
+  Case wide = near(1.0, 1e-3);
+  for (int64_t i = 0; i < kBlock; ++i) {
+    const int64_t j = i / 4;
+    if (j % 2 == 0) wide.g[i] = wide.t[i] = j % 4 == 0 ? 0x1p60 : -0x1p60;
+  }
+  cases.push_back(wide);
+  Case cancel = near(1.0, 1e-7);        // ±1e6 pairs that cancel: mean ≈ 0
+  for (int64_t i = 0; i < kBlock; ++i) cancel.g[i] = cancel.t[i] = (i % 2 ? -1e6 : 1e6) + cancel.g[i];
+  cases.push_back(cancel);
+  for (double bad : {0.0, kNan, kInf, -kInf, 1e-40}) {  // refused: the general kernel measures these
+    Case c = near(1.0, 1e-3);
+    c.t[100] = bad;
+    c.clean = false;
+    cases.push_back(c);
+    Case d = near(1.0, 1e-3);
+    d.g[kBlock - 1] = bad;
+    d.clean = false;
+    cases.push_back(d);
+  }
+  int checked = 0;
+  for (const Variant& v : variants) {
+    if (!v.runs) continue;
+    for (DType gdt : {DType::kF32, DType::kBF16}) {
+      for (DType tdt : {DType::kF32, DType::kBF16}) {
+        const FastFn fast = v.fast(gdt, tdt);
+        ASSERT_NE(fast, nullptr);
+        KernelParams p;
+        const int mbits = tdt == DType::kF32 ? 23 : 7;
+        p.rel_epsilon = 0x1p-52;
+        p.min_normal_t = p.ftz_tiny = 0x1p-126;
+        p.ulp_mode = UlpMode::kPow2;
+        p.ulp_pow2_base = static_cast<uint64_t>(2046 + mbits) << 52;
+        p.ulp_sub = std::ldexp(1.0, 126 + mbits);
+        for (const Case& c : cases) {
+          auto encode = [](DType dt, const std::vector<double>& x) {
+            return dt == DType::kF32 ? f32(std::vector<float>(x.begin(), x.end())) : half_like(dt, x);
+          };
+          const TensorView gv = encode(gdt, c.g), tv = encode(tdt, c.t);
+          for (int64_t n : {kBlock, int64_t{8}, int64_t{12}}) {
+            std::vector<double> gd(kBlock + 4, NAN), td(kBlock + 4, NAN);
+            decode_to_double(gv, 0, n, gd.data());
+            decode_to_double(tv, 0, n, td.data());
+            Partial want, got, got2;
+            v.block(gd.data(), td.data(), n, p, want);
+            bool compensate = false, compensate_now = true;
+            const bool accepted = fast(gv.data, tv.data, n, p, got, compensate);
+            // Told to take TwoSum at once, it must give the same bits.
+            EXPECT_EQ(fast(gv.data, tv.data, n, p, got2, compensate_now), accepted);
+            if (accepted) expect_same_partial(want, got2);
+            // A bf16 rounding can turn a tiny normal into a subnormal, so "clean" is the decoded data's.
+            bool clean = n % 8 == 0;
+            for (int64_t i = 0; i < n; ++i) {
+              clean = clean && std::isfinite(gd[i]) && std::isfinite(td[i]) && std::fabs(gd[i]) >= p.min_normal_t &&
+                      std::fabs(td[i]) >= p.min_normal_t;
+            }
+            EXPECT_EQ(accepted, clean) << "n " << n << " case " << (&c - cases.data());
+            if (n == kBlock) {
+              EXPECT_EQ(clean, c.clean) << "case " << (&c - cases.data());
+            }
+            if (accepted) {
+              expect_same_partial(want, got);
+              ++checked;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
 }
 
 TEST(Metrics, KernelVariantsAgreeBitForBit) {
