@@ -20,7 +20,7 @@ rm -rf "$DATA"; mkdir -p "$DATA"
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "generating (untimed): tensor $RANKS x $EVENTS x $MIB MiB, statistics $META_RANKS x $META_EVENTS"
 "$PY" "$SRC/bench/scaling/gen_dump.py" "$DATA/tensor" --ranks "$RANKS" --events "$EVENTS" --mib-per-rank "$MIB"
-"$PY" "$SRC/bench/scaling/gen_dump.py" "$DATA/stats" --ranks "$META_RANKS" --events "$META_EVENTS" --mode statistics
+"$PY" "$SRC/bench/scaling/gen_dump.py" "$DATA/stats" --ranks "$META_RANKS" --events "$META_EVENTS" --mib-per-rank 0.25 --mode statistics
 BYTES=$(du -sb "$DATA/tensor" | cut -f1)
 
 strip_timing() { sed -E 's/"(elapsed_seconds|seconds)":[[:space:]]*[-+0-9.eE]+/"\1":0/g' "$1"; }
