@@ -5,10 +5,10 @@
 #   (a) a synthetic tensor-mode run of RANKS ranks x EVENTS events (MIB MiB per rank and side), and
 #   (b) a statistics-mode run of META_RANKS ranks x META_EVENTS events: the metadata of a large job without
 #       its bytes, which exercises listing, partitioning and the gather of many rows.
-#   bash bench/scaling/run.sh BUILD_DIR        env: RANKS=64 EVENTS=500 MIB=48 META_RANKS=1024 META_EVENTS=200 NS="1 2 4"
+#   bash bench/scaling.sh BUILD_DIR        env: RANKS=64 EVENTS=500 MIB=48 META_RANKS=1024 META_EVENTS=200 NS="1 2 4"
 set -eu -o pipefail
 BUILD=$(cd "${1:-build}" && pwd)
-SRC=$(cd "$(dirname "$0")/../.." && pwd)
+SRC=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PARITY_VENV_PYTHON:-$SRC/.venv/bin/python}
 RANKS=${RANKS:-64} EVENTS=${EVENTS:-500} MIB=${MIB:-48} META_RANKS=${META_RANKS:-1024} META_EVENTS=${META_EVENTS:-200}
 NS=${NS:-"1 2 4"}
