@@ -6,12 +6,22 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+// clang ignores GCC's target pragma: it takes the same target as an attribute on every function here
+// (the intrinsics of the fused path need it; fuzz/ builds with clang).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2")
+#endif
 #define PARITY_BLOCK_NS avx2
 #define PARITY_BLOCK_AVX 1
 #include "metrics/block_kernel_impl.h"
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
 namespace parity::metrics_detail {
 BlockFn block_kernel_avx2() { return &avx2::block_entry; }
