@@ -192,7 +192,8 @@ def test_a_process_that_cannot_open_the_inputs_ends_the_job(inputs, tmp_path):
     p = subprocess.run(cmd, cwd=tmp_path, env=mpi_env(), capture_output=True, text=True, timeout=300)
     assert p.returncode == 2, p.stderr
     assert "parity compare: process 1 of 2: cannot open target" in p.stderr
-    assert "MPI_ABORT was invoked on rank 1" in p.stderr
+    # (mpirun adds its own "MPI_ABORT was invoked on rank 1" banner, except when its help system is short
+    # of resources on a loaded machine: "ORTE_ERROR_LOG: Out of resource ... show_help.c". Not parity's text.)
     assert not (tmp_path / "d0" / "out.json").exists()
 
 
