@@ -76,6 +76,9 @@ def main(argv=None):
     runs.mkdir(parents=True, exist_ok=True)
 
     import torch
+    from faultbench.scenarios import DEVICE
+    device = DEVICE + (" ({})".format(torch.cuda.get_device_name(0)) if DEVICE.startswith("cuda") else "")
+    print("device: {} (PARITY_FAULTBENCH_DEVICE), torch {}".format(device, torch.__version__))
     started = datetime.datetime.now(datetime.timezone.utc)
     t0 = time.perf_counter()
     results = []
@@ -106,6 +109,7 @@ def main(argv=None):
         "command": " ".join([os.path.relpath(sys.argv[0], os.getcwd())] + (argv if argv is not None else sys.argv[1:])),
         "parity_bin": binary,
         "torch": torch.__version__,
+        "device": device,
         "python": platform.python_version(),
         "machine": platform.machine(),
         "cpus": os.cpu_count(),

@@ -29,6 +29,7 @@ would not call that a different function.
 """
 import contextlib
 import dataclasses
+import os
 import typing
 
 import torch
@@ -74,6 +75,11 @@ def scenario(**kw):
 
 # ---- capturing one run --------------------------------------------------------------------------------------
 
+# Where both runs compute: the CPU, or an accelerator named by $PARITY_FAULTBENCH_DEVICE ("cuda"): the same
+# scenarios judged on GPU kernels (bench/gpu/).
+DEVICE = os.environ.get("PARITY_FAULTBENCH_DEVICE", "cpu")
+
+
 def capture_run(path, model, family, *, mode="tensor", autocast=None, steps=1, optimizer=None, rank=0,
                 edit_batch=None, reseed=None):
     """Train `model` for `steps` steps under a level="mix" capture of every step into `path`.
@@ -87,14 +93,14 @@ def capture_run(path, model, family, *, mode="tensor", autocast=None, steps=1, o
     does not have)."""
     fam = FAMILIES[family]
     parity.seed_all(SEED, deterministic=True)
-    model.train()
+    model.to(DEVICE).train()
     opt = optimizer(model.parameters()) if optimizer is not None else None
 
     def amp():
-        return torch.autocast("cpu", dtype=autocast) if autocast is not None else contextlib.nullcontext()
+        return torch.autocast(DEVICE.split(":")[0], dtype=autocast) if autocast is not None else contextlib.nullcontext()
 
     # The data pipeline runs before the capture (as a data loader would): only the model's step is recorded.
-    batches = [fam.batch(step, rank) for step in range(steps)]
+    batches = [tuple(t.to(DEVICE) for t in fam.batch(step, rank)) for step in range(steps)]
     if edit_batch is not None:
         batches = [(edit_batch(x), y) for x, y in batches]
     cap = parity.capture(model, str(path), level="mix", mode=mode, steps=list(range(steps)), rank=rank)
