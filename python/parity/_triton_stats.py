@@ -161,18 +161,17 @@ _CHECKED = {}  # dtype -> whether the kernel agreed with the torch path
 _ON_HOST = os.environ.get("TRITON_INTERPRET") == "1" and os.environ.get("PARITY_TRITON_ON_HOST") == "1"
 
 
-def usable(x):
+def usable(x, reference):
     """Whether the Triton path is used for x: once per dtype, the first tensor is computed both ways
-    (that one check waits for the device) and they must agree; any failure disables it with a warning."""
+    (this kernel and `reference(x)`, the torch path's 9 statistics; that one check waits for the device)
+    and they must agree; any failure disables it with a warning."""
     if not (available() and (x.is_cuda or _ON_HOST) and supports(x)):
         return False
     ok = _CHECKED.get(x.dtype)
     if ok is None:
-        from ._stats import device_partial_torch, finish
-
         try:
             got = finish_words(words(x).cpu().tolist(), x.numel(), x.dtype)
-            ref = finish(device_partial_torch(x).cpu().tolist(), x.numel(), True)
+            ref = reference(x)
             ok = got[5:] == ref[5:] and got[0] == ref[0] and got[1] == ref[1] and all(
                 abs(a - b) <= 1e-9 * max(abs(a), abs(b), 1e-300) for a, b in zip(got[2:5], ref[2:5]))
             if not ok:
