@@ -8,7 +8,7 @@ namespace parity::compare {
 namespace {
 
 constexpr uint64_t kMagic = 0x31574f5259544150ull;  // "PATYROW1" as little-endian bytes
-enum : uint8_t { kHasMetrics = 1, kHasStats = 2 };
+enum : uint8_t { kHasMetrics = 1, kHasStats = 2, kHasUpdate = 4 };
 
 }  // namespace
 
@@ -17,6 +17,7 @@ std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std:
   w.u64(kMagic);
   w.u64(sizeof(PairMetrics));
   w.u64(sizeof(StatsComparison));
+  w.u64(sizeof(ParameterUpdate));
   w.u64(which.size());
   for (size_t i : which) {
     const CompareRow& row = rows[i];
@@ -24,16 +25,19 @@ std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std:
     w.u8(static_cast<uint8_t>(row.verdict));
     w.str(row.reason);
     w.str(row.layout_note);
-    w.u8(static_cast<uint8_t>((row.metrics ? kHasMetrics : 0) | (row.stats ? kHasStats : 0)));
+    w.u8(static_cast<uint8_t>((row.metrics ? kHasMetrics : 0) | (row.stats ? kHasStats : 0) |
+                              (row.update ? kHasUpdate : 0)));
     if (row.metrics) w.pod(*row.metrics);
     if (row.stats) w.pod(*row.stats);
+    if (row.update) w.pod(*row.update);
   }
   return w.take();
 }
 
 Status apply_measured_rows(std::string_view message, std::vector<CompareRow>& rows) {
   WireReader r(message);
-  if (r.u64() != kMagic || r.u64() != sizeof(PairMetrics) || r.u64() != sizeof(StatsComparison))
+  if (r.u64() != kMagic || r.u64() != sizeof(PairMetrics) || r.u64() != sizeof(StatsComparison) ||
+      r.u64() != sizeof(ParameterUpdate))
     return Status::Corrupt("measured rows from another process: not written by this build of parity");
   const uint64_t n = r.u64();
   for (uint64_t k = 0; k < n && r.ok(); ++k) {
@@ -50,6 +54,7 @@ Status apply_measured_rows(std::string_view message, std::vector<CompareRow>& ro
     const uint8_t has = r.u8();
     if (has & kHasMetrics) row.metrics = r.pod<PairMetrics>();
     if (has & kHasStats) row.stats = r.pod<StatsComparison>();
+    if (has & kHasUpdate) row.update = r.pod<ParameterUpdate>();
   }
   if (!r.ok() || !r.at_end()) return Status::Corrupt("measured rows from another process: truncated message");
   return Status::OK();

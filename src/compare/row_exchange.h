@@ -1,6 +1,7 @@
 // What a process sends to process 0 after measuring its share of the rows (run_compare under a
 // ProcessGroup of several processes, parity/process_group.h): for each row it measured, the fields that
-// measure_row writes — metrics, statistics, verdict, reason, layout note — and nothing that planning,
+// measure_row writes — metrics, statistics, verdict, reason, layout note — and the parameter update
+// (unjudged: process 0 judges it against the gathered gradients); nothing that planning,
 // which every process does alike, already knows.
 #pragma once
 

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cctype>
 #include <exception>
 #include <map>
@@ -45,6 +46,7 @@ struct RowPlan {
   bool kl = false;
   bool load_golden = false, load_target = false;  // statistics mode computed from data
   int64_t bytes = 0;                              // bytes read to measure this row
+  int64_t update_bytes = 0;  // bytes read again to measure its parameter update (the earlier step's pair)
 };
 
 int64_t record_bytes(const Record& r) {
@@ -243,14 +245,14 @@ int64_t keep_my_share(std::vector<RowPlan>& big, std::vector<RowPlan>& small, co
   std::sort(all.begin(), all.end(), [](const RowPlan& a, const RowPlan& b) { return a.row < b.row; });
   std::vector<int64_t> bytes;
   bytes.reserve(all.size());
-  for (const RowPlan& p : all) bytes.push_back(p.bytes);
+  for (const RowPlan& p : all) bytes.push_back(p.bytes + p.update_bytes);
   const std::vector<int> owner = partition_by_bytes(bytes, group.size());
   big.clear();
   small.clear();
   int64_t mine = 0;
   for (size_t i = 0; i < all.size(); ++i) {
     if (owner[i] != group.rank()) continue;
-    mine += all[i].bytes;
+    mine += all[i].bytes;  // progress counts the pairs' own bytes
     (all[i].bytes >= kBigPairBytes ? big : small).push_back(all[i]);
   }
   return mine;
@@ -411,7 +413,7 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
 
   // Plan every row.
   res.rows.resize(pairing.pairs.size());
-  std::vector<RowPlan> big, small;
+  std::vector<RowPlan> plans, big, small;
   std::map<std::string, int64_t> note_counts;
   int64_t total_bytes = 0;
   for (size_t k = 0; k < pairing.pairs.size(); ++k) {
@@ -427,12 +429,29 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
     if (!note.empty()) ++note_counts[note];
     if (!measure) continue;
     total_bytes += plan.bytes;
-    (plan.bytes >= kBigPairBytes ? big : small).push_back(plan);
+    plans.push_back(plan);
   }
   for (const auto& [note, count] : note_counts) {
     res.notes.push_back(std::to_string(count) + (count == 1 ? " pair " : " pairs ") + note);
   }
-  if (is_distributed(options.group)) total_bytes = keep_my_share(big, small, *options.group);
+  // Parameters at a later step: the process that measures the later row also measures the update.
+  std::vector<compare::UpdatePair> updates = compare::plan_parameter_updates(res.rows);
+  {
+    std::vector<size_t> plan_of_row(res.rows.size(), SIZE_MAX);
+    for (size_t p = 0; p < plans.size(); ++p) plan_of_row[plans[p].row] = p;
+    for (const compare::UpdatePair& u : updates)
+      if (plan_of_row[u.after] != SIZE_MAX)
+        plans[plan_of_row[u.after]].update_bytes += record_bytes(res.rows[u.before].golden) +
+                                                    record_bytes(res.rows[u.before].target);
+  }
+  for (const RowPlan& plan : plans) (plan.bytes >= kBigPairBytes ? big : small).push_back(plan);
+  if (is_distributed(options.group)) {
+    total_bytes = keep_my_share(big, small, *options.group);
+    std::vector<char> mine(res.rows.size(), 0);
+    for (const auto* share : {&big, &small})
+      for (const RowPlan& p : *share) mine[p.row] = 1;
+    std::erase_if(updates, [&](const compare::UpdatePair& u) { return !mine[u.after]; });
+  }
 
   const int jobs = options.jobs > 0 ? options.jobs : omp_get_max_threads();
   if (options.progress) options.progress->begin("comparing", total_bytes, "B");
@@ -450,6 +469,7 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
     measure_row(res.rows[plan.row], plan, golden, target, res.thresholds, 1);
     if (options.progress) options.progress->advance(plan.bytes);
   }
+  compare::measure_parameter_updates(res.rows, updates, golden, target, jobs);
   if (options.progress) options.progress->end();
   if (is_distributed(options.group)) {
     PARITY_RETURN_NOT_OK(gather_measured_rows(res.rows, big, small, *options.group));
@@ -462,8 +482,9 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
     row.fixed_verdict = row.verdict;
     row.fixed_reason = std::move(row.reason);
   }
-  // Parameters at a later step: how their updates differ (judged by the noise-model policy).
-  compare::measure_parameter_updates(res, golden, target, jobs);
+  // Parameters at a later step: whether their updates differ beyond what the gradients explain (the
+  // noise-model policy fails those that do).
+  compare::judge_parameter_updates(res.rows);
   apply_verdict_policy(res, VerdictPolicy::kFixedThresholds);
   return res;
 }

@@ -139,6 +139,11 @@ def test_capture_runs_with_ranks_and_steps(inputs, tmp_path):
     assert {r["rank"] for r in rows} == {0, 1} and {r["step"] for r in rows} == {0, 1}
     assert j["summary"]["fail"] > 0 and j["suspects"] and j["diagnosis"]
     assert j["first_divergence"] is not None
+    # Step 1's parameters carry their updates, measured by whichever process measured the row (the
+    # earlier step's row may be another process's) and judged at process 0: identical at every N.
+    updates = [r for r in rows if r["update"] is not None]
+    assert updates and all(r["step"] == 1 and r["update"]["from_step"] == 0 for r in updates)
+    assert all(r["update"]["grad_rel_error"] is not None for r in updates)
 
 
 def test_npy_directories(inputs, tmp_path):
