@@ -110,6 +110,10 @@ struct CompareResult {
   Thresholds thresholds;                     // in effect
   VerdictPolicy policy = VerdictPolicy::kFixedThresholds;  // run_compare's verdicts are the fixed ones
   std::optional<std::string> golden_fingerprint, target_fingerprint;  // environment JSON, when known
+  // Peak resident memory of each process that took part (parity/resources.h), by process number; one
+  // entry when alone. The other processes' are taken when they send their rows, process 0's when its
+  // report is complete (compare_runs).
+  std::vector<int64_t> peak_resident_bytes;
 };
 
 // Counts and overall verdict of a result's rows, unmatched records and problems. run_compare fills

@@ -227,6 +227,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
     std::fputc('\n', human);
     print_findings(human, report->findings, res, topt.color);
     std::fputc('\n', human);
+    report::print_process_memory(human, res, topt.color);
   } else {
     // --quiet still names what could not be read: errors are never silent.
     for (const Status& st : res.problems) std::fprintf(stderr, "parity compare: %s\n", terminal_text(st.message()).c_str());

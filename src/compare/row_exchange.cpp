@@ -12,12 +12,14 @@ enum : uint8_t { kHasMetrics = 1, kHasStats = 2, kHasUpdate = 4 };
 
 }  // namespace
 
-std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std::vector<size_t>& which) {
+std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std::vector<size_t>& which,
+                                 int64_t peak_resident_bytes) {
   WireWriter w;
   w.u64(kMagic);
   w.u64(sizeof(PairMetrics));
   w.u64(sizeof(StatsComparison));
   w.u64(sizeof(ParameterUpdate));
+  w.u64(static_cast<uint64_t>(peak_resident_bytes));
   w.u64(which.size());
   for (size_t i : which) {
     const CompareRow& row = rows[i];
@@ -34,11 +36,12 @@ std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std:
   return w.take();
 }
 
-Status apply_measured_rows(std::string_view message, std::vector<CompareRow>& rows) {
+Result<int64_t> apply_measured_rows(std::string_view message, std::vector<CompareRow>& rows) {
   WireReader r(message);
   if (r.u64() != kMagic || r.u64() != sizeof(PairMetrics) || r.u64() != sizeof(StatsComparison) ||
       r.u64() != sizeof(ParameterUpdate))
     return Status::Corrupt("measured rows from another process: not written by this build of parity");
+  const int64_t peak_resident_bytes = static_cast<int64_t>(r.u64());
   const uint64_t n = r.u64();
   for (uint64_t k = 0; k < n && r.ok(); ++k) {
     const uint64_t i = r.u64();
@@ -57,7 +60,7 @@ Status apply_measured_rows(std::string_view message, std::vector<CompareRow>& ro
     if (has & kHasUpdate) row.update = r.pod<ParameterUpdate>();
   }
   if (!r.ok() || !r.at_end()) return Status::Corrupt("measured rows from another process: truncated message");
-  return Status::OK();
+  return peak_resident_bytes;
 }
 
 }  // namespace parity::compare

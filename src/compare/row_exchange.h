@@ -13,11 +13,14 @@
 
 namespace parity::compare {
 
-// The measured fields of rows[i] for every i in `which`, as one message.
-std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std::vector<size_t>& which);
+// The measured fields of rows[i] for every i in `which`, and the sender's peak resident memory, as one
+// message.
+std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std::vector<size_t>& which,
+                                 int64_t peak_resident_bytes);
 
-// Writes a message's measured fields into `rows`. Corrupt when the message is truncated, names a row
-// out of range, or was written by a binary whose measurement structs differ.
-Status apply_measured_rows(std::string_view message, std::vector<CompareRow>& rows);
+// Writes a message's measured fields into `rows` and returns the sender's peak resident memory. Corrupt
+// when the message is truncated, names a row out of range, or was written by a binary whose measurement
+// structs differ.
+Result<int64_t> apply_measured_rows(std::string_view message, std::vector<CompareRow>& rows);
 
 }  // namespace parity::compare

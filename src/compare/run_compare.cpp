@@ -32,6 +32,7 @@
 #include "compare/row_exchange.h"
 #include "parity/compare.h"
 #include "parity/matching.h"
+#include "parity/resources.h"
 #include "parity/verdict_policy.h"
 
 namespace parity {
@@ -258,17 +259,21 @@ int64_t keep_my_share(std::vector<RowPlan>& big, std::vector<RowPlan>& small, co
   return mine;
 }
 
-// Sends this process's measured rows to process 0, which writes every other process's into `rows`.
-Status gather_measured_rows(std::vector<CompareRow>& rows, const std::vector<RowPlan>& big,
+// Sends this process's measured rows to process 0, which writes every other process's into the result's
+// rows and keeps their peak memory.
+Status gather_measured_rows(CompareResult& result, const std::vector<RowPlan>& big,
                             const std::vector<RowPlan>& small, const ProcessGroup& group) {
   std::vector<size_t> mine;
   for (const auto* plans : {&big, &small})
     for (const RowPlan& p : *plans) mine.push_back(p.row);
-  Result<std::vector<std::string>> all = group.gather(compare::encode_measured_rows(rows, mine));
+  Result<std::vector<std::string>> all =
+      group.gather(compare::encode_measured_rows(result.rows, mine, peak_resident_bytes()));
   if (!all.ok()) return all.status();
+  result.peak_resident_bytes.assign(all->size(), 0);
   for (size_t from = 1; from < all->size(); ++from) {
-    Status st = compare::apply_measured_rows((*all)[from], rows);
-    if (!st.ok()) return st.WithContext("process " + std::to_string(from));
+    Result<int64_t> peak = compare::apply_measured_rows((*all)[from], result.rows);
+    if (!peak.ok()) return peak.status().WithContext("process " + std::to_string(from));
+    result.peak_resident_bytes[from] = *peak;
   }
   return Status::OK();
 }
@@ -472,7 +477,7 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
   compare::measure_parameter_updates(res.rows, updates, golden, target, jobs);
   if (options.progress) options.progress->end();
   if (is_distributed(options.group)) {
-    PARITY_RETURN_NOT_OK(gather_measured_rows(res.rows, big, small, *options.group));
+    PARITY_RETURN_NOT_OK(gather_measured_rows(res, big, small, *options.group));
     if (!options.group->is_root()) return res;  // its rows went to process 0, which judges the whole
   }
 

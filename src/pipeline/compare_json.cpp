@@ -233,7 +233,9 @@ json compare_report_head_to_json(const CompareReport& report) {
       {"elapsed_seconds", report.elapsed_seconds}};
   findings_json(report.findings, result, j);
   // Revision 1.1 (additive, docs/compare-json.md "Replay"): the replay of the suspects, when asked.
-  j["revision"] = "1.2";
+  // Revision 1.3 (additive): the peak resident memory of every process.
+  j["revision"] = "1.3";
+  j["peak_resident_bytes"] = result.peak_resident_bytes;
   if (report.replay_asked)
     j["replay"] = {{"problem", report.replay_problem.empty() ? json(nullptr) : json(report.replay_problem)},
                    {"seconds", report.replay_seconds}};

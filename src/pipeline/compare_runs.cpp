@@ -5,6 +5,7 @@
 #include <chrono>
 #include <set>
 
+#include "parity/resources.h"
 #include "parity/verdict_policy.h"
 
 namespace parity {
@@ -98,6 +99,8 @@ Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSourc
   report.exit_code = !report.no_input.empty() ? kExitUsage : gate_fails ? kExitDifferences : kExitOk;
   report.command = options.command;
   report.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (result.peak_resident_bytes.empty()) result.peak_resident_bytes.resize(1);
+  result.peak_resident_bytes[0] = peak_resident_bytes();
   return report;
 }
 

@@ -228,6 +228,13 @@ void print_compare_notes(std::FILE* out, const CompareResult& result, const Tabl
   for (const std::string& n : result.notes) std::fprintf(out, "%s %s\n", paint("note:", "2", options.color).c_str(), terminal_text(n).c_str());
 }
 
+void print_process_memory(std::FILE* out, const CompareResult& result, bool color) {
+  if (result.peak_resident_bytes.size() < 2) return;
+  std::string line = std::to_string(result.peak_resident_bytes.size()) + " processes, peak resident MiB:";
+  for (int64_t b : result.peak_resident_bytes) line += " " + std::to_string((b + (1 << 19)) >> 20);
+  std::fprintf(out, "%s %s\n", paint("memory:", "2", color).c_str(), line.c_str());
+}
+
 void print_compare_verdict(std::FILE* out, const CompareResult& result, double seconds,
                            const std::string& command, bool gate_passed, bool color) {
   const CompareSummary& s = result.summary;

@@ -74,6 +74,10 @@ std::string report_json(const RecordSource& g, const RecordSource& t, const Proc
   if (!r.ok() || !root_report) return "";
   nlohmann::json j = compare_report_to_json(*r);
   j.erase("elapsed_seconds");
+  // One peak memory per process of the group (the one field besides time that differs with its size).
+  EXPECT_EQ(j["peak_resident_bytes"].size(), group ? static_cast<size_t>(group->size()) : 1u);
+  for (const auto& b : j["peak_resident_bytes"]) EXPECT_GT(b.get<int64_t>(), 0);
+  j.erase("peak_resident_bytes");
   return j.dump(1);
 }
 

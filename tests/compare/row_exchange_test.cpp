@@ -30,14 +30,21 @@ std::vector<CompareRow> measured_rows() {
   rows[2].stats = s;
   rows[2].verdict = Verdict::kWarn;
   rows[2].reason = std::string("bytes \0 inside", 14);
+  ParameterUpdate u;
+  u.from_step = 3;
+  u.rel_error = 0.5;
+  u.golden_norm = 2.0;
+  rows[2].update = u;  // measured, not yet judged (process 0 judges it)
   return rows;
 }
 
 TEST(RowExchange, RoundTripsTheMeasuredFields) {
   const std::vector<CompareRow> src = measured_rows();
-  const std::string msg = compare::encode_measured_rows(src, {0, 2});
+  const std::string msg = compare::encode_measured_rows(src, {0, 2}, int64_t{5} << 30);
   std::vector<CompareRow> dst(3);
-  ASSERT_TRUE(compare::apply_measured_rows(msg, dst).ok());
+  Result<int64_t> peak = compare::apply_measured_rows(msg, dst);
+  ASSERT_TRUE(peak.ok());
+  EXPECT_EQ(*peak, int64_t{5} << 30);  // the sender's peak resident memory travels with its rows
   ASSERT_TRUE(dst[0].metrics.has_value());
   EXPECT_EQ(dst[0].metrics->numel, 12);
   EXPECT_EQ(dst[0].metrics->cosine, 0.25);
@@ -60,20 +67,25 @@ TEST(RowExchange, RoundTripsTheMeasuredFields) {
   EXPECT_TRUE(std::isinf(dst[2].stats->worst_rel));
   EXPECT_EQ(dst[2].verdict, Verdict::kWarn);
   EXPECT_EQ(dst[2].reason, std::string("bytes \0 inside", 14));
+  ASSERT_TRUE(dst[2].update.has_value());
+  EXPECT_EQ(dst[2].update->from_step, 3);
+  EXPECT_EQ(dst[2].update->rel_error, 0.5);
+  EXPECT_EQ(dst[2].update->golden_norm, 2.0);
+  EXPECT_FALSE(dst[0].update.has_value());
 }
 
 TEST(RowExchange, RejectsTruncatedForeignOrOutOfRangeMessages) {
   const std::vector<CompareRow> src = measured_rows();
-  const std::string msg = compare::encode_measured_rows(src, {0, 2});
+  const std::string msg = compare::encode_measured_rows(src, {0, 2}, 0);
   std::vector<CompareRow> dst(3);
-  EXPECT_EQ(compare::apply_measured_rows(std::string_view(msg).substr(0, msg.size() - 3), dst).code(),
+  EXPECT_EQ(compare::apply_measured_rows(std::string_view(msg).substr(0, msg.size() - 3), dst).status().code(),
             StatusCode::kCorrupt);
   std::string foreign = msg;
   foreign[8] ^= 1;  // another sizeof(PairMetrics): another build
-  EXPECT_EQ(compare::apply_measured_rows(foreign, dst).code(), StatusCode::kCorrupt);
+  EXPECT_EQ(compare::apply_measured_rows(foreign, dst).status().code(), StatusCode::kCorrupt);
   std::vector<CompareRow> too_few(1);
-  EXPECT_EQ(compare::apply_measured_rows(msg, too_few).code(), StatusCode::kCorrupt);
-  EXPECT_TRUE(compare::apply_measured_rows(compare::encode_measured_rows(src, {}), dst).ok());
+  EXPECT_EQ(compare::apply_measured_rows(msg, too_few).status().code(), StatusCode::kCorrupt);
+  EXPECT_TRUE(compare::apply_measured_rows(compare::encode_measured_rows(src, {}, 0), dst).ok());
 }
 
 }  // namespace

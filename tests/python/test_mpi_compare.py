@@ -26,7 +26,9 @@ pytestmark = pytest.mark.skipif(not MPIRUN, reason="mpirun not installed (README
 # Timing fields of parity.compare/1 and parity.overflow/1 (docs/compare-json.md): elapsed_seconds and
 # replay.seconds; in the terminal verdict line "| 0.02s |".
 TIMING_JSON = re.compile(r'"(elapsed_seconds|seconds)":\s*[-+0-9.eE]+')
+MEMORY_JSON = re.compile(r'"peak_resident_bytes":\s*\[[^\]]*\]')
 TIMING_TEXT = re.compile(r"\| [0-9]+\.[0-9]+s \|")
+MEMORY_TEXT = re.compile(r"^memory: [0-9]+ processes, peak resident MiB:[ 0-9]+\n", re.M)
 
 GEN = r"""
 import sys, torch, parity
@@ -61,7 +63,7 @@ def run_parity(processes, args, cwd, **env):
 
 def normalised(path):
     text = path.read_text(errors="replace")
-    return TIMING_JSON.sub(r'"\1": 0', text)
+    return MEMORY_JSON.sub('"peak_resident_bytes": []', TIMING_JSON.sub(r'"\1": 0', text))
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +123,12 @@ def compare_all_ways(inputs, tmp_path, golden, target, extra=()):
         cwd.mkdir()
         p = run_parity(n, args, cwd)
         assert (cwd / "out.json").exists(), p.stdout[-3000:] + p.stderr[-3000:]
-        outs[n] = (p.returncode, TIMING_TEXT.sub("| s |", p.stdout), normalised(cwd / "out.json"),
+        # Each process's peak memory is reported (JSON always, the terminal under mpirun), then
+        # blanked for the comparison: it is the one thing that differs with N.
+        peak = json.loads((cwd / "out.json").read_text())["peak_resident_bytes"]
+        assert len(peak) == max(n, 1) and all(b > 0 for b in peak), peak
+        assert (MEMORY_TEXT.search(p.stdout) is not None) == (n > 1), p.stdout[-500:]
+        outs[n] = (p.returncode, MEMORY_TEXT.sub("", TIMING_TEXT.sub("| s |", p.stdout)), normalised(cwd / "out.json"),
                    (cwd / "out.csv").read_bytes(), normalised(cwd / "out.html"))
     for n in (2, 4):
         code, text, js, csv, html = outs[n]
