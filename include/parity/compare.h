@@ -73,6 +73,17 @@ struct CompareRow {
 // 0 for equal checksums. NaN when the row has nothing to measure.
 double row_observed_error(const CompareRow& row);
 
+// How a group of processes divides multi-rank captures by rank (docs/cli.md "Many processes"): the ranks
+// each process lists and measures, contiguous, balanced by the bytes of both sides' parts.
+struct RankShares {
+  std::vector<std::vector<int>> ranks;  // by process number, each sorted
+};
+
+// The shares of `processes` processes over the ranks of either side (RankPart: a capture's folder per
+// rank); nullopt when either side has no rank parts (not a multi-rank capture).
+std::optional<RankShares> plan_rank_shares(const std::vector<RankPart>& golden, const std::vector<RankPart>& target,
+                                           int processes);
+
 struct CompareOptions {
   Thresholds thresholds;       // judgement::default_thresholds() unless overridden
   int64_t step = -1;           // only records of this step (-1 = all)
@@ -87,6 +98,10 @@ struct CompareOptions {
   // Several processes (mpirun): each measures its byte-balanced, contiguous share of the rows (so maps
   // only its files) and process 0 receives every measured row. nullptr = this process alone.
   const ProcessGroup* group = nullptr;
+  // With a group, and captures divided by rank: the sources of process p > 0 hold only the ranks
+  // rank_shares->ranks[p] (open_source_ranks), so each lists, pairs and measures only those; process 0's
+  // sources hold everything, it measures its own ranks' rows and receives the others' by row identity.
+  const RankShares* rank_shares = nullptr;
 };
 
 struct CompareSummary {
@@ -114,6 +129,9 @@ struct CompareResult {
   // entry when alone. The other processes' are taken when they send their rows, process 0's when its
   // report is complete (compare_runs).
   std::vector<int64_t> peak_resident_bytes;
+  // Under rank shares: rows of another process's ranks that no process sent (their pairing crossed
+  // ranks), which process 0 then measured itself. 0 when the division worked as planned.
+  int64_t rows_measured_for_others = 0;
 };
 
 // Counts and overall verdict of a result's rows, unmatched records and problems. run_compare fills

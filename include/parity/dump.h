@@ -165,6 +165,10 @@ struct ScalarRecord {
 class RunReader : public RecordSource {
  public:
   static Result<std::unique_ptr<RunReader>> open(const std::filesystem::path& run_dir);
+  // Only the parts of the given ranks (sorted); a rank the run lacks is skipped, and none at all is an
+  // empty run. Its records of those ranks are the whole run's, in the same order.
+  static Result<std::unique_ptr<RunReader>> open_ranks(const std::filesystem::path& run_dir,
+                                                       const std::vector<int>& ranks);
   ~RunReader() override;
 
   std::string describe() const override;
@@ -191,11 +195,17 @@ class RunReader : public RecordSource {
 
  private:
   explicit RunReader(std::unique_ptr<Impl> impl);
+  static Result<std::unique_ptr<RunReader>> open_parts(const std::filesystem::path& run_dir,
+                                                       const std::vector<int>* ranks);  // nullptr: all
   std::unique_ptr<Impl> impl_;
 };
 
 // True when `path` is a run directory (has rank*/manifest.pfr) or a part directory (has manifest.pfr).
 bool is_run_directory(const std::filesystem::path& path);
+
+// The parts of a run directory in rank order, each with the bytes of the files in its folder (manifest and
+// data shards), from the directory listing alone.
+std::vector<RankPart> run_rank_parts(const std::filesystem::path& run_dir);
 
 // The FormatSpec registered as "parity-run" in src/formats/registry.cpp.
 const FormatSpec& run_format_spec();

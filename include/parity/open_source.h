@@ -28,4 +28,13 @@ const std::vector<FormatSpec>& registered_formats();
 Result<std::unique_ptr<RecordSource>> open_source(const std::filesystem::path& path,
                                                   const std::string& format = "");
 
+// The rank parts of a multi-rank capture at `path` (FormatSpec::rank_parts), from its directory listing
+// alone; empty when the path's format (as open_source would pick it) has no rank parts.
+std::vector<RankPart> source_rank_parts(const std::filesystem::path& path, const std::string& format = "");
+
+// open_source, keeping only the parts of the given ranks (sorted): the source a process of a group lists
+// when the group divides a capture by rank. Unsupported for a format without rank parts.
+Result<std::unique_ptr<RecordSource>> open_source_ranks(const std::filesystem::path& path, const std::string& format,
+                                                        const std::vector<int>& ranks);
+
 }  // namespace parity

@@ -63,6 +63,13 @@ class RecordSource {
   virtual std::string op_arguments_json(const Record& r) const { return ""; }
 };
 
+// One rank's part of a multi-rank capture (a folder per rank), with the bytes of its files: what a group
+// of processes divides among themselves before anything is listed (docs/cli.md "Many processes").
+struct RankPart {
+  int rank = -1;
+  int64_t bytes = 0;
+};
+
 struct FormatSpec {
   const char* name;  // "npy", "npz", "safetensors", "parity-run", "msprobe", ...
   // Cheap test on a path (extension, magic bytes, marker file).
@@ -74,6 +81,12 @@ struct FormatSpec {
   // True for formats that hold exactly one tensor per file (.npy): inside a directory its record is
   // named by the file's relative path alone; records of other formats are named "relpath:name".
   bool one_tensor_per_file = false;
+  // Multi-rank formats only (nullptr elsewhere): the rank parts of a path, from the directory alone (no
+  // manifest read), in rank order; and a source over the given ranks' parts alone (sorted; none is an
+  // empty source), whose records, problems and loads are exactly those of the whole source's for them.
+  std::vector<RankPart> (*rank_parts)(const std::filesystem::path& path) = nullptr;
+  Result<std::unique_ptr<RecordSource>> (*open_ranks)(const std::filesystem::path& path,
+                                                      const std::vector<int>& ranks) = nullptr;
 };
 
 }  // namespace parity

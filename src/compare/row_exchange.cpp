@@ -12,18 +12,32 @@ enum : uint8_t { kHasMetrics = 1, kHasStats = 2, kHasUpdate = 4 };
 
 }  // namespace
 
+std::string row_identity(const CompareRow& row) {
+  WireWriter w;
+  w.u64(static_cast<uint64_t>(row.golden.rank));
+  w.u64(static_cast<uint64_t>(row.golden.step));
+  w.str(row.golden.name);
+  w.str(row.target.name);
+  return w.take();
+}
+
 std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std::vector<size_t>& which,
-                                 int64_t peak_resident_bytes) {
+                                 int64_t peak_resident_bytes, RowAddress address) {
   WireWriter w;
   w.u64(kMagic);
   w.u64(sizeof(PairMetrics));
   w.u64(sizeof(StatsComparison));
   w.u64(sizeof(ParameterUpdate));
   w.u64(static_cast<uint64_t>(peak_resident_bytes));
+  w.u8(static_cast<uint8_t>(address));
   w.u64(which.size());
   for (size_t i : which) {
     const CompareRow& row = rows[i];
-    w.u64(i);
+    if (address == RowAddress::kIndex) {
+      w.u64(i);
+    } else {
+      w.str(row_identity(row));
+    }
     w.u8(static_cast<uint8_t>(row.verdict));
     w.str(row.reason);
     w.str(row.layout_note);
@@ -36,28 +50,44 @@ std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std:
   return w.take();
 }
 
-Result<int64_t> apply_measured_rows(std::string_view message, std::vector<CompareRow>& rows) {
+Result<int64_t> apply_measured_rows(std::string_view message, std::vector<CompareRow>& rows,
+                                    const RowsByIdentity* by_identity, std::vector<char>* applied) {
   WireReader r(message);
   if (r.u64() != kMagic || r.u64() != sizeof(PairMetrics) || r.u64() != sizeof(StatsComparison) ||
       r.u64() != sizeof(ParameterUpdate))
     return Status::Corrupt("measured rows from another process: not written by this build of parity");
   const int64_t peak_resident_bytes = static_cast<int64_t>(r.u64());
+  const uint8_t address = r.u8();
+  if (address > static_cast<uint8_t>(RowAddress::kIdentity) ||
+      (address == static_cast<uint8_t>(RowAddress::kIdentity) && by_identity == nullptr))
+    return Status::Corrupt("measured rows from another process: rows addressed in a way this process cannot read");
   const uint64_t n = r.u64();
+  CompareRow skipped;  // where a row the receiver did not plan is read into, then dropped
   for (uint64_t k = 0; k < n && r.ok(); ++k) {
-    const uint64_t i = r.u64();
-    if (!r.ok() || i >= rows.size())
-      return Status::Corrupt("measured rows from another process: row " + std::to_string(i) + " out of range");
-    CompareRow& row = rows[i];
+    CompareRow* row = &skipped;
+    if (address == static_cast<uint8_t>(RowAddress::kIndex)) {
+      const uint64_t i = r.u64();
+      if (!r.ok() || i >= rows.size())
+        return Status::Corrupt("measured rows from another process: row " + std::to_string(i) + " out of range");
+      row = &rows[i];
+      if (applied) (*applied)[i] = 1;
+    } else {
+      const auto it = by_identity->find(r.str());
+      if (it != by_identity->end()) {
+        row = &rows[it->second];
+        if (applied) (*applied)[it->second] = 1;
+      }
+    }
     const uint8_t verdict = r.u8();
     if (verdict > static_cast<uint8_t>(Verdict::kError))
       return Status::Corrupt("measured rows from another process: bad verdict");
-    row.verdict = static_cast<Verdict>(verdict);
-    row.reason = r.str();
-    row.layout_note = r.str();
+    row->verdict = static_cast<Verdict>(verdict);
+    row->reason = r.str();
+    row->layout_note = r.str();
     const uint8_t has = r.u8();
-    if (has & kHasMetrics) row.metrics = r.pod<PairMetrics>();
-    if (has & kHasStats) row.stats = r.pod<StatsComparison>();
-    if (has & kHasUpdate) row.update = r.pod<ParameterUpdate>();
+    if (has & kHasMetrics) row->metrics = r.pod<PairMetrics>();
+    if (has & kHasStats) row->stats = r.pod<StatsComparison>();
+    if (has & kHasUpdate) row->update = r.pod<ParameterUpdate>();
   }
   if (!r.ok() || !r.at_end()) return Status::Corrupt("measured rows from another process: truncated message");
   return peak_resident_bytes;

@@ -1,26 +1,40 @@
 // What a process sends to process 0 after measuring its share of the rows (run_compare under a
 // ProcessGroup of several processes, parity/process_group.h): for each row it measured, the fields that
 // measure_row writes — metrics, statistics, verdict, reason, layout note — and the parameter update
-// (unjudged: process 0 judges it against the gathered gradients); nothing that planning,
-// which every process does alike, already knows.
+// (unjudged: process 0 judges it against the gathered gradients); nothing that planning, which process
+// 0 does itself, already knows. With the message goes the sender's peak resident memory.
+//
+// A row is addressed by its index when every process planned the same rows (they all list everything),
+// or by its identity when each process listed only its own ranks (RankShares): indices then differ.
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "parity/compare.h"
 
 namespace parity::compare {
 
+enum class RowAddress : uint8_t { kIndex = 0, kIdentity = 1 };
+
+// A row's identity across processes that listed different parts of the same captures: rank, step and
+// the two records' names (as bytes).
+std::string row_identity(const CompareRow& row);
+
 // The measured fields of rows[i] for every i in `which`, and the sender's peak resident memory, as one
 // message.
 std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std::vector<size_t>& which,
-                                 int64_t peak_resident_bytes);
+                                 int64_t peak_resident_bytes, RowAddress address = RowAddress::kIndex);
 
-// Writes a message's measured fields into `rows` and returns the sender's peak resident memory. Corrupt
-// when the message is truncated, names a row out of range, or was written by a binary whose measurement
-// structs differ.
-Result<int64_t> apply_measured_rows(std::string_view message, std::vector<CompareRow>& rows);
+// Writes a message's measured fields into `rows` and returns the sender's peak resident memory. A message
+// addressed by identity needs `by_identity` (row_identity → index); a row it names that is not there is
+// skipped (the receiver did not plan it), and every row written is marked in `applied` when given.
+// Corrupt when the message is truncated, names an index out of range, or was written by a binary whose
+// measurement structs differ.
+using RowsByIdentity = std::unordered_map<std::string, size_t>;
+Result<int64_t> apply_measured_rows(std::string_view message, std::vector<CompareRow>& rows,
+                                    const RowsByIdentity* by_identity = nullptr, std::vector<char>* applied = nullptr);
 
 }  // namespace parity::compare

@@ -236,42 +236,76 @@ bool plan_row(CompareRow& row, RowPlan& plan, const std::vector<NamePattern>& kl
   return false;
 }
 
-// Keeps in `big` and `small` the plans of this process's share: the planned rows in row order split
-// into contiguous byte-balanced ranges, one per process. Returns the share's bytes.
-int64_t keep_my_share(std::vector<RowPlan>& big, std::vector<RowPlan>& small, const ProcessGroup& group) {
-  std::vector<RowPlan> all;
-  all.reserve(big.size() + small.size());
-  all.insert(all.end(), big.begin(), big.end());
-  all.insert(all.end(), small.begin(), small.end());
-  std::sort(all.begin(), all.end(), [](const RowPlan& a, const RowPlan& b) { return a.row < b.row; });
+// Keeps in `plans` (in row order) this process's share: the planned rows split into contiguous
+// byte-balanced ranges, one per process. Returns which rows are this process's.
+std::vector<char> keep_my_share(std::vector<RowPlan>& plans, size_t rows, const ProcessGroup& group) {
   std::vector<int64_t> bytes;
-  bytes.reserve(all.size());
-  for (const RowPlan& p : all) bytes.push_back(p.bytes + p.update_bytes);
+  bytes.reserve(plans.size());
+  for (const RowPlan& p : plans) bytes.push_back(p.bytes + p.update_bytes);
   const std::vector<int> owner = partition_by_bytes(bytes, group.size());
-  big.clear();
-  small.clear();
-  int64_t mine = 0;
-  for (size_t i = 0; i < all.size(); ++i) {
+  std::vector<RowPlan> mine_plans;
+  std::vector<char> mine(rows, 0);
+  for (size_t i = 0; i < plans.size(); ++i) {
     if (owner[i] != group.rank()) continue;
-    mine += all[i].bytes;  // progress counts the pairs' own bytes
-    (all[i].bytes >= kBigPairBytes ? big : small).push_back(all[i]);
+    mine_plans.push_back(plans[i]);
+    mine[plans[i].row] = 1;
   }
+  plans = std::move(mine_plans);
   return mine;
 }
 
-// Sends this process's measured rows to process 0, which writes every other process's into the result's
-// rows and keeps their peak memory.
-Status gather_measured_rows(CompareResult& result, const std::vector<RowPlan>& big,
-                            const std::vector<RowPlan>& small, const ProcessGroup& group) {
-  std::vector<size_t> mine;
-  for (const auto* plans : {&big, &small})
-    for (const RowPlan& p : *plans) mine.push_back(p.row);
+// Moves the items of `from` for which `pred` holds to `to`, keeping the order of both.
+template <typename T, typename Pred>
+void split_off(std::vector<T>& from, std::vector<T>& to, Pred pred) {
+  std::vector<T> keep;
+  for (T& x : from) (pred(x) ? to : keep).push_back(std::move(x));
+  from = std::move(keep);
+}
+
+// Measures the planned rows and then their parameter updates. Pairs of at least kBigPairBytes run one at
+// a time with every thread inside the kernel; smaller ones one per thread, dynamically scheduled (sizes
+// vary 64x).
+void measure_planned(CompareResult& res, const std::vector<RowPlan>& plans,
+                     const std::vector<compare::UpdatePair>& updates, const RecordSource& golden,
+                     const RecordSource& target, int jobs, ProgressSink* progress) {
+  std::vector<RowPlan> big, small;
+  int64_t total_bytes = 0;
+  for (const RowPlan& p : plans) {
+    (p.bytes >= kBigPairBytes ? big : small).push_back(p);
+    total_bytes += p.bytes;
+  }
+  if (progress) progress->begin("comparing", total_bytes, "B");
+  for (const RowPlan& plan : big) {
+    measure_row(res.rows[plan.row], plan, golden, target, res.thresholds, jobs);
+    if (progress) progress->advance(plan.bytes);
+  }
+  const int64_t n_small = static_cast<int64_t>(small.size());
+#pragma omp parallel for schedule(dynamic, 4) num_threads(jobs) if (n_small > 1 && jobs > 1)
+  for (int64_t i = 0; i < n_small; ++i) {
+    const RowPlan& plan = small[static_cast<size_t>(i)];
+    measure_row(res.rows[plan.row], plan, golden, target, res.thresholds, 1);
+    if (progress) progress->advance(plan.bytes);
+  }
+  compare::measure_parameter_updates(res.rows, updates, golden, target, jobs);
+  if (progress) progress->end();
+}
+
+// Sends the rows this process measured (`measured`) to process 0, which writes every other process's
+// into its result's rows (marking them in `received`, when given) and keeps their peak memory.
+Status gather_measured_rows(CompareResult& result, const std::vector<RowPlan>& measured, compare::RowAddress address,
+                            std::vector<char>* received, const ProcessGroup& group) {
+  std::vector<size_t> rows;
+  rows.reserve(measured.size());
+  for (const RowPlan& p : measured) rows.push_back(p.row);
   Result<std::vector<std::string>> all =
-      group.gather(compare::encode_measured_rows(result.rows, mine, peak_resident_bytes()));
+      group.gather(compare::encode_measured_rows(result.rows, rows, peak_resident_bytes(), address));
   if (!all.ok()) return all.status();
+  compare::RowsByIdentity by_identity;
+  if (address == compare::RowAddress::kIdentity && group.is_root())
+    for (size_t i = 0; i < result.rows.size(); ++i) by_identity.emplace(compare::row_identity(result.rows[i]), i);
   result.peak_resident_bytes.assign(all->size(), 0);
   for (size_t from = 1; from < all->size(); ++from) {
-    Result<int64_t> peak = compare::apply_measured_rows((*all)[from], result.rows);
+    Result<int64_t> peak = compare::apply_measured_rows((*all)[from], result.rows, &by_identity, received);
     if (!peak.ok()) return peak.status().WithContext("process " + std::to_string(from));
     result.peak_resident_bytes[from] = *peak;
   }
@@ -418,9 +452,8 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
 
   // Plan every row.
   res.rows.resize(pairing.pairs.size());
-  std::vector<RowPlan> plans, big, small;
+  std::vector<RowPlan> plans;
   std::map<std::string, int64_t> note_counts;
-  int64_t total_bytes = 0;
   for (size_t k = 0; k < pairing.pairs.size(); ++k) {
     CompareRow& row = res.rows[k];
     row.golden = grecs[pairing.pairs[k].first];
@@ -433,7 +466,6 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
     const bool measure = plan_row(row, plan, kl_patterns, note);
     if (!note.empty()) ++note_counts[note];
     if (!measure) continue;
-    total_bytes += plan.bytes;
     plans.push_back(plan);
   }
   for (const auto& [note, count] : note_counts) {
@@ -449,37 +481,37 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
         plans[plan_of_row[u.after]].update_bytes += record_bytes(res.rows[u.before].golden) +
                                                     record_bytes(res.rows[u.before].target);
   }
-  for (const RowPlan& plan : plans) (plan.bytes >= kBigPairBytes ? big : small).push_back(plan);
-  if (is_distributed(options.group)) {
-    total_bytes = keep_my_share(big, small, *options.group);
-    std::vector<char> mine(res.rows.size(), 0);
-    for (const auto* share : {&big, &small})
-      for (const RowPlan& p : *share) mine[p.row] = 1;
-    std::erase_if(updates, [&](const compare::UpdatePair& u) { return !mine[u.after]; });
-  }
-
   const int jobs = options.jobs > 0 ? options.jobs : omp_get_max_threads();
-  if (options.progress) options.progress->begin("comparing", total_bytes, "B");
-
-  // Large pairs: one at a time, the kernel uses every thread.
-  for (const RowPlan& plan : big) {
-    measure_row(res.rows[plan.row], plan, golden, target, res.thresholds, jobs);
-    if (options.progress) options.progress->advance(plan.bytes);
+  if (!is_distributed(options.group)) {
+    measure_planned(res, plans, updates, golden, target, jobs, options.progress);
+  } else if (options.rank_shares == nullptr) {
+    // Every process planned every row: measure this process's byte share, send it by row index.
+    std::vector<char> mine = keep_my_share(plans, res.rows.size(), *options.group);
+    std::erase_if(updates, [&](const compare::UpdatePair& u) { return !mine[u.after]; });
+    measure_planned(res, plans, updates, golden, target, jobs, options.progress);
+    PARITY_RETURN_NOT_OK(gather_measured_rows(res, plans, compare::RowAddress::kIndex, nullptr, *options.group));
+  } else {
+    // Each process's sources hold its own ranks (process 0's hold everything): it measures the rows of
+    // those ranks and sends them by identity; process 0 measures itself any row nobody sent.
+    const std::vector<int>& own = options.rank_shares->ranks[static_cast<size_t>(options.group->rank())];
+    std::vector<char> mine(res.rows.size(), 0);
+    for (size_t i = 0; i < res.rows.size(); ++i)
+      mine[i] = !options.group->is_root() || std::binary_search(own.begin(), own.end(), res.rows[i].golden.rank);
+    std::vector<RowPlan> others;
+    std::vector<compare::UpdatePair> others_updates;
+    split_off(plans, others, [&](const RowPlan& p) { return !mine[p.row]; });
+    split_off(updates, others_updates, [&](const compare::UpdatePair& u) { return !mine[u.after]; });
+    measure_planned(res, plans, updates, golden, target, jobs, options.progress);
+    std::vector<char> received(res.rows.size(), 0);
+    PARITY_RETURN_NOT_OK(gather_measured_rows(res, plans, compare::RowAddress::kIdentity, &received, *options.group));
+    if (options.group->is_root()) {
+      std::erase_if(others, [&](const RowPlan& p) { return received[p.row]; });
+      std::erase_if(others_updates, [&](const compare::UpdatePair& u) { return received[u.after]; });
+      res.rows_measured_for_others = static_cast<int64_t>(others.size());
+      measure_planned(res, others, others_updates, golden, target, jobs, nullptr);
+    }
   }
-  // Small pairs: one per thread, dynamically scheduled (sizes vary 64×).
-  const int64_t n_small = static_cast<int64_t>(small.size());
-#pragma omp parallel for schedule(dynamic, 4) num_threads(jobs) if (n_small > 1 && jobs > 1)
-  for (int64_t i = 0; i < n_small; ++i) {
-    const RowPlan& plan = small[static_cast<size_t>(i)];
-    measure_row(res.rows[plan.row], plan, golden, target, res.thresholds, 1);
-    if (options.progress) options.progress->advance(plan.bytes);
-  }
-  compare::measure_parameter_updates(res.rows, updates, golden, target, jobs);
-  if (options.progress) options.progress->end();
-  if (is_distributed(options.group)) {
-    PARITY_RETURN_NOT_OK(gather_measured_rows(res, big, small, *options.group));
-    if (!options.group->is_root()) return res;  // its rows went to process 0, which judges the whole
-  }
+  if (is_distributed(options.group) && !options.group->is_root()) return res;  // process 0 judges the whole
 
   // What was measured is the fixed-threshold judgement; the verdict policy decides the final verdict
   // (a same-count shape change is never better than warn: compared flat, but worth a look).

@@ -340,12 +340,11 @@ bool is_run_directory(const fs::path& path) {
   return false;
 }
 
-Result<std::unique_ptr<RunReader>> RunReader::open(const fs::path& run_dir) {
+namespace {
+
+// The (rank, folder) parts of a run directory, sorted by rank; a part directory is its own single part.
+std::vector<std::pair<int, fs::path>> find_parts(const fs::path& run_dir) {
   std::error_code ec;
-  if (!fs::is_directory(run_dir, ec))
-    return Status::NotFound(fmt::format("{}: no such run directory", run_dir.string()));
-  auto impl = std::make_unique<Impl>();
-  impl->root = run_dir;
   std::vector<std::pair<int, fs::path>> found;
   if (fs::is_regular_file(run_dir / "manifest.pfr", ec)) {
     const int r = rank_of_dir(run_dir.filename().string());
@@ -357,10 +356,43 @@ Result<std::unique_ptr<RunReader>> RunReader::open(const fs::path& run_dir) {
         found.emplace_back(r, e.path());
     }
   }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+}  // namespace
+
+std::vector<RankPart> run_rank_parts(const fs::path& run_dir) {
+  std::vector<RankPart> parts;
+  for (const auto& [rank, dir] : find_parts(run_dir)) {
+    RankPart p{rank, 0};
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      const uintmax_t n = e.is_regular_file(ec) ? e.file_size(ec) : 0;
+      if (!ec) p.bytes += static_cast<int64_t>(n);
+    }
+    parts.push_back(p);
+  }
+  return parts;
+}
+
+Result<std::unique_ptr<RunReader>> RunReader::open(const fs::path& run_dir) { return open_parts(run_dir, nullptr); }
+
+Result<std::unique_ptr<RunReader>> RunReader::open_ranks(const fs::path& run_dir, const std::vector<int>& ranks) {
+  return open_parts(run_dir, &ranks);
+}
+
+Result<std::unique_ptr<RunReader>> RunReader::open_parts(const fs::path& run_dir, const std::vector<int>* ranks) {
+  std::error_code ec;
+  if (!fs::is_directory(run_dir, ec))
+    return Status::NotFound(fmt::format("{}: no such run directory", run_dir.string()));
+  const std::vector<std::pair<int, fs::path>> found = find_parts(run_dir);
   if (found.empty())
     return Status::NotFound(fmt::format("{}: not a parity run (no rank<R>/manifest.pfr inside)", run_dir.string()));
-  std::sort(found.begin(), found.end());
-  for (const auto& [r, dir] : found) impl->read_part(r, dir);
+  auto impl = std::make_unique<Impl>();
+  impl->root = run_dir;
+  for (const auto& [r, dir] : found)
+    if (ranks == nullptr || std::binary_search(ranks->begin(), ranks->end(), r)) impl->read_part(r, dir);
   return std::unique_ptr<RunReader>(new RunReader(std::move(impl)));
 }
 
@@ -419,10 +451,20 @@ Result<std::unique_ptr<RecordSource>> open_run(const fs::path& p) {
   PARITY_ASSIGN_OR_RETURN(auto r, RunReader::open(p));
   return std::unique_ptr<RecordSource>(std::move(r));
 }
+Result<std::unique_ptr<RecordSource>> open_run_ranks(const fs::path& p, const std::vector<int>& ranks) {
+  PARITY_ASSIGN_OR_RETURN(auto r, RunReader::open_ranks(p, ranks));
+  return std::unique_ptr<RecordSource>(std::move(r));
+}
+FormatSpec make_run_format_spec() {
+  FormatSpec spec{"parity-run", &probe_run, &open_run, true};
+  spec.rank_parts = &run_rank_parts;
+  spec.open_ranks = &open_run_ranks;
+  return spec;
+}
 }  // namespace
 
 const FormatSpec& run_format_spec() {
-  static const FormatSpec spec{"parity-run", &probe_run, &open_run, true};
+  static const FormatSpec spec = make_run_format_spec();
   return spec;
 }
 

@@ -40,7 +40,31 @@ Result<std::unique_ptr<RecordSource>> open_existing(const fs::path& path, const 
                              "; use --format to force one)");
 }
 
+// The multi-rank format open_source would open `path` with, or nullptr.
+const FormatSpec* rank_format_of(const fs::path& path, const std::string& format) {
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) return nullptr;
+  for (const FormatSpec& f : registered_formats()) {  // the format open_existing would pick
+    if (!f.is_directory_format || !(format.empty() ? f.probe(path) : format == f.name)) continue;
+    return f.rank_parts != nullptr ? &f : nullptr;
+  }
+  return nullptr;
+}
+
 }  // namespace
+
+std::vector<RankPart> source_rank_parts(const fs::path& path, const std::string& format) {
+  const FormatSpec* f = rank_format_of(path, format);
+  return f != nullptr ? f->rank_parts(path) : std::vector<RankPart>{};
+}
+
+Result<std::unique_ptr<RecordSource>> open_source_ranks(const fs::path& path, const std::string& format,
+                                                        const std::vector<int>& ranks) {
+  const FormatSpec* f = rank_format_of(path, format);
+  if (f == nullptr || f->open_ranks == nullptr)
+    return Status::Unsupported(path.string() + ": not a capture with one part per rank");
+  return f->open_ranks(path, ranks);
+}
 
 Result<std::unique_ptr<RecordSource>> open_source(const fs::path& path, const std::string& format) {
   std::error_code ec;

@@ -4,7 +4,10 @@
 // process and by groups of 2, 3 and 5 must give the same parity.compare/1 document.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <set>
 #include <map>
 #include <string>
 #include <vector>
@@ -12,6 +15,7 @@
 #include "distributed/played_group.h"
 #include "formats/test_util.h"
 #include "parity/compare_runs.h"
+#include "parity/dump.h"
 #include "parity/open_source.h"
 
 namespace parity {
@@ -129,6 +133,118 @@ TEST(DistributedCompare, SharesAreDisjointAndBalancedByBytes) {
   for (const auto& [name, rank] : measured_by)
     if (name != "big.npy") EXPECT_NE(rank, big_owner) << name;
   EXPECT_GT(measured_by.size(), 5u);  // process 2 took the small rows after it
+}
+
+// Two capture runs of `ranks` ranks (one folder each), 6 events a rank of 1,000 floats; the target's rank 1
+// drifts from its third event on.
+void write_runs(const fs::path& g, const fs::path& t, int ranks) {
+  for (int side = 0; side < 2; ++side) {
+    for (int rank = 0; rank < ranks; ++rank) {
+      dump::WriterOptions o;
+      o.rank = rank;
+      auto w = dump::DumpWriter::create(side == 0 ? g : t, o);
+      ASSERT_TRUE(w.ok()) << w.status().ToString();
+      for (int e = 0; e < 6; ++e) {
+        dump::EventMeta m;
+        m.name = "layers." + std::to_string(e) + "/forward/output/0";
+        m.module = "layers." + std::to_string(e);
+        m.op = "Linear";
+        m.direction = "forward";
+        m.role = "output";
+        m.index = 0;
+        m.step = 0;
+        m.order = e;
+        m.shape = {1000};
+        dump::Buffer b = dump::Buffer::allocate(4000);
+        for (int i = 0; i < 1000; ++i) {
+          float v = std::sin(0.01f * static_cast<float>(i + 37 * e + 101 * rank));
+          if (side == 1 && rank == 1 && e >= 2) v *= 1.01f;
+          std::memcpy(b.bytes.get() + 4 * i, &v, 4);
+        }
+        ASSERT_TRUE((*w)->append_event(m, std::move(b)).ok());
+      }
+      ASSERT_TRUE((*w)->close().ok());
+    }
+  }
+}
+
+std::string shared_report_json(const CompareSources& s, const ProcessGroup* group, CompareResult* root_result) {
+  CompareRunOptions o;
+  o.compare.group = group;
+  o.compare.rank_shares = s.shares ? &*s.shares : nullptr;
+  o.compare.jobs = 2;
+  Result<CompareReport> r = compare_runs(*s.golden, *s.target, o);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (!r.ok() || !is_output_process(group)) return "";
+  if (root_result != nullptr) *root_result = r->result;
+  nlohmann::json j = compare_report_to_json(*r);
+  j.erase("elapsed_seconds");
+  j.erase("peak_resident_bytes");
+  return j.dump(1);
+}
+
+// Captures of a folder per rank are divided by rank: each process other than 0 opens, lists and measures
+// only its ranks, and process 0's report is the one-process report.
+TEST(DistributedCompare, ProcessesListOnlyTheirRanksOfACapture) {
+  TempDir d;
+  write_runs(d / "g", d / "t", 5);
+  const std::string g = (d / "g").string(), t = (d / "t").string();
+  CompareSources alone = open_compare_sources(g, "", t, "", nullptr);
+  ASSERT_TRUE(alone.status.ok()) << alone.status.ToString();
+  EXPECT_FALSE(alone.shares.has_value());
+  const std::string expected = shared_report_json(alone, nullptr, nullptr);
+  ASSERT_NE(expected.find("\"fail\""), std::string::npos);
+  for (int size : {2, 3, 4, 7}) {
+    std::map<int, std::string> mailbox;
+    std::set<int> listed;
+    for (int rank = size - 1; rank >= 0; --rank) {
+      PlayedGroup group(rank, size, mailbox);
+      CompareSources s = open_compare_sources(g, "", t, "", &group);
+      ASSERT_TRUE(s.status.ok() && s.shares.has_value());
+      ASSERT_EQ(s.shares->ranks.size(), static_cast<size_t>(size));
+      const std::vector<int>& own = s.shares->ranks[static_cast<size_t>(rank)];
+      for (const auto* src : {s.golden.get(), s.target.get()}) {
+        for (const Record& r : src->records()) {
+          if (rank == 0) continue;  // process 0 lists everything
+          EXPECT_TRUE(std::binary_search(own.begin(), own.end(), r.rank)) << "process " << rank << " listed rank " << r.rank;
+        }
+      }
+      for (int r : own) EXPECT_TRUE(listed.insert(r).second) << "rank " << r << " in two shares";
+      CompareResult root;
+      const std::string got = shared_report_json(s, &group, &root);
+      if (rank == 0) {
+        EXPECT_EQ(got, expected) << "group of " << size;
+        EXPECT_EQ(root.rows_measured_for_others, 0);
+        EXPECT_EQ(root.peak_resident_bytes.size(), static_cast<size_t>(size));
+      }
+    }
+    EXPECT_EQ(listed, (std::set<int>{0, 1, 2, 3, 4}));
+  }
+}
+
+// A process that sends none of its ranks' rows (here: it listed nothing) loses nothing: process 0 measures
+// those rows itself, says how many, and the report is still the one-process report.
+TEST(DistributedCompare, RowsNoProcessSentAreMeasuredByProcessZero) {
+  TempDir d;
+  write_runs(d / "g", d / "t", 3);
+  const std::string g = (d / "g").string(), t = (d / "t").string();
+  const std::string expected = shared_report_json(open_compare_sources(g, "", t, "", nullptr), nullptr, nullptr);
+  std::map<int, std::string> mailbox;
+  {
+    PlayedGroup one(1, 2, mailbox);
+    CompareSources s = open_compare_sources(g, "", t, "", &one);
+    ASSERT_TRUE(s.shares.has_value());
+    ASSERT_FALSE(s.shares->ranks[1].empty());
+    s.golden = std::move(open_source_ranks(g, "", {})).value();  // lists none of its ranks
+    s.target = std::move(open_source_ranks(t, "", {})).value();
+    EXPECT_TRUE(s.golden->records().empty());
+    shared_report_json(s, &one, nullptr);
+  }
+  PlayedGroup zero(0, 2, mailbox);
+  CompareSources s = open_compare_sources(g, "", t, "", &zero);
+  CompareResult root;
+  EXPECT_EQ(shared_report_json(s, &zero, &root), expected);
+  EXPECT_EQ(root.rows_measured_for_others, 6 * static_cast<int64_t>(s.shares->ranks[1].size()));
 }
 
 }  // namespace

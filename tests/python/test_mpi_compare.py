@@ -128,6 +128,8 @@ def compare_all_ways(inputs, tmp_path, golden, target, extra=()):
         peak = json.loads((cwd / "out.json").read_text())["peak_resident_bytes"]
         assert len(peak) == max(n, 1) and all(b > 0 for b in peak), peak
         assert (MEMORY_TEXT.search(p.stdout) is not None) == (n > 1), p.stdout[-500:]
+        # Captures are divided by rank: every process paired its own ranks' rows as process 0 did.
+        assert "did not pair" not in p.stderr, p.stderr[-2000:]
         outs[n] = (p.returncode, MEMORY_TEXT.sub("", TIMING_TEXT.sub("| s |", p.stdout)), normalised(cwd / "out.json"),
                    (cwd / "out.csv").read_bytes(), normalised(cwd / "out.html"))
     for n in (2, 4):
