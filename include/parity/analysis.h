@@ -192,6 +192,10 @@ struct OverflowOptions {
   // Several processes (mpirun): the statistics to compute from tensor data are split into contiguous
   // byte-balanced shares, one per process, and gathered to process 0 (nullptr = this process alone).
   const ProcessGroup* group = nullptr;
+  // With a group and a capture divided by rank (open_divided_sources): the source of process p > 0 holds
+  // only the ranks rank_shares->ranks[p], whose statistics it computes; process 0's holds everything and
+  // it computes those of its own ranks, and of any record nobody sent.
+  const RankShares* rank_shares = nullptr;
 };
 
 struct OverflowReport {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "parity/metrics.h"
+#include "parity/open_source.h"  // RankShares
 #include "parity/process_group.h"
 #include "parity/progress.h"
 #include "parity/source.h"
@@ -72,17 +73,6 @@ struct CompareRow {
 // rel_l2, max(|Δnorm|, |Δmax|, |Δmin|, √n·|Δmean|) / ‖golden‖ (docs/judgement.md "Statistics mode");
 // 0 for equal checksums. NaN when the row has nothing to measure.
 double row_observed_error(const CompareRow& row);
-
-// How a group of processes divides multi-rank captures by rank (docs/cli.md "Many processes"): the ranks
-// each process lists and measures, contiguous, balanced by the bytes of both sides' parts.
-struct RankShares {
-  std::vector<std::vector<int>> ranks;  // by process number, each sorted
-};
-
-// The shares of `processes` processes over the ranks of either side (RankPart: a capture's folder per
-// rank); nullopt when either side has no rank parts (not a multi-rank capture).
-std::optional<RankShares> plan_rank_shares(const std::vector<RankPart>& golden, const std::vector<RankPart>& target,
-                                           int processes);
 
 struct CompareOptions {
   Thresholds thresholds;       // judgement::default_thresholds() unless overridden

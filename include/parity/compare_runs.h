@@ -74,20 +74,6 @@ struct CompareReport {
   double replay_seconds = 0;
 };
 
-// The two sources of a comparison, opened as the processes of `group` need them (nullptr or one process:
-// both whole). When both sides are multi-rank captures (a folder per rank) and the group has several
-// processes, the ranks are divided among the processes (plan_rank_shares) and each process other than 0
-// opens only its own ranks' parts, so it lists, pairs and maps only those; process 0 opens everything
-// (the analyses need the whole picture). Pass `shares` to compare_runs as options.compare.rank_shares.
-struct CompareSources {
-  std::unique_ptr<RecordSource> golden, target;
-  Status status;  // why a side could not be opened ("cannot open golden: ..."); the sources are then null
-  std::optional<RankShares> shares;
-};
-CompareSources open_compare_sources(const std::string& golden_path, const std::string& golden_format,
-                                    const std::string& target_path, const std::string& target_format,
-                                    const ProcessGroup* group);
-
 // Under a group of several processes (options.compare.group) every process calls it; process 0 returns
 // the report, the others an empty one (nothing to render: their measurements are in process 0's).
 Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSource& target,

@@ -9,9 +9,12 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "parity/process_group.h"
 #include "parity/source.h"
 #include "parity/status.h"
 
@@ -36,5 +39,29 @@ std::vector<RankPart> source_rank_parts(const std::filesystem::path& path, const
 // when the group divides a capture by rank. Unsupported for a format without rank parts.
 Result<std::unique_ptr<RecordSource>> open_source_ranks(const std::filesystem::path& path, const std::string& format,
                                                         const std::vector<int>& ranks);
+
+// How a group of processes divides multi-rank captures by rank (docs/cli.md "Many processes"): the ranks
+// each process lists and measures, contiguous, balanced by the bytes of every source's parts.
+struct RankShares {
+  std::vector<std::vector<int>> ranks;  // by process number, each sorted
+};
+
+// The shares of `processes` processes over the ranks of any of the sources (a rank's bytes are those of
+// all sources); nullopt when a source has no rank parts (it is not a multi-rank capture).
+std::optional<RankShares> plan_rank_shares(const std::vector<std::vector<RankPart>>& sources, int processes);
+
+// The sources of one command (a path and a forced format, "" = detect, each), opened as the processes of
+// `group` need them (nullptr or one process: whole). When every source is a multi-rank capture and the
+// group has several processes, the ranks are divided (plan_rank_shares) and each process other than 0
+// opens only its own ranks' parts, so it lists and maps only those; process 0 opens everything (its
+// analyses need the whole picture). The commands pass `shares` on to their pipelines.
+struct DividedSources {
+  std::vector<std::unique_ptr<RecordSource>> sources;  // one per path; empty when one could not be opened
+  Status status;       // why a source could not be opened (its error, naming the path)
+  size_t failed = 0;   // which one, when status is not OK
+  std::optional<RankShares> shares;
+};
+DividedSources open_divided_sources(const std::vector<std::pair<std::string, std::string>>& paths_and_formats,
+                                    const ProcessGroup* group);
 
 }  // namespace parity

@@ -251,39 +251,83 @@ OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records, cons
 
 namespace {
 
-// Computes the statistics of the records at `to_load` (indices into `measured`) that are this process's
-// share: all of them alone, a contiguous byte-balanced range under a group of processes. Process 0
-// returns every process's results in record order; the others return theirs.
-std::vector<analysis_detail::LoadedStats> load_missing_stats(const RecordSource& run,
-                                                             const std::vector<MeasuredRecord>& measured,
-                                                             const std::vector<size_t>& to_load,
-                                                             const ProcessGroup* group) {
-  std::vector<int64_t> bytes;
-  for (size_t i : to_load) {
-    const Record& r = measured[i].record;
-    bytes.push_back(shape_numel(r.shape).ValueOr(0) * dtype_size(r.dtype));
-  }
-  const int parts = group ? group->size() : 1;
-  const int me = group ? group->rank() : 0;
-  const std::vector<int> owner = partition_by_bytes(bytes, parts);
+// Computes the statistics of the record measured[i] for each i in `which`.
+std::vector<analysis_detail::LoadedStats> load_stats(const RecordSource& run, const std::vector<MeasuredRecord>& measured,
+                                                     const std::vector<size_t>& which) {
   std::vector<analysis_detail::LoadedStats> loaded;
-  for (size_t k = 0; k < to_load.size(); ++k) {
-    if (owner[k] != me) continue;
-    const Record& r = measured[to_load[k]].record;
+  for (size_t i : which) {
+    const Record& r = measured[i].record;
     analysis_detail::LoadedStats l;
-    l.index = to_load[k];
+    l.index = i;
     Result<TensorView> view = run.load(r);
     if (view.ok()) l.stats = compute_stats(*view);
     else l.problem = view.status().WithContext(r.name);
     loaded.push_back(std::move(l));
   }
-  if (!is_distributed(group)) return loaded;
-  Result<std::vector<std::string>> all = group->gather(analysis_detail::encode_loaded_stats(loaded));
+  return loaded;
+}
+
+// Computes the statistics of the records at `to_load` (indices into `measured`) that are this process's
+// share — all of them alone; under a group, a contiguous byte-balanced range of them, or, for a capture
+// divided by rank, those of its own ranks — and gathers them to process 0, which returns every
+// process's results in record order (computing itself any that no process sent); the others return theirs.
+std::vector<analysis_detail::LoadedStats> load_missing_stats(const RecordSource& run,
+                                                             const std::vector<MeasuredRecord>& measured,
+                                                             const std::vector<size_t>& to_load,
+                                                             const OverflowOptions& options) {
+  const ProcessGroup* group = options.group;
+  if (!is_distributed(group)) return load_stats(run, measured, to_load);
+  const bool by_rank = options.rank_shares != nullptr;
+  std::vector<size_t> mine, others;
+  if (by_rank) {
+    const std::vector<int>& own = options.rank_shares->ranks[static_cast<size_t>(group->rank())];
+    for (size_t i : to_load) {
+      const bool own_rank = std::binary_search(own.begin(), own.end(), measured[i].record.rank);
+      (!group->is_root() || own_rank ? mine : others).push_back(i);
+    }
+  } else {
+    std::vector<int64_t> bytes;
+    for (size_t i : to_load) {
+      const Record& r = measured[i].record;
+      bytes.push_back(shape_numel(r.shape).ValueOr(0) * dtype_size(r.dtype));
+    }
+    const std::vector<int> owner = partition_by_bytes(bytes, group->size());
+    for (size_t k = 0; k < to_load.size(); ++k)
+      if (owner[k] == group->rank()) mine.push_back(to_load[k]);
+  }
+  std::vector<analysis_detail::LoadedStats> loaded = load_stats(run, measured, mine);
+  if (by_rank)
+    for (analysis_detail::LoadedStats& l : loaded) l.identity = analysis_detail::record_identity(measured[l.index].record);
+  Result<std::vector<std::string>> all = group->gather(analysis_detail::encode_loaded_stats(loaded, by_rank));
   if (!all.ok()) group->abort("parity overflow: " + all.status().message(), 3);
+  if (!group->is_root()) return loaded;
+  std::vector<analysis_detail::LoadedStats> received;
   for (size_t from = 1; from < all->size(); ++from) {
-    Status st = analysis_detail::decode_loaded_stats((*all)[from], loaded);
+    Status st = analysis_detail::decode_loaded_stats((*all)[from], received);
     if (!st.ok()) group->abort("parity overflow: process " + std::to_string(from) + ": " + st.message(), 3);
   }
+  if (by_rank) {  // identities → indices; a record nobody sent is computed here
+    // Records sharing one identity cannot be told apart in a message: all of them are computed here.
+    std::unordered_map<std::string, std::vector<size_t>> records_of;
+    for (size_t i : others) records_of[analysis_detail::record_identity(measured[i].record)].push_back(i);
+    std::unordered_map<std::string, size_t> index_of;
+    std::vector<size_t> unsent;
+    for (const auto& [identity, is] : records_of) {
+      if (is.size() == 1) index_of.emplace(identity, is[0]);
+      else unsent.insert(unsent.end(), is.begin(), is.end());
+    }
+    std::erase_if(received, [&](analysis_detail::LoadedStats& l) {
+      const auto it = index_of.find(l.identity);
+      if (it == index_of.end()) return true;
+      l.index = it->second;
+      index_of.erase(it);
+      return false;
+    });
+    for (const auto& [identity, i] : index_of) unsent.push_back(i);
+    std::sort(unsent.begin(), unsent.end());
+    for (analysis_detail::LoadedStats& l : load_stats(run, measured, unsent)) received.push_back(std::move(l));
+  }
+  for (analysis_detail::LoadedStats& l : received) loaded.push_back(std::move(l));
   std::stable_sort(loaded.begin(), loaded.end(), [](const auto& a, const auto& b) { return a.index < b.index; });
   return loaded;
 }
@@ -301,7 +345,7 @@ OverflowReport analyse_overflow(const RecordSource& run, const OverflowOptions& 
     if (!r.stats && r.has_data && options.load_missing_stats) to_load.push_back(measured.size());
     measured.push_back(MeasuredRecord{r, r.stats});
   }
-  std::vector<analysis_detail::LoadedStats> loaded = load_missing_stats(run, measured, to_load, options.group);
+  std::vector<analysis_detail::LoadedStats> loaded = load_missing_stats(run, measured, to_load, options);
   if (!is_output_process(options.group)) return {};  // its statistics went to process 0
   std::vector<Status> problems;
   for (analysis_detail::LoadedStats& l : loaded) {

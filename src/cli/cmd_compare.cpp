@@ -140,8 +140,11 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   const std::string& golden_format = a.golden_format.empty() ? a.format : a.golden_format;
   const std::string& target_format = a.target_format.empty() ? a.format : a.target_format;
   // Under mpirun with captures of one folder per rank, each process other than 0 opens only its ranks.
-  CompareSources sources = open_compare_sources(a.golden, golden_format, a.target, target_format, global.group);
-  if (!opened_everywhere(global, sources.status, "compare")) return usage_error(sources.status.message());
+  DividedSources sources = open_divided_sources({{a.golden, golden_format}, {a.target, target_format}}, global.group);
+  const Status opened = sources.status.ok() ? Status::OK()
+                                            : sources.status.WithContext(sources.failed == 0 ? "cannot open golden"
+                                                                                            : "cannot open target");
+  if (!opened_everywhere(global, opened, "compare")) return usage_error(opened.message());
 
   CompareRunOptions opts;
   opts.compare.thresholds = *th;
@@ -168,7 +171,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
     opts.replay_suspects = a.replay_suspects;
   }
 
-  Result<CompareReport> report = compare_runs(*sources.golden, *sources.target, opts);
+  Result<CompareReport> report = compare_runs(*sources.sources[0], *sources.sources[1], opts);
   if (!report.ok()) return usage_error(report.status().message());
   if (!speaks) return kExitOk;  // its rows went to process 0, which renders everything
   const CompareResult& res = report->result;

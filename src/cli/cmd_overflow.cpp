@@ -31,8 +31,9 @@ struct OverflowArgs {
 int run_overflow(const OverflowArgs& a, const GlobalOptions& global) {
   // Under mpirun only process 0 speaks; the others end with its exit status (main.cpp).
   const bool speaks = is_output_process(global.group);
-  Result<std::unique_ptr<RecordSource>> src = open_source(a.run, a.format);
-  const Status opened = src.ok() ? Status::OK() : src.status().WithContext("cannot open " + a.run);
+  // Under mpirun with a capture of one folder per rank, each process other than 0 opens only its ranks.
+  DividedSources src = open_divided_sources({{a.run, a.format}}, global.group);
+  const Status opened = src.status.ok() ? Status::OK() : src.status.WithContext("cannot open " + a.run);
   if (!opened_everywhere(global, opened, "overflow")) {
     if (speaks) std::fprintf(stderr, "parity overflow: %s\n", terminal_text(opened.message()).c_str());
     return kExitUsage;
@@ -43,7 +44,8 @@ int run_overflow(const OverflowArgs& a, const GlobalOptions& global) {
   opt.near_overflow_fraction = a.near_fraction;
   opt.underflow_warn_fraction = a.underflow_fraction;
   opt.group = global.group;
-  OverflowReport rep = analyse_overflow(**src, opt);
+  opt.rank_shares = src.shares ? &*src.shares : nullptr;
+  OverflowReport rep = analyse_overflow(*src.sources[0], opt);
   if (!speaks) return kExitOk;  // its statistics went to process 0, which renders everything
   if (rep.measured == 0 && rep.records > 0) {
     std::fprintf(stderr, "parity overflow: %s: no record has statistics or tensor data to inspect\n", terminal_text(a.run).c_str());

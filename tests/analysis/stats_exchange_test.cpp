@@ -1,6 +1,8 @@
 // The statistics a process sends to process 0 in `parity overflow` under mpirun (analysis/stats_exchange.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -9,6 +11,7 @@
 #include "distributed/played_group.h"
 #include "formats/test_util.h"
 #include "parity/diagnosis.h"
+#include "parity/dump.h"
 #include "parity/open_source.h"
 
 namespace parity::analysis_detail {
@@ -72,6 +75,63 @@ TEST(StatsExchange, OverflowUnderAGroupIsTheOneProcessReport) {
     OverflowOptions o;
     o.group = &zero;
     EXPECT_EQ(overflow_to_json(analyse_overflow(**src, o)).dump(), alone) << "group of " << size;
+  }
+}
+
+// `parity overflow` of a capture run under played groups, divided by rank (open_divided_sources): each
+// process other than 0 lists only its ranks and sends their statistics by identity; the report is the one
+// process's, and a process that sends nothing loses nothing (process 0 computes those records itself).
+TEST(StatsExchange, OverflowOfACaptureDividedByRankIsTheOneProcessReport) {
+  using namespace parity_test;
+  TempDir d;
+  for (int rank = 0; rank < 4; ++rank) {
+    dump::WriterOptions wo;
+    wo.rank = rank;
+    auto w = dump::DumpWriter::create(d.path(), wo);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    for (int e = 0; e < 5; ++e) {
+      dump::EventMeta m;
+      m.name = "layers." + std::to_string(e) + "/forward/output/0";
+      m.module = "layers." + std::to_string(e);
+      m.direction = "forward";
+      m.role = "output";
+      m.step = 0;
+      m.order = e;
+      m.shape = {64};
+      dump::Buffer b = dump::Buffer::allocate(256);
+      for (int i = 0; i < 64; ++i) {
+        float v = (rank == 2 && e >= 3 && i == 5) ? std::numeric_limits<float>::infinity() : 0.5f * static_cast<float>(i - e);
+        std::memcpy(b.bytes.get() + 4 * i, &v, 4);
+      }
+      ASSERT_TRUE((*w)->append_event(m, std::move(b)).ok());  // no statistics stored: computed from data
+    }
+    ASSERT_TRUE((*w)->close().ok());
+  }
+  const std::string run = d.path().string();
+  DividedSources whole = open_divided_sources({{run, ""}}, nullptr);
+  ASSERT_TRUE(whole.status.ok()) << whole.status.ToString();
+  const std::string alone = overflow_to_json(analyse_overflow(*whole.sources[0])).dump();
+  ASSERT_NE(alone.find("\"nonfinite_records\":2"), std::string::npos) << alone;
+  for (int size : {2, 3, 5}) {
+    for (bool silent_process : {false, true}) {
+      std::map<int, std::string> mailbox;
+      for (int rank = size - 1; rank >= 0; --rank) {
+        PlayedGroup group(rank, size, mailbox);
+        DividedSources s = open_divided_sources({{run, ""}}, &group);
+        ASSERT_TRUE(s.status.ok() && s.shares.has_value());
+        const std::vector<int>& own = s.shares->ranks[static_cast<size_t>(rank)];
+        if (rank > 0) {
+          for (const Record& r : s.sources[0]->records())
+            EXPECT_TRUE(std::binary_search(own.begin(), own.end(), r.rank)) << "process " << rank << " listed rank " << r.rank;
+          if (silent_process && rank == 1) s.sources[0] = std::move(open_source_ranks(run, "", {})).value();
+        }
+        OverflowOptions o;
+        o.group = &group;
+        o.rank_shares = &*s.shares;
+        const OverflowReport rep = analyse_overflow(*s.sources[0], o);
+        if (rank == 0) EXPECT_EQ(overflow_to_json(rep).dump(), alone) << "group of " << size << (silent_process ? ", process 1 silent" : "");
+      }
+    }
   }
 }
 

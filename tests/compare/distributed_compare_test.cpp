@@ -168,12 +168,16 @@ void write_runs(const fs::path& g, const fs::path& t, int ranks) {
   }
 }
 
-std::string shared_report_json(const CompareSources& s, const ProcessGroup* group, CompareResult* root_result) {
+DividedSources open_runs(const std::string& g, const std::string& t, const ProcessGroup* group) {
+  return open_divided_sources({{g, ""}, {t, ""}}, group);
+}
+
+std::string shared_report_json(const DividedSources& s, const ProcessGroup* group, CompareResult* root_result) {
   CompareRunOptions o;
   o.compare.group = group;
   o.compare.rank_shares = s.shares ? &*s.shares : nullptr;
   o.compare.jobs = 2;
-  Result<CompareReport> r = compare_runs(*s.golden, *s.target, o);
+  Result<CompareReport> r = compare_runs(*s.sources[0], *s.sources[1], o);
   EXPECT_TRUE(r.ok()) << r.status().ToString();
   if (!r.ok() || !is_output_process(group)) return "";
   if (root_result != nullptr) *root_result = r->result;
@@ -189,7 +193,7 @@ TEST(DistributedCompare, ProcessesListOnlyTheirRanksOfACapture) {
   TempDir d;
   write_runs(d / "g", d / "t", 5);
   const std::string g = (d / "g").string(), t = (d / "t").string();
-  CompareSources alone = open_compare_sources(g, "", t, "", nullptr);
+  DividedSources alone = open_runs(g, t, nullptr);
   ASSERT_TRUE(alone.status.ok()) << alone.status.ToString();
   EXPECT_FALSE(alone.shares.has_value());
   const std::string expected = shared_report_json(alone, nullptr, nullptr);
@@ -199,11 +203,11 @@ TEST(DistributedCompare, ProcessesListOnlyTheirRanksOfACapture) {
     std::set<int> listed;
     for (int rank = size - 1; rank >= 0; --rank) {
       PlayedGroup group(rank, size, mailbox);
-      CompareSources s = open_compare_sources(g, "", t, "", &group);
+      DividedSources s = open_runs(g, t, &group);
       ASSERT_TRUE(s.status.ok() && s.shares.has_value());
       ASSERT_EQ(s.shares->ranks.size(), static_cast<size_t>(size));
       const std::vector<int>& own = s.shares->ranks[static_cast<size_t>(rank)];
-      for (const auto* src : {s.golden.get(), s.target.get()}) {
+      for (const auto& src : s.sources) {
         for (const Record& r : src->records()) {
           if (rank == 0) continue;  // process 0 lists everything
           EXPECT_TRUE(std::binary_search(own.begin(), own.end(), r.rank)) << "process " << rank << " listed rank " << r.rank;
@@ -228,20 +232,20 @@ TEST(DistributedCompare, RowsNoProcessSentAreMeasuredByProcessZero) {
   TempDir d;
   write_runs(d / "g", d / "t", 3);
   const std::string g = (d / "g").string(), t = (d / "t").string();
-  const std::string expected = shared_report_json(open_compare_sources(g, "", t, "", nullptr), nullptr, nullptr);
+  const std::string expected = shared_report_json(open_runs(g, t, nullptr), nullptr, nullptr);
   std::map<int, std::string> mailbox;
   {
     PlayedGroup one(1, 2, mailbox);
-    CompareSources s = open_compare_sources(g, "", t, "", &one);
+    DividedSources s = open_runs(g, t, &one);
     ASSERT_TRUE(s.shares.has_value());
     ASSERT_FALSE(s.shares->ranks[1].empty());
-    s.golden = std::move(open_source_ranks(g, "", {})).value();  // lists none of its ranks
-    s.target = std::move(open_source_ranks(t, "", {})).value();
-    EXPECT_TRUE(s.golden->records().empty());
+    s.sources[0] = std::move(open_source_ranks(g, "", {})).value();  // lists none of its ranks
+    s.sources[1] = std::move(open_source_ranks(t, "", {})).value();
+    EXPECT_TRUE(s.sources[0]->records().empty());
     shared_report_json(s, &one, nullptr);
   }
   PlayedGroup zero(0, 2, mailbox);
-  CompareSources s = open_compare_sources(g, "", t, "", &zero);
+  DividedSources s = open_runs(g, t, &zero);
   CompareResult root;
   EXPECT_EQ(shared_report_json(s, &zero, &root), expected);
   EXPECT_EQ(root.rows_measured_for_others, 6 * static_cast<int64_t>(s.shares->ranks[1].size()));
