@@ -9,6 +9,7 @@
 
 #include "analysis/stats_exchange.h"
 #include "distributed/played_group.h"
+#include "distributed/synthetic_run.h"
 #include "formats/test_util.h"
 #include "parity/diagnosis.h"
 #include "parity/dump.h"
@@ -84,29 +85,9 @@ TEST(StatsExchange, OverflowUnderAGroupIsTheOneProcessReport) {
 TEST(StatsExchange, OverflowOfACaptureDividedByRankIsTheOneProcessReport) {
   using namespace parity_test;
   TempDir d;
-  for (int rank = 0; rank < 4; ++rank) {
-    dump::WriterOptions wo;
-    wo.rank = rank;
-    auto w = dump::DumpWriter::create(d.path(), wo);
-    ASSERT_TRUE(w.ok()) << w.status().ToString();
-    for (int e = 0; e < 5; ++e) {
-      dump::EventMeta m;
-      m.name = "layers." + std::to_string(e) + "/forward/output/0";
-      m.module = "layers." + std::to_string(e);
-      m.direction = "forward";
-      m.role = "output";
-      m.step = 0;
-      m.order = e;
-      m.shape = {64};
-      dump::Buffer b = dump::Buffer::allocate(256);
-      for (int i = 0; i < 64; ++i) {
-        float v = (rank == 2 && e >= 3 && i == 5) ? std::numeric_limits<float>::infinity() : 0.5f * static_cast<float>(i - e);
-        std::memcpy(b.bytes.get() + 4 * i, &v, 4);
-      }
-      ASSERT_TRUE((*w)->append_event(m, std::move(b)).ok());  // no statistics stored: computed from data
-    }
-    ASSERT_TRUE((*w)->close().ok());
-  }
+  write_synthetic_run(d.path(), 4, 5, 64, [](int rank, int e, int i) {
+    return rank == 2 && e >= 3 && i == 5 ? std::numeric_limits<float>::infinity() : 0.5f * static_cast<float>(i - e);
+  });
   const std::string run = d.path().string();
   DividedSources whole = open_divided_sources({{run, ""}}, nullptr);
   ASSERT_TRUE(whole.status.ok()) << whole.status.ToString();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "distributed/played_group.h"
+#include "distributed/synthetic_run.h"
 #include "formats/test_util.h"
 #include "parity/compare_runs.h"
 #include "parity/dump.h"
@@ -138,34 +139,11 @@ TEST(DistributedCompare, SharesAreDisjointAndBalancedByBytes) {
 // Two capture runs of `ranks` ranks (one folder each), 6 events a rank of 1,000 floats; the target's rank 1
 // drifts from its third event on.
 void write_runs(const fs::path& g, const fs::path& t, int ranks) {
-  for (int side = 0; side < 2; ++side) {
-    for (int rank = 0; rank < ranks; ++rank) {
-      dump::WriterOptions o;
-      o.rank = rank;
-      auto w = dump::DumpWriter::create(side == 0 ? g : t, o);
-      ASSERT_TRUE(w.ok()) << w.status().ToString();
-      for (int e = 0; e < 6; ++e) {
-        dump::EventMeta m;
-        m.name = "layers." + std::to_string(e) + "/forward/output/0";
-        m.module = "layers." + std::to_string(e);
-        m.op = "Linear";
-        m.direction = "forward";
-        m.role = "output";
-        m.index = 0;
-        m.step = 0;
-        m.order = e;
-        m.shape = {1000};
-        dump::Buffer b = dump::Buffer::allocate(4000);
-        for (int i = 0; i < 1000; ++i) {
-          float v = std::sin(0.01f * static_cast<float>(i + 37 * e + 101 * rank));
-          if (side == 1 && rank == 1 && e >= 2) v *= 1.01f;
-          std::memcpy(b.bytes.get() + 4 * i, &v, 4);
-        }
-        ASSERT_TRUE((*w)->append_event(m, std::move(b)).ok());
-      }
-      ASSERT_TRUE((*w)->close().ok());
-    }
-  }
+  for (int side = 0; side < 2; ++side)
+    write_synthetic_run(side == 0 ? g : t, ranks, 6, 1000, [side](int rank, int e, int i) {
+      const float v = std::sin(0.01f * static_cast<float>(i + 37 * e + 101 * rank));
+      return side == 1 && rank == 1 && e >= 2 ? v * 1.01f : v;
+    });
 }
 
 DividedSources open_runs(const std::string& g, const std::string& t, const ProcessGroup* group) {
