@@ -21,24 +21,26 @@ std::string lower(std::string_view s) {
 // Position where the "<sep><role>[<sep><index>...]" suffix of a record name starts, or npos. Role words
 // as parity captures ("layers.0.attn/forward/output/0", "<module>/backward/grad/weight") and msprobe dumps
 // ("Functional.softmax.0.forward.input.0", "...parameters.weight") spell them; the separator is '/' or '.'.
-size_t role_suffix_start(const std::string& name, const std::string& role) {
-  std::array<std::string, 7> words = {role, role + "s", "input", "output", "parameter", "parameters", "grad"};
-  size_t best = std::string::npos;
-  for (const std::string& w : words) {
-    if (w.empty() || w == "s") continue;
-    for (char sep : {'/', '.'}) {
-      const std::string marked = std::string(1, sep) + w;
-      for (size_t pos = name.rfind(marked); pos != std::string::npos;
-           pos = pos == 0 ? std::string::npos : name.rfind(marked, pos - 1)) {
-        const size_t end = pos + marked.size();
-        if (end == name.size() || name[end] == sep) {
-          best = (best == std::string::npos) ? pos : std::max(best, pos);
-          break;
-        }
-      }
-    }
+size_t role_suffix_start(std::string_view name, std::string_view role) {
+  // One pass from the right over the separators: the first one followed by a role word that ends the name
+  // or is followed by the same separator is the latest. Allocates nothing and compares a few short words
+  // per separator: it runs for every row, several times (event names and keys).
+  const std::string_view fixed[] = {"input", "output", "parameter", "parameters", "grad"};
+  for (size_t p = name.size(); p-- > 0;) {
+    const char sep = name[p];
+    if (sep != '/' && sep != '.') continue;
+    const std::string_view rest = name.substr(p + 1);
+    auto marks = [&](std::string_view word, bool plural) {
+      const size_t len = word.size() + (plural ? 1 : 0);
+      if (word.empty() || rest.size() < len || rest.compare(0, word.size(), word) != 0) return false;
+      if (plural && rest[word.size()] != 's') return false;
+      return rest.size() == len || rest[len] == sep;
+    };
+    if (marks(role, false) || marks(role, true)) return p;
+    for (std::string_view w : fixed)
+      if (marks(w, false)) return p;
   }
-  return best;
+  return std::string_view::npos;
 }
 
 }  // namespace
