@@ -13,8 +13,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
+#include <exception>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
 
 #include "dump/event_json.h"
@@ -85,33 +87,35 @@ int64_t jint(const nlohmann::json& j, const char* k, int64_t dflt) {
 
 }  // namespace
 
-struct RunReader::Impl {
-  fs::path root;
-  std::vector<Record> records;
-  std::vector<Status> problems;
-  std::vector<PartSummary> parts;
-  std::vector<ScalarRecord> scalars;
-  std::map<int, std::string> fingerprints;
-  struct Entry {
-    size_t part = 0;
-    std::string shard;
-    uint64_t offset = 0, nbytes = 0;
-    std::string args, device;
-    std::vector<int64_t> stride;
-  };
-  std::vector<Entry> entries;
-  mutable std::mutex map_mu;
-  mutable std::map<fs::path, std::shared_ptr<Mapping>> maps;
+namespace {
 
-  void read_part(int rank, const fs::path& dir) {
-    PartSummary ps;
+// Where a record's bytes lie, and what else the manifest says that a Record does not hold.
+struct Entry {
+  size_t part = 0;
+  std::string shard;
+  uint64_t offset = 0, nbytes = 0;
+  std::string args, device;
+  std::vector<int64_t> stride;
+};
+
+// What one part (rank folder) lists, on its own: parts are read in parallel and merged in rank order, so
+// record handles and part indices are local here (RunReader::Impl::add makes them global).
+struct PartListing {
+  std::vector<Record> records;  // handle: index into entries
+  std::vector<Status> problems;
+  PartSummary part;
+  std::vector<ScalarRecord> scalars;
+  std::optional<std::string> fingerprint;
+  std::vector<Entry> entries;
+
+  void read(int rank, const fs::path& dir) {
+    PartSummary& ps = part;
     ps.rank = rank;
     ps.dir = dir;
     const fs::path manifest = dir / "manifest.pfr";
     auto scan = scan_frames(manifest);
     if (!scan.ok()) {
       problems.push_back(scan.status());
-      parts.push_back(ps);
       return;
     }
     ps.manifest_bytes = scan->file_bytes;
@@ -184,7 +188,6 @@ struct RunReader::Impl {
       }
       r.dtype = *dt;
       Entry e;
-      e.part = parts.size();
       if (auto it = j.find("shape"); it != j.end() && it->is_array())
         for (const auto& d : *it) r.shape.push_back(d.is_number_integer() ? d.get<int64_t>() : -1);
       if (auto it = j.find("stride"); it != j.end() && it->is_array())
@@ -296,11 +299,41 @@ struct RunReader::Impl {
           }
           nlohmann::json j = nlohmann::json::parse(p, nullptr, false);
           if (!j.is_discarded() && jstr(j, "kind") == "fingerprint" && j.contains("fingerprint"))
-            fingerprints[rank] = j["fingerprint"].dump();
+            fingerprint = j["fingerprint"].dump();
         }
       }
     }
-    parts.push_back(std::move(ps));
+  }
+};
+
+}  // namespace
+
+struct RunReader::Impl {
+  fs::path root;
+  std::vector<Record> records;
+  std::vector<Status> problems;
+  std::vector<PartSummary> parts;
+  std::vector<ScalarRecord> scalars;
+  std::map<int, std::string> fingerprints;
+  std::vector<Entry> entries;
+  mutable std::mutex map_mu;
+  mutable std::map<fs::path, std::shared_ptr<Mapping>> maps;
+
+  // Appends a part's listing after the parts added before it.
+  void add(int rank, PartListing&& l) {
+    const size_t part = parts.size(), base = entries.size();
+    for (Entry& e : l.entries) {
+      e.part = part;
+      entries.push_back(std::move(e));
+    }
+    for (Record& r : l.records) {
+      r.handle += base;
+      records.push_back(std::move(r));
+    }
+    for (Status& st : l.problems) problems.push_back(std::move(st));
+    for (ScalarRecord& sc : l.scalars) scalars.push_back(std::move(sc));
+    if (l.fingerprint) fingerprints[rank] = std::move(*l.fingerprint);
+    parts.push_back(std::move(l.part));
   }
 
   Result<std::shared_ptr<Mapping>> map_file(const fs::path& file) const {
@@ -389,10 +422,28 @@ Result<std::unique_ptr<RunReader>> RunReader::open_parts(const fs::path& run_dir
   const std::vector<std::pair<int, fs::path>> found = find_parts(run_dir);
   if (found.empty())
     return Status::NotFound(fmt::format("{}: not a parity run (no rank<R>/manifest.pfr inside)", run_dir.string()));
+  std::vector<std::pair<int, fs::path>> chosen;
+  for (const auto& part : found)
+    if (ranks == nullptr || std::binary_search(ranks->begin(), ranks->end(), part.first)) chosen.push_back(part);
+  // Parts are independent: read by all threads (a 1,000-rank run lists 1,000 manifests), merged in rank
+  // order, so the listing is the same whatever the thread count.
+  std::vector<PartListing> listings(chosen.size());
+  const int64_t n = static_cast<int64_t>(chosen.size());
+#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
+  for (int64_t k = 0; k < n; ++k) {
+    PartListing& l = listings[static_cast<size_t>(k)];
+    const auto& [rank, dir] = chosen[static_cast<size_t>(k)];
+    l.part.rank = rank;
+    l.part.dir = dir;
+    try {
+      l.read(rank, dir);
+    } catch (const std::exception& e) {  // never out of a parallel region; one part never stops the rest
+      l.problems.push_back(Status::Internal(fmt::format("{}: cannot list: {}", (dir / "manifest.pfr").string(), e.what())));
+    }
+  }
   auto impl = std::make_unique<Impl>();
   impl->root = run_dir;
-  for (const auto& [r, dir] : found)
-    if (ranks == nullptr || std::binary_search(ranks->begin(), ranks->end(), r)) impl->read_part(r, dir);
+  for (size_t k = 0; k < chosen.size(); ++k) impl->add(chosen[k].first, std::move(listings[k]));
   return std::unique_ptr<RunReader>(new RunReader(std::move(impl)));
 }
 
@@ -421,7 +472,7 @@ std::vector<int64_t> RunReader::stride(const Record& r) const {
 
 std::optional<RunReader::DataLocation> RunReader::data_location(const Record& r) const {
   if (!r.has_data || r.handle >= impl_->entries.size()) return std::nullopt;
-  const Impl::Entry& e = impl_->entries[r.handle];
+  const Entry& e = impl_->entries[r.handle];
   return DataLocation{impl_->parts[e.part].dir / e.shard, e.offset, e.nbytes};
 }
 
@@ -429,7 +480,7 @@ Result<TensorView> RunReader::load(const Record& r) const {
   if (!r.has_data || r.handle >= impl_->entries.size())
     return Status::NotFound(fmt::format("{}: {}: the record has no tensor data (statistics or checksum mode)",
                                         r.file, r.name));
-  const Impl::Entry& e = impl_->entries[r.handle];
+  const Entry& e = impl_->entries[r.handle];
   const fs::path file = impl_->parts[e.part].dir / e.shard;
   PARITY_ASSIGN_OR_RETURN(auto m, impl_->map_file(file));
   if (e.offset + e.nbytes > m->size)
