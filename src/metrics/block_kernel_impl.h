@@ -457,14 +457,25 @@ struct AbsAcc {
   v4i c_a6, c_a4, c_a2;
 };
 
+// acc + a·b where the product a·b is exact (a, b widened from fp32 / bf16: 24 + 24 significand bits fit
+// in 53), so a fused multiply-add rounds once, exactly like the separate multiply and add: one
+// instruction instead of two on the AVX-512 variant (which requires FMA), the same bits everywhere.
+static inline v4d add_exact_product(v4d acc, v4d a, v4d b) {
+#ifdef PARITY_BLOCK_FMA
+  return (v4d)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)acc);
+#else
+  return acc + a * b;
+#endif
+}
+
 static inline void err_step(v4d gm, v4d tm, v4u base, ErrAcc& a) {
   const v4d d = tm - gm;
   const v4d ad = vabs(d), ag = vabs(gm);
-  a.s_d2 += d * d;
+  a.s_d2 += d * d;  // d·d is not always exact (fp32 inputs): no FMA here
   a.s_ad += ad;
-  a.s_tg += gm * tm;
-  a.s_gg += gm * gm;
-  a.s_tt += tm * tm;
+  a.s_tg = add_exact_product(a.s_tg, gm, tm);
+  a.s_gg = add_exact_product(a.s_gg, gm, gm);
+  a.s_tt = add_exact_product(a.s_tt, tm, tm);
   const v4d rel = ad / ag;  // g ≠ 0 on a clean block: msprobe's |t − g| / |g|
   a.c_r3 -= (v4i)(rel < splat(1e-3));
   a.c_r53 -= (v4i)(rel < splat(5e-3));
@@ -476,7 +487,7 @@ static inline void err_step(v4d gm, v4d tm, v4u base, ErrAcc& a) {
 }
 
 static inline void abs_step(v4d gm, v4d tm, AbsAcc& a) {
-  const v4d ad = vabs(tm - gm);
+  const v4d ad = vabs(tm - gm);  // the same subtraction as err_step's: the compiler shares it
   a.m_ad = vmax4(ad, a.m_ad);
   a.c_a6 -= (v4i)(ad > splat(1e-6));
   a.c_a4 -= (v4i)(ad > splat(1e-4));
@@ -502,9 +513,27 @@ static inline void sum_step(v4d x, v4d& s, v4d& c) {
 // with e_max − e_min ≤ 19 (fp32) or 35 (bf16) that is at most 2^53 such ulps, so it is exact. TwoSum's
 // error terms are then all zero and the compensated mean equals total / n bit for bit.
 // min / max / min|x| are taken on the fp32 values, eight lanes at a time (exact, order-free).
-enum class FastResult { kDone, kNeedsCompensation, kNotClean };
+enum class FastResult { kDone, kNeedsCompensation, kNeedsTwoPass, kNotClean };
 
-template <class Lg, class Lt, bool kCompensated>
+// Σ(x − mean)² of a clean block from its Σx² (the error pass's Σg² / Σt²) and its mean, in one pass:
+// m2 = S2 − mean·(n·mean). With S2's error ≤ 257u·S2 (exact squares, 256-term lane sums and a 4-lane
+// tree), the mean's ≤ 2u and three roundings, |error| ≤ 264u·S2. Accepted only where S2 ≤ 16·m2 (the
+// block's mean² is less than 15 times its variance), so the relative error of m2 is ≤ 16·264u ≈ 4.7e-13
+// (docs/metrics.md "Error bounds of the kernel"); otherwise (data far from zero mean, near-constant
+// blocks) false, and the caller takes the two-pass deviations.
+static inline bool one_pass_m2(double sumsq, SidePartial& s) {
+  const double n = static_cast<double>(s.finite);
+  const double m2 = sumsq - s.mean * (n * s.mean);
+  if (!(sumsq <= 16.0 * m2)) return false;
+  s.m2 = m2;
+  return true;
+}
+
+// kTwoPass = false (the usual case): one loop over the block for the error sums, max |d| and its counts,
+// and the side sums; the std comes from Σx² (one_pass_m2); a second, light loop takes min / max / min|x|
+// on the fp32 lanes. kTwoPass = true: the deviations from the side means in the second loop, bit-identical
+// to the general kernel (blocks that one_pass_m2 refuses).
+template <class Lg, class Lt, bool kCompensated, bool kTwoPass>
 static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out) {
   const v4d zero = splat(0.0);
   const v4u base = {p.ulp_pow2_base, p.ulp_pow2_base, p.ulp_pow2_base, p.ulp_pow2_base};
@@ -516,9 +545,11 @@ static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n,
     widen8<Lg>(gp, i, g0, g1);
     widen8<Lt>(tp, i, t0, t1);
     err_step(g0, t0, base, e);
+    if constexpr (!kTwoPass) abs_step(g0, t0, ab);
     sum_step<kCompensated>(g0, gs, gc);
     sum_step<kCompensated>(t0, ts, tc);
     err_step(g1, t1, base, e);
+    if constexpr (!kTwoPass) abs_step(g1, t1, ab);
     sum_step<kCompensated>(g1, gs, gc);
     sum_step<kCompensated>(t1, ts, tc);
   }
@@ -527,10 +558,10 @@ static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n,
   for (int l = 0; l < 4; ++l) {
     if (!std::isfinite(gs[l]) || !std::isfinite(ts[l])) return FastResult::kNotClean;
   }
-  // Provisional side statistics from these sums; the second loop then takes the deviations from the
-  // means and, on the fp32 values, min / max / min|x| (kept out of the first loop, whose ~25
-  // accumulators fill the vector registers). Only then is it known whether the block is clean and
-  // whether the plain sums were exact; if not, everything above is discarded.
+  // Provisional side statistics from these sums; the second loop then takes, on the fp32 values,
+  // min / max / min|x| (kept out of the first loop, whose accumulators fill the vector registers), and
+  // in the two-pass form the deviations from the means. Only then is it known whether the block is
+  // clean and whether the plain sums were exact; if not, everything above is discarded.
   SidePartial sg, st;
   SideAcc ga{gs, gc, zero, zero, zero, splati(0), splati(0), splati(0)};
   SideAcc ta{ts, tc, zero, zero, zero, splati(0), splati(0), splati(0)};
@@ -556,11 +587,13 @@ static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n,
     const v8f ga8 = vabs8(g8), ta8 = vabs8(t8);
     gamin = vmin8(ga8, gamin);
     tamin = vmin8(ta8, tamin);
-    v4d g0, g1, t0, t1;
-    widen8<Lg>(gp, i, g0, g1);
-    widen8<Lt>(tp, i, t0, t1);
-    dev_step(g0, t0);
-    dev_step(g1, t1);
+    if constexpr (kTwoPass) {
+      v4d g0, g1w, t0, t1w;
+      widen8<Lg>(gp, i, g0, g1w);
+      widen8<Lt>(tp, i, t0, t1w);
+      dev_step(g0, t0);
+      dev_step(g1w, t1w);
+    }
   }
   // Clean: no zero or subnormal (in the target dtype) on either side.
   const double g_amin = hmin8(gamin), t_amin = hmin8(tamin);
@@ -571,14 +604,21 @@ static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n,
       return FastResult::kNeedsCompensation;
     }
   }
+  const double sum_gg = hsum(e.s_gg), sum_tt = hsum(e.s_tt);
+  if constexpr (kTwoPass) {
+    finish_m2(g1, g2, sg);
+    finish_m2(t1, t2, st);
+  } else {
+    if (!one_pass_m2(sum_gg, sg) || !one_pass_m2(sum_tt, st)) return FastResult::kNeedsTwoPass;
+  }
 
   out = Partial{};
   out.elements = out.both = n;
   out.sum_d2 = hsum(e.s_d2);
   out.sum_ad = hsum(e.s_ad);
   out.sum_tg = hsum(e.s_tg);
-  out.sum_gg = hsum(e.s_gg);
-  out.sum_tt = hsum(e.s_tt);
+  out.sum_gg = sum_gg;
+  out.sum_tt = sum_tt;
   out.sum_ulp = hsum(e.s_ulp);
   out.max_ulp = hmax(e.m_ulp);
   out.ulp_gt1 = hsumi(e.c_ulp1);
@@ -598,27 +638,38 @@ static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n,
   out.g.max = g_hi;
   out.t.min = t_lo;
   out.t.max = t_hi;
-  finish_m2(g1, g2, out.g);
-  finish_m2(t1, t2, out.t);
-  out.g.sumsq = out.sum_gg;
-  out.t.sumsq = out.sum_tt;
+  out.g.sumsq = sum_gg;
+  out.t.sumsq = sum_tt;
   return FastResult::kDone;
 }
 
 // First with plain sums; a block whose magnitudes span too much for them to be exact is measured again
 // with TwoSum, and `compensate` is set so that the caller's next blocks (the rest of a chunk, which
-// likely spans as much) take TwoSum directly. Either way the Partial is the general kernel's, bit for
-// bit. n must be a multiple of 8 (a tail block goes to the general kernel).
+// likely spans as much) take TwoSum directly. A block whose std one_pass_m2 cannot take within its
+// bound is measured again in the two-pass form (`two_pass` likewise carried to the next blocks). Every
+// field but the sides' m2 is the general kernel's, bit for bit; m2 is within one_pass_m2's bound, or
+// bit-identical in the two-pass form. n must be a multiple of 8 (a tail block goes to the general kernel).
 template <class Lg, class Lt>
 static bool fast_impl(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out,
-                      bool& compensate) {
+                      bool& compensate, bool& two_pass) {
   if ((n & 7) != 0 || n == 0) return false;
-  if (!compensate) {
-    const FastResult r = fast_pass<Lg, Lt, false>(gp, tp, n, p, out);
-    if (r != FastResult::kNeedsCompensation) return r == FastResult::kDone;
-    compensate = true;
+  if (!two_pass) {
+    FastResult r = FastResult::kNeedsCompensation;
+    if (!compensate) r = fast_pass<Lg, Lt, false, false>(gp, tp, n, p, out);
+    if (r == FastResult::kNeedsCompensation) {
+      compensate = true;
+      r = fast_pass<Lg, Lt, true, false>(gp, tp, n, p, out);
+    }
+    if (r != FastResult::kNeedsTwoPass) return r == FastResult::kDone;
+    two_pass = true;
   }
-  return fast_pass<Lg, Lt, true>(gp, tp, n, p, out) == FastResult::kDone;
+  FastResult r = FastResult::kNeedsCompensation;
+  if (!compensate) r = fast_pass<Lg, Lt, false, true>(gp, tp, n, p, out);
+  if (r == FastResult::kNeedsCompensation) {
+    compensate = true;
+    r = fast_pass<Lg, Lt, true, true>(gp, tp, n, p, out);
+  }
+  return r == FastResult::kDone;
 }
 
 // The fused kernel for a (golden, target) dtype pair, or nullptr: fp32 and bf16 on either side

@@ -18,7 +18,7 @@ Variant best_variant() {
   const bool allow_avx512 = cap == nullptr || std::strcmp(cap, "avx2") != 0;
 #if defined(__x86_64__) && defined(__GNUC__)
   if (allow_avx512 && block_kernel_avx512() != nullptr && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq")) {
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma")) {
     return Variant::kAvx512;
   }
   if (block_kernel_avx2() != nullptr && __builtin_cpu_supports("avx2")) return Variant::kAvx2;

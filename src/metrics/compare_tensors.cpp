@@ -257,15 +257,16 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
     };
     // The fused kernel is tried while it keeps succeeding; after a few blocks that are not clean
     // (zeros, NaN, subnormals) the rest of the chunk goes straight to the general kernel. Either way
-    // a block's Partial is the same bit for bit, so this only changes the speed.
+    // a block's Partial is the same, bit for bit but for the sides' m2 (within the bound of
+    // docs/metrics.md "Error bounds of the kernel").
     int fast_misses = 0;
-    bool compensate = false;
+    bool compensate = false, two_pass = false;
     int64_t nb = 0;
     for (int64_t b = begin; b < end; b += kBlock) {
       const int64_t n = std::min(kBlock, end - b);
       Partial& blk = blocks[nb++];
       const bool done = fused != nullptr && fast_misses < 4 &&
-                        fused(golden.data + b * g_size, target.data + b * t_size, n, params, blk, compensate);
+                        fused(golden.data + b * g_size, target.data + b * t_size, n, params, blk, compensate, two_pass);
       if (!done) {
         fast_misses += fused != nullptr;
         decode_block(b, n);

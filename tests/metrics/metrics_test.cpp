@@ -409,6 +409,17 @@ TEST(Metrics, FusedKernelMatchesGeneralKernel) {
     if (j % 2 == 0) wide.g[i] = wide.t[i] = j % 4 == 0 ? 0x1p60 : -0x1p60;
   }
   cases.push_back(wide);
+  // Blocks off zero mean: one_pass_m2 takes mean² < 15·variance (offsets 1, 3.5, 3.85 on unit spread),
+  // the two-pass form the rest (3.95, 10, 1e4, and a constant block, m2 = 0).
+  for (double offset : {1.0, 3.5, 3.85, 3.95, 10.0, 1e4}) {
+    Case c = near(1.0, 1e-3);
+    for (int64_t i = 0; i < kBlock; ++i) {
+      c.g[i] += offset;
+      c.t[i] += offset;
+    }
+    cases.push_back(c);
+  }
+  cases.push_back(Case{std::vector<double>(kBlock, 0.75), std::vector<double>(kBlock, 0.75), true});
   Case cancel = near(1.0, 1e-7);        // ±1e6 pairs that cancel: mean ≈ 0
   for (int64_t i = 0; i < kBlock; ++i) cancel.g[i] = cancel.t[i] = (i % 2 ? -1e6 : 1e6) + cancel.g[i];
   cases.push_back(cancel);
@@ -422,7 +433,7 @@ TEST(Metrics, FusedKernelMatchesGeneralKernel) {
     d.clean = false;
     cases.push_back(d);
   }
-  int checked = 0;
+  int checked = 0, one_pass_checked = 0;
   for (const Variant& v : variants) {
     if (!v.runs) continue;
     for (DType gdt : {DType::kF32, DType::kBF16}) {
@@ -447,11 +458,23 @@ TEST(Metrics, FusedKernelMatchesGeneralKernel) {
             decode_to_double(tv, 0, n, td.data());
             Partial want, got, got2;
             v.block(gd.data(), td.data(), n, p, want);
-            bool compensate = false, compensate_now = true;
-            const bool accepted = fast(gv.data, tv.data, n, p, got, compensate);
-            // Told to take TwoSum at once, it must give the same bits.
-            EXPECT_EQ(fast(gv.data, tv.data, n, p, got2, compensate_now), accepted);
+            bool compensate = false, compensate_now = true, two_pass = false, two_pass_now = true;
+            const bool accepted = fast(gv.data, tv.data, n, p, got, compensate, two_pass);
+            // Told to take TwoSum and the two-pass std at once, it must give the general kernel's bits,
+            // m2 included.
+            EXPECT_EQ(fast(gv.data, tv.data, n, p, got2, compensate_now, two_pass_now), accepted);
             if (accepted) expect_same_partial(want, got2);
+            if (accepted && !two_pass) {
+              // The one-pass std (one_pass_m2): within its bound 264u·Σx² of the exact m2, which the
+              // general kernel's two-pass m2 knows to (k + 3)u·m2; S2 ≤ 16·m2 was required.
+              for (auto [w, g] : {std::pair{&want.g, &got.g}, {&want.t, &got.t}}) {
+                const double u = 0x1p-53;
+                EXPECT_LE(std::fabs(g->m2 - w->m2), 264 * u * g->sumsq + 300 * u * w->m2) << "case " << (&c - cases.data());
+                EXPECT_LE(g->sumsq, 16 * g->m2 * (1 + 1e-12));
+                ++one_pass_checked;
+                g->m2 = w->m2;  // the rest must be bit-identical
+              }
+            }
             // A bf16 rounding can turn a tiny normal into a subnormal, so "clean" is the decoded data's.
             bool clean = n % 8 == 0;
             for (int64_t i = 0; i < n; ++i) {
@@ -472,6 +495,7 @@ TEST(Metrics, FusedKernelMatchesGeneralKernel) {
     }
   }
   EXPECT_GT(checked, 0);
+  EXPECT_GT(one_pass_checked, 0);
 }
 
 TEST(Metrics, KernelVariantsAgreeBitForBit) {
