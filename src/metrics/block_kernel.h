@@ -57,6 +57,9 @@ using FastFn = bool (*)(const std::byte* g, const std::byte* t, int64_t n, const
 
 int64_t first_index_of_max(const double* g, const double* t, int64_t n, const KernelParams& params, int kind,
                            double value);
+// The largest |t − g| (kind 0) or msprobe relative error (kind 1) over the compared elements of
+// g[0..n), t[0..n), in the kernel's fp64 arithmetic; -1 when none is compared.
+double max_of_block(const double* g, const double* t, int64_t n, const KernelParams& params, int kind);
 
 BlockFn block_kernel_generic();
 BlockFn block_kernel_avx2();     // nullptr when the compiler cannot build it

@@ -16,9 +16,13 @@
 #else
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,avx512f,avx512vl,avx512dq")
+// GCC 12's _mm512_cvtps_pd leaves an undefined vector as the pass-through operand of a masked
+// conversion with a full mask, and warns about it.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #define PARITY_BLOCK_NS avx512
 #define PARITY_BLOCK_AVX 1
+#define PARITY_BLOCK_AVX512 1
 #define PARITY_BLOCK_FMA 1  // only for exact products (add_exact_product): same bits as multiply-add
 #include "metrics/block_kernel_impl.h"
 #if defined(__clang__)

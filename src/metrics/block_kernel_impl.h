@@ -672,6 +672,184 @@ static bool fast_impl(const std::byte* gp, const std::byte* tp, int64_t n, const
   return r == FastResult::kDone;
 }
 
+// ---- bf16 × bf16 on fp32 lanes (issue 13 §0) ----------------------------------------------------------
+// Both sides bf16 (8 significant bits): t − g is exact in fp32 when the two exponents differ by at most
+// 15 (the difference then needs ≤ 15 + 9 bits), and every product g·t, g², t², d² is exact in fp32 / fp64.
+// So |d|, max |d| and the |d| > 1e-6 / 1e-4 / 1e-2 counts, the ULP error |d|·2^(7 − e_g) (an exact power
+// of two), its maximum and count are computed on eight fp32 lanes, exactly the values of the fp64 kernel;
+// the relative error |d|/|g| is one fp32 division, whose counts against 1e-3 / 5e-3 equal the fp64
+// kernel's for every bf16 pair (the only quotient of two bf16 values within an fp32 ulp of either
+// threshold is 1/200 = 5e-3 itself: tests/metrics/metrics_test.cpp checks every significand pair), and
+// whose block maximum is
+// the fp32 rounding of the fp64 one (marked max_rel_fp32: compare_tensors replaces it with the fp64
+// value for the blocks that can hold the chunk's maximum). The sums take exact terms (widened to fp64)
+// on eight fp64 lanes of 128 terms: the same error bound as the fp64 kernel's, a different order.
+// Side sums Σx are plain (exact: magnitudes spanning < 2^35, see fast_pass), the std comes from Σx²
+// (one_pass_m2). Refused (false: the caller runs fast_impl) where any condition fails: a value not
+// finite, |g| or |t| below the smallest normal or |g| < 2^-120 (where 2^(7 − e_g) overflows fp32), an
+// exponent gap of 15 or more, magnitudes spanning 2^35, mean² ≥ 15·variance. n a multiple of 16.
+typedef double v8d __attribute__((vector_size(64)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+static inline v8d widen8d(v8f x) {
+#ifdef PARITY_BLOCK_AVX512
+  return (v8d)_mm512_cvtps_pd((__m256)x);  // one vcvtps2pd (GCC builds the zmm from two halves)
+#else
+  return __builtin_convertvector(x, v8d);
+#endif
+}
+static inline v8d add_exact_product8(v8d acc, v8d a, v8d b) {
+#ifdef PARITY_BLOCK_FMA
+  return (v8d)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)acc);
+#else
+  return acc + a * b;
+#endif
+}
+static inline double hsum8d(v8d v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
+static inline int64_t hsum8i(v8i v) {
+  int64_t s = 0;
+  for (int l = 0; l < 8; ++l) s += v[l];
+  return s;
+}
+static inline v8w vmaxu8(v8w a, v8w b) { return a > b ? a : b; }
+static inline v8i splat8i(int32_t a) { return v8i{a, a, a, a, a, a, a, a}; }
+static inline v8w splat8w(uint32_t a) { return v8w{a, a, a, a, a, a, a, a}; }
+
+// fp32 threshold that makes an fp32 comparison equal to comparing with the fp64 constant: for a float
+// x, x > D ⟺ x > RD(D), the largest float ≤ D.
+static inline float round_down_f32(double d) {
+  float f = static_cast<float>(d);
+  if (static_cast<double>(f) > d) f = std::nextafter(f, -INFINITY);
+  return f;
+}
+
+static bool bf16_pass(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out) {
+  if ((n & 15) != 0 || n == 0) return false;
+  const v8d z8 = {0, 0, 0, 0, 0, 0, 0, 0};
+  const v8f zf = splat8(0.0f);
+  const v8w hi_mask = splat8w(0xffff0000u);
+  // Sixteen elements per side and iteration: the even ones are the low halves of the 32-bit words, the
+  // odd ones the high halves; both sides are split alike, so the pairs stay together.
+  auto for_each8 = [&](auto&& step) {
+    for (int64_t i = 0; i < n; i += 16) {
+      v8w gw, tw;
+      std::memcpy(&gw, gp + 2 * i, sizeof gw);
+      std::memcpy(&tw, tp + 2 * i, sizeof tw);
+      step((v8f)(gw << 16), (v8f)(tw << 16));
+      step((v8f)(gw & hi_mask), (v8f)(tw & hi_mask));
+    }
+  };
+  // First loop: the sums (fp64 lanes), the relative and ULP errors (fp32 lanes).
+  v8d s_g = z8, s_t = z8, s_gg = z8, s_tt = z8, s_tg = z8, s_ad = z8, s_d2 = z8, s_ulp = z8;
+  v8f m_rel = zf, m_ulp = zf;
+  v8i c_r3 = splat8i(0), c_r53 = splat8i(0), c_u1 = splat8i(0);
+  // fl32(q) < fl32(1e-3) (and 5e-3): the fp64 kernel's fl64(q) < 1e-3 for every quotient q of bf16
+  // values — the nearest float, not RU: 1/200 = 5e-3 itself is such a quotient (201/200 − 1), counted
+  // by neither (Bf16RelativeThresholdsAreExactInFp32 checks every bf16 quotient).
+  const v8f r3 = splat8(static_cast<float>(1e-3)), r53 = splat8(static_cast<float>(5e-3)), one = splat8(1.0f);
+  // 1/ulp of a bf16 target at |g| with biased exponent E: 2^(134 − E), whose fp32 bits are
+  // (261 − E) << 23 (ulp_pow2_base's rule for 8-bit exponents and 7 mantissa bits).
+  const v8w base = splat8w(261u << 23), expo = splat8w(0x7f800000u);
+  for_each8([&](v8f g, v8f t) {
+    const v8f ad = vabs8(t - g), ag = vabs8(g);
+    const v8f rel = ad / ag;
+    c_r3 -= (v8i)(rel < r3);
+    c_r53 -= (v8i)(rel < r53);
+    m_rel = vmax8(rel, m_rel);
+    const v8f ue = ad * (v8f)(base - ((v8w)ag & expo));
+    m_ulp = vmax8(ue, m_ulp);
+    c_u1 -= (v8i)(ue > one);
+    const v8d gd = widen8d(g), td = widen8d(t), add = widen8d(ad);
+    s_g += gd;
+    s_t += td;
+    s_gg = add_exact_product8(s_gg, gd, gd);
+    s_tt = add_exact_product8(s_tt, td, td);
+    s_tg = add_exact_product8(s_tg, gd, td);
+    s_ad += add;
+    s_d2 = add_exact_product8(s_d2, add, add);
+    s_ulp += widen8d(ue);
+  });
+  const double sg = hsum8d(s_g), st = hsum8d(s_t);
+  if (!std::isfinite(sg) || !std::isfinite(st)) return false;  // NaN or ±Inf somewhere
+  // Second loop: min / max / min |x| per side, the exponent gaps, max |d| and its counts (fp32 lanes).
+  v8f gmin = splat8(INFINITY), gmax = splat8(-INFINITY), tmin = gmin, tmax = gmax, gamin = gmin, tamin = gmin, m_ad = zf;
+  v8w gapmax = splat8w(0);
+  v8i c_a6 = splat8i(0), c_a4 = splat8i(0), c_a2 = splat8i(0);
+  const v8f t6 = splat8(round_down_f32(1e-6)), t4 = splat8(round_down_f32(1e-4)), t2 = splat8(round_down_f32(1e-2));
+  const v8w gap_bias = splat8w((15u << 23) - 1);
+  for_each8([&](v8f g, v8f t) {
+    const v8f ad = vabs8(t - g), ag = vabs8(g), at = vabs8(t);
+    // (bits of |t|) − (bits of |g|) + 15·2^23 − 1, unsigned: below 30·2^23 − 1 exactly when the bit
+    // patterns differ by less than 15·2^23, which implies exponents at most 15 apart.
+    gapmax = vmaxu8((v8w)at - (v8w)ag + gap_bias, gapmax);
+    gmin = vmin8(g, gmin);
+    gmax = vmax8(g, gmax);
+    tmin = vmin8(t, tmin);
+    tmax = vmax8(t, tmax);
+    gamin = vmin8(ag, gamin);
+    tamin = vmin8(at, tamin);
+    m_ad = vmax8(ad, m_ad);
+    c_a6 -= (v8i)(ad > t6);
+    c_a4 -= (v8i)(ad > t4);
+    c_a2 -= (v8i)(ad > t2);
+  });
+  const double g_amin = hmin8(gamin), t_amin = hmin8(tamin);
+  if (!(g_amin >= p.min_normal_t) || !(t_amin >= p.min_normal_t) || !(g_amin >= 0x1p-120)) return false;
+  for (int l = 0; l < 8; ++l) {
+    if (gapmax[l] >= (30u << 23) - 1) return false;
+  }
+  const double g_lo = hmin8(gmin), g_hi = hmax8(gmax), t_lo = hmin8(tmin), t_hi = hmax8(tmax);
+  if (!(std::fmax(-g_lo, g_hi) < LoadBF16::kExactRange * g_amin) ||
+      !(std::fmax(-t_lo, t_hi) < LoadBF16::kExactRange * t_amin)) {
+    return false;
+  }
+  SidePartial og, ot;
+  og.finite = ot.finite = n;
+  og.mean = sg / static_cast<double>(n);  // the exact sum, rounded once: the general kernel's mean
+  ot.mean = st / static_cast<double>(n);
+  og.sumsq = hsum8d(s_gg);
+  ot.sumsq = hsum8d(s_tt);
+  if (!one_pass_m2(og.sumsq, og) || !one_pass_m2(ot.sumsq, ot)) return false;
+  og.min = g_lo;
+  og.max = g_hi;
+  ot.min = t_lo;
+  ot.max = t_hi;
+
+  out = Partial{};
+  out.elements = out.both = n;
+  out.sum_d2 = hsum8d(s_d2);
+  out.sum_ad = hsum8d(s_ad);
+  out.sum_tg = hsum8d(s_tg);
+  out.sum_gg = og.sumsq;
+  out.sum_tt = ot.sumsq;
+  out.sum_ulp = hsum8d(s_ulp);
+  out.max_ulp = hmax8(m_ulp);
+  out.ulp_gt1 = hsum8i(c_u1);
+  out.rel_lt_1e3 = hsum8i(c_r3);
+  out.rel_lt_5e3 = hsum8i(c_r53);
+  out.abs_gt_1e6 = hsum8i(c_a6);
+  out.abs_gt_1e4 = hsum8i(c_a4);
+  out.abs_gt_1e2 = hsum8i(c_a2);
+  out.max_ad = hmax8(m_ad);
+  out.max_rel = hmax8(m_rel);
+  out.max_rel_fp32 = true;
+  out.max_ad_index = out.max_rel_index = -1;
+  out.g = og;
+  out.t = ot;
+  return true;
+}
+
+// bf16 golden and target: the fp32-lane kernel above, or fast_impl for the blocks it refuses (and for
+// the rest of a chunk once a block needed TwoSum or the two-pass std).
+static bool fast_bf16_impl(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out,
+                           bool& compensate, bool& two_pass) {
+  if (!compensate && !two_pass && p.ulp_mode == UlpMode::kPow2 && p.ulp_pow2_base == (uint64_t{2046 + 7} << 52) &&
+      bf16_pass(gp, tp, n, p, out)) {
+    return true;
+  }
+  return fast_impl<LoadBF16, LoadBF16>(gp, tp, n, p, out, compensate, two_pass);
+}
+
 // The fused kernel for a (golden, target) dtype pair, or nullptr: fp32 and bf16 on either side
 // (targets of those dtypes always take the kPow2 ULP path).
 static FastFn fast_entry(DType g, DType t) {
@@ -679,7 +857,7 @@ static FastFn fast_entry(DType g, DType t) {
   if (gf && tf) return &fast_impl<LoadF32, LoadF32>;
   if (gf && tb) return &fast_impl<LoadF32, LoadBF16>;
   if (gb && tf) return &fast_impl<LoadBF16, LoadF32>;
-  if (gb && tb) return &fast_impl<LoadBF16, LoadBF16>;
+  if (gb && tb) return &fast_bf16_impl;
   return nullptr;
 }
 

@@ -75,6 +75,21 @@ const char* block_kernel_name() {
   return "baseline";
 }
 
+double max_of_block(const double* g, const double* t, int64_t n, const KernelParams& p, int kind) {
+  double best = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(g[i]) || !std::isfinite(t[i])) continue;
+    const double ad = std::fabs(t[i] - g[i]);
+    double v = ad;
+    if (kind == 1) {
+      const double eps = p.rel_epsilon;
+      v = g[i] == 0.0 ? std::fabs((t[i] + eps) - eps) / eps : ad / std::fabs(g[i]);
+    }
+    if (v > best) best = v;
+  }
+  return best;
+}
+
 int64_t first_index_of_max(const double* g, const double* t, int64_t n, const KernelParams& p, int kind,
                            double value) {
   for (int64_t i = 0; i < n; ++i) {

@@ -47,6 +47,9 @@ struct Partial {
   int64_t max_ad_index = -1;
   double max_rel = -1;
   int64_t max_rel_index = -1;
+  // max_rel is the fp32 rounding of the block's maximum relative error (the bf16 × bf16 fp32-lane
+  // kernel), not yet the fp64 value; compare_tensors resolves it before combining (first_index_of_max).
+  bool max_rel_fp32 = false;
 
   SidePartial g, t;
 };

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "metrics/block_kernel.h"
@@ -342,22 +344,45 @@ TEST(Metrics, ResultsDoNotDependOnThreadCountOnAnyPath) {
 
 // The fused kernel (block_kernel_impl.h, fast_impl) must produce the general kernel's Partial bit for
 // bit on every block it accepts, and refuse the blocks it cannot measure that way.
+// A block of the bf16 × bf16 fp32-lane kernel (b.max_rel_fp32) sums the same exact terms in another
+// order (8 lanes of 128 terms): each sum within (127 + 3)u·Σ|terms| of the exact one, the general
+// kernel's within (255 + 2)u·Σ|terms| (Σ|tg| ≤ √(Σg²·Σt²)); its max_rel is the fp32 rounding of the fp64
+// maximum; m2 is checked by the caller. Everything else must be bit-identical.
 void expect_same_partial(const metrics_detail::Partial& a, const metrics_detail::Partial& b) {
   using metrics_detail::SidePartial;
-  for (auto [x, y] : {std::pair{a.sum_d2, b.sum_d2}, {a.sum_ad, b.sum_ad}, {a.sum_tg, b.sum_tg},
-                      {a.sum_gg, b.sum_gg}, {a.sum_tt, b.sum_tt}, {a.sum_ulp, b.sum_ulp}, {a.max_ulp, b.max_ulp},
-                      {a.max_ad, b.max_ad}, {a.max_rel, b.max_rel}}) {
-    EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
+  if (b.max_rel_fp32) {
+    const double u = 0x1p-53, k = 130 + 257;
+    for (auto [x, y, mag] : {std::tuple{a.sum_d2, b.sum_d2, a.sum_d2}, {a.sum_ad, b.sum_ad, a.sum_ad},
+                             {a.sum_tg, b.sum_tg, std::sqrt(a.sum_gg * a.sum_tt)}, {a.sum_gg, b.sum_gg, a.sum_gg},
+                             {a.sum_tt, b.sum_tt, a.sum_tt}, {a.sum_ulp, b.sum_ulp, a.sum_ulp}}) {
+      EXPECT_LE(std::fabs(x - y), k * u * mag) << x << " vs " << y;
+    }
+    EXPECT_TRUE(same_bits(static_cast<float>(a.max_rel), b.max_rel)) << a.max_rel << " vs " << b.max_rel;
+    for (auto [x, y] : {std::pair{a.max_ulp, b.max_ulp}, {a.max_ad, b.max_ad}}) {
+      EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
+    }
+    EXPECT_TRUE(same_bits(a.g.sumsq, a.sum_gg) && same_bits(b.g.sumsq, b.sum_gg));
+    EXPECT_TRUE(same_bits(a.t.sumsq, a.sum_tt) && same_bits(b.t.sumsq, b.sum_tt));
+  } else {
+    for (auto [x, y] : {std::pair{a.sum_d2, b.sum_d2}, {a.sum_ad, b.sum_ad}, {a.sum_tg, b.sum_tg},
+                        {a.sum_gg, b.sum_gg}, {a.sum_tt, b.sum_tt}, {a.sum_ulp, b.sum_ulp}, {a.max_ulp, b.max_ulp},
+                        {a.max_ad, b.max_ad}, {a.max_rel, b.max_rel}}) {
+      EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
+    }
   }
   for (auto [x, y] : {std::pair{a.elements, b.elements}, {a.both, b.both}, {a.mismatch, b.mismatch},
                       {a.ulp_gt1, b.ulp_gt1}, {a.rel_lt_1e3, b.rel_lt_1e3}, {a.rel_lt_5e3, b.rel_lt_5e3},
                       {a.abs_gt_1e6, b.abs_gt_1e6}, {a.abs_gt_1e4, b.abs_gt_1e4}, {a.abs_gt_1e2, b.abs_gt_1e2},
                       {a.ftz, b.ftz}, {a.max_ad_index, b.max_ad_index}, {a.max_rel_index, b.max_rel_index}}) {
-    EXPECT_EQ(x, y);
+    EXPECT_EQ(x, y) << "ulp_gt1 " << a.ulp_gt1 << "/" << b.ulp_gt1 << " rel " << a.rel_lt_1e3 << "/" << b.rel_lt_1e3 << " "
+                    << a.rel_lt_5e3 << "/" << b.rel_lt_5e3 << " abs " << a.abs_gt_1e6 << "/" << b.abs_gt_1e6 << " "
+                    << a.abs_gt_1e4 << "/" << b.abs_gt_1e4 << " " << a.abs_gt_1e2 << "/" << b.abs_gt_1e2;
   }
   for (auto [sa, sb] : {std::pair<const SidePartial*, const SidePartial*>{&a.g, &b.g}, {&a.t, &b.t}}) {
-    for (auto [x, y] : {std::pair{sa->mean, sb->mean}, {sa->m2, sb->m2}, {sa->sumsq, sb->sumsq}, {sa->min, sb->min},
-                        {sa->max, sb->max}}) {
+    if (!b.max_rel_fp32) {
+      EXPECT_TRUE(same_bits(sa->sumsq, sb->sumsq)) << sa->sumsq << " vs " << sb->sumsq;
+    }
+    for (auto [x, y] : {std::pair{sa->mean, sb->mean}, {sa->m2, sb->m2}, {sa->min, sb->min}, {sa->max, sb->max}}) {
       EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
     }
     for (auto [x, y] : {std::pair{sa->finite, sb->finite}, {sa->zero, sb->zero}, {sa->subnormal, sb->subnormal},
@@ -420,6 +445,38 @@ TEST(Metrics, FusedKernelMatchesGeneralKernel) {
     cases.push_back(c);
   }
   cases.push_back(Case{std::vector<double>(kBlock, 0.75), std::vector<double>(kBlock, 0.75), true});
+  // For the bf16 fp32-lane kernel: exponent gaps of 14, 15 and 16 between t and g in one element (t − g
+  // exact in fp32 up to 15: the kernel refuses ≥ 15); |g| around 2^-120 (its ULP scale's limit);
+  // magnitudes from 2^-100 to 2^100 with one-ulp differences; t = g ± one ulp (near-identical sides,
+  // the |d| counts land on every threshold's neighbourhood); sign flips.
+  for (int gap : {14, 15, 16}) {
+    Case c = near(1.0, 1e-3);
+    c.t[77] = c.g[77] * std::ldexp(1.0, gap);
+    cases.push_back(c);
+  }
+  for (double scale : {0x1p-119, 0x1p-121}) {
+    Case c = near(1.0, 1e-2);
+    for (int64_t i = 0; i < kBlock; ++i) {
+      c.g[i] = scale * (1.0 + (i % 128) / 128.0) * (i % 3 ? 1 : -1);
+      c.t[i] = c.g[i] * (1 + 1e-2 * nd(rng));
+    }
+    cases.push_back(c);
+  }
+  {
+    Case c = near(1.0, 0.0);
+    for (int64_t i = 0; i < kBlock; ++i) {
+      c.g[i] = std::ldexp(1.0 + (i % 128) / 128.0, static_cast<int>(i % 41) * 5 - 100) * (i % 3 ? 1 : -1);
+      c.t[i] = c.g[i] * (1 + (i % 5 - 2) / 128.0);
+    }
+    cases.push_back(c);
+    for (int64_t i = 0; i < kBlock; ++i) {
+      c.g[i] = std::ldexp(1.0 + (i % 128) / 128.0, static_cast<int>(i % 17) - 20);  // |d| near 1e-6 … 1e-2
+      c.t[i] = c.g[i] + std::ldexp(i % 2 ? 1.0 : -1.0, static_cast<int>(i % 17) - 27);
+    }
+    cases.push_back(c);
+    for (int64_t i = 0; i < kBlock; ++i) c.t[i] = i % 7 ? c.g[i] : -c.g[i];
+    cases.push_back(c);
+  }
   Case cancel = near(1.0, 1e-7);        // ±1e6 pairs that cancel: mean ≈ 0
   for (int64_t i = 0; i < kBlock; ++i) cancel.g[i] = cancel.t[i] = (i % 2 ? -1e6 : 1e6) + cancel.g[i];
   cases.push_back(cancel);
@@ -433,7 +490,7 @@ TEST(Metrics, FusedKernelMatchesGeneralKernel) {
     d.clean = false;
     cases.push_back(d);
   }
-  int checked = 0, one_pass_checked = 0;
+  int checked = 0, one_pass_checked = 0, fp32_lanes_checked = 0;
   for (const Variant& v : variants) {
     if (!v.runs) continue;
     for (DType gdt : {DType::kF32, DType::kBF16}) {
@@ -488,6 +545,7 @@ TEST(Metrics, FusedKernelMatchesGeneralKernel) {
             if (accepted) {
               expect_same_partial(want, got);
               ++checked;
+              fp32_lanes_checked += got.max_rel_fp32;
             }
           }
         }
@@ -496,6 +554,40 @@ TEST(Metrics, FusedKernelMatchesGeneralKernel) {
   }
   EXPECT_GT(checked, 0);
   EXPECT_GT(one_pass_checked, 0);
+  EXPECT_GE(fp32_lanes_checked, 10);  // bf16 × bf16 blocks of the fp32-lane kernel
+  std::printf("fused blocks checked: %d, one-pass std: %d, bf16 fp32 lanes: %d\n", checked, one_pass_checked,
+              fp32_lanes_checked);
+}
+
+// The bf16 × bf16 fp32-lane kernel counts relative errors below 1e-3 / 5e-3 on fl32(|t − g| / |g|)
+// against the nearest float to each threshold; that equals the fp64 kernel's count for every
+// pair of bf16 values. The quotient depends only on t/g, so g over one binade [1, 2) (128 values) and t
+// over [1/2, 4) of either sign cover every quotient below 1/2 (elsewhere both sides count 0).
+TEST(Metrics, Bf16RelativeThresholdsAreExactInFp32) {
+  auto bf16 = [](uint32_t bits) {
+    const uint32_t w = bits << 16;
+    float f;
+    std::memcpy(&f, &w, 4);
+    return f;
+  };
+  int64_t pairs = 0;
+  for (uint32_t gb = 0x3F80; gb < 0x4000; ++gb) {
+    for (uint32_t tb = 0x3F00; tb < 0x4080; ++tb) {
+      for (uint32_t sign : {0u, 0x8000u}) {
+        const float g = bf16(gb), t = bf16(tb | sign);
+        const float d32 = t - g;
+        ASSERT_EQ(static_cast<double>(d32), static_cast<double>(t) - static_cast<double>(g));  // exact
+        const float rel32 = std::fabs(d32) / std::fabs(g);
+        const double rel64 = std::fabs(static_cast<double>(t) - static_cast<double>(g)) / std::fabs(static_cast<double>(g));
+        for (double thr : {1e-3, 5e-3}) {
+          ASSERT_EQ(rel32 < static_cast<float>(thr), rel64 < thr) << g << " " << t;
+        }
+        ASSERT_EQ(static_cast<float>(rel64), rel32);  // fl32 of the fp64 value: the block maximum's rule
+        ++pairs;
+      }
+    }
+  }
+  EXPECT_EQ(pairs, 128 * 384 * 2);
 }
 
 TEST(Metrics, KernelVariantsAgreeBitForBit) {
