@@ -711,7 +711,8 @@ static inline int64_t hsum8i(v8i v) {
   for (int l = 0; l < 8; ++l) s += v[l];
   return s;
 }
-static inline v8w vmaxu8(v8w a, v8w b) { return a > b ? a : b; }
+static inline v8i vmaxi8(v8i a, v8i b) { return a > b ? a : b; }
+static inline v8i vmini8(v8i a, v8i b) { return a < b ? a : b; }
 static inline v8i splat8i(int32_t a) { return v8i{a, a, a, a, a, a, a, a}; }
 static inline v8w splat8w(uint32_t a) { return v8w{a, a, a, a, a, a, a, a}; }
 
@@ -773,15 +774,15 @@ static bool bf16_pass(const std::byte* gp, const std::byte* tp, int64_t n, const
   if (!std::isfinite(sg) || !std::isfinite(st)) return false;  // NaN or ±Inf somewhere
   // Second loop: min / max / min |x| per side, the exponent gaps, max |d| and its counts (fp32 lanes).
   v8f gmin = splat8(INFINITY), gmax = splat8(-INFINITY), tmin = gmin, tmax = gmax, gamin = gmin, tamin = gmin, m_ad = zf;
-  v8w gapmax = splat8w(0);
+  v8i gapmax = splat8i(INT32_MIN), gapmin = splat8i(INT32_MAX);
   v8i c_a6 = splat8i(0), c_a4 = splat8i(0), c_a2 = splat8i(0);
   const v8f t6 = splat8(round_down_f32(1e-6)), t4 = splat8(round_down_f32(1e-4)), t2 = splat8(round_down_f32(1e-2));
-  const v8w gap_bias = splat8w((15u << 23) - 1);
   for_each8([&](v8f g, v8f t) {
     const v8f ad = vabs8(t - g), ag = vabs8(g), at = vabs8(t);
-    // (bits of |t|) − (bits of |g|) + 15·2^23 − 1, unsigned: below 30·2^23 − 1 exactly when the bit
-    // patterns differ by less than 15·2^23, which implies exponents at most 15 apart.
-    gapmax = vmaxu8((v8w)at - (v8w)ag + gap_bias, gapmax);
+    // (bits of |t|) − (bits of |g|): less than k·2^23 in magnitude implies exponents at most k apart.
+    const v8i gap = (v8i)at - (v8i)ag;
+    gapmax = vmaxi8(gap, gapmax);
+    gapmin = vmini8(gap, gapmin);
     gmin = vmin8(g, gmin);
     gmax = vmax8(g, gmax);
     tmin = vmin8(t, tmin);
@@ -795,8 +796,10 @@ static bool bf16_pass(const std::byte* gp, const std::byte* tp, int64_t n, const
   });
   const double g_amin = hmin8(gamin), t_amin = hmin8(tamin);
   if (!(g_amin >= p.min_normal_t) || !(t_amin >= p.min_normal_t) || !(g_amin >= 0x1p-120)) return false;
+  bool gap4 = true;
   for (int l = 0; l < 8; ++l) {
-    if (gapmax[l] >= (30u << 23) - 1) return false;
+    if (gapmax[l] >= (15 << 23) || gapmin[l] <= -(15 << 23)) return false;
+    gap4 = gap4 && gapmax[l] < (4 << 23) && gapmin[l] > -(4 << 23);
   }
   const double g_lo = hmin8(gmin), g_hi = hmax8(gmax), t_lo = hmin8(tmin), t_hi = hmax8(tmax);
   if (!(std::fmax(-g_lo, g_hi) < LoadBF16::kExactRange * g_amin) ||
@@ -833,6 +836,7 @@ static bool bf16_pass(const std::byte* gp, const std::byte* tp, int64_t n, const
   out.max_ad = hmax8(m_ad);
   out.max_rel = hmax8(m_rel);
   out.max_rel_fp32 = true;
+  out.max_rel_fp32_distinct = gap4;
   out.max_ad_index = out.max_rel_index = -1;
   out.g = og;
   out.t = ot;

@@ -281,17 +281,26 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
     // Rounding is monotone, so a block whose fp32 maximum is below the chunk's largest one holds no
     // element whose fp64 relative error reaches the chunk's maximum (its fp32 value is then below that
     // fp64 maximum too, and leaves the pairwise combine unchanged); the blocks whose value equals the
-    // largest one are measured in fp64 (a scan of the decoded block).
+    // largest one are measured in fp64 (a scan of the decoded block) — only the first of them when all
+    // are max_rel_fp32_distinct (their maxima are then one quotient, the same fp64 value).
     double best_rel = -1;
     for (int64_t j = 0; j < nb; ++j) best_rel = std::max(best_rel, blocks[j].max_rel);
+    bool distinct = true;
+    for (int64_t j = 0; j < nb; ++j) {
+      if (blocks[j].max_rel_fp32 && blocks[j].max_rel == best_rel) distinct = distinct && blocks[j].max_rel_fp32_distinct;
+    }
+    double resolved = -1;
     for (int64_t j = 0; j < nb; ++j) {
       if (!blocks[j].max_rel_fp32) continue;
       blocks[j].max_rel_fp32 = false;
       if (blocks[j].max_rel != best_rel) continue;
-      const int64_t b = begin + j * kBlock, n = std::min(kBlock, end - b);
-      decode_block(b, n);
-      decoded = j;
-      blocks[j].max_rel = metrics_detail::max_of_block(gb, tb, n, params, 1);
+      if (!distinct || resolved < 0) {
+        const int64_t b = begin + j * kBlock, n = std::min(kBlock, end - b);
+        decode_block(b, n);
+        decoded = j;
+        resolved = metrics_detail::max_of_block(gb, tb, n, params, 1);
+      }
+      blocks[j].max_rel = resolved;
     }
     auto index_first_max = [&](double Partial::*value, int64_t Partial::*index, int kind) {
       int64_t first = -1;
