@@ -260,6 +260,8 @@ def bf16(x):
     u = x.astype(np.float32).view(np.uint32).astype(np.uint64)
     return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
 gb = g * np.float32(1 + 1e-3 * r.standard_normal(g.size))  # bf16 x bf16: the fp32-lane kernel
+gb[1::50021] = g[1::50021] * np.float32(1.5 * 2.0**-14)  # gap 14, relative error ~1: fp32-lane blocks
+gb[2::70001] = g[2::70001] * np.float32(1.25 * 2.0**-17)  # gap >= 15: fp64 blocks with a similar maximum
 out["bf16"] = core.compare_arrays(bf16(g), bf16(gb), golden_dtype="bf16", target_dtype="bf16")
 out["variant"] = core.metrics_kernel()
 print(json.dumps(out))
