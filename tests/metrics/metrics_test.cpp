@@ -481,7 +481,7 @@ TEST(Metrics, FusedKernelMatchesGeneralKernel) {
   Case cancel = near(1.0, 1e-7);        // ±1e6 pairs that cancel: mean ≈ 0
   for (int64_t i = 0; i < kBlock; ++i) cancel.g[i] = cancel.t[i] = (i % 2 ? -1e6 : 1e6) + cancel.g[i];
   cases.push_back(cancel);
-  for (double bad : {0.0, kNan, kInf, -kInf, 1e-40}) {  // refused: the general kernel measures these
+  for (double bad : {0.0, -0.0, kNan, kInf, -kInf, 1e-40}) {  // refused: the general kernel measures these
     Case c = near(1.0, 1e-3);
     c.t[100] = bad;
     c.clean = false;
