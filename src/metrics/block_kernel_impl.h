@@ -448,13 +448,34 @@ static inline double hmax8(v8f v) {
 // fast path's two loops keeps its accumulators in registers: err_step (sums, relative and ULP error)
 // in the first, abs_step (max |d| and the |d| > 1e-6 / 1e-4 / 1e-2 counts, d recomputed: the same
 // subtraction, so the same value) in the second.
+// A count of lanes where a < b (false for NaN). On AVX-512 the compare goes to a mask register and its
+// population count is added on the integer units, one vector operation instead of two and no vector
+// register per counter; elsewhere a vector of per-lane counts. Counts are exact integers either way.
+#ifdef PARITY_BLOCK_AVX512
+struct Counter {
+  int64_t n;
+};
+static inline Counter counter0() { return Counter{0}; }
+static inline void count_lt(Counter& c, v4d a, v4d b) {
+  c.n += __builtin_popcount(static_cast<unsigned>(_mm256_cmp_pd_mask((__m256d)a, (__m256d)b, _CMP_LT_OQ)));
+}
+static inline int64_t total(const Counter& c) { return c.n; }
+#else
+struct Counter {
+  v4i v;
+};
+static inline Counter counter0() { return Counter{splati(0)}; }
+static inline void count_lt(Counter& c, v4d a, v4d b) { c.v -= (v4i)(a < b); }
+static inline int64_t total(const Counter& c) { return hsumi(c.v); }
+#endif
+
 struct ErrAcc {
   v4d s_d2, s_ad, s_tg, s_gg, s_tt, s_ulp, m_ulp, m_rel;
-  v4i c_ulp1, c_r3, c_r53;
+  Counter c_ulp1, c_r3, c_r53;
 };
 struct AbsAcc {
   v4d m_ad;
-  v4i c_a6, c_a4, c_a2;
+  Counter c_a6, c_a4, c_a2;
 };
 
 // acc + a·b where the product a·b is exact (a, b widened from fp32 / bf16: 24 + 24 significand bits fit
@@ -477,21 +498,21 @@ static inline void err_step(v4d gm, v4d tm, v4u base, ErrAcc& a) {
   a.s_gg = add_exact_product(a.s_gg, gm, gm);
   a.s_tt = add_exact_product(a.s_tt, tm, tm);
   const v4d rel = ad / ag;  // g ≠ 0 on a clean block: msprobe's |t − g| / |g|
-  a.c_r3 -= (v4i)(rel < splat(1e-3));
-  a.c_r53 -= (v4i)(rel < splat(5e-3));
+  count_lt(a.c_r3, rel, splat(1e-3));
+  count_lt(a.c_r53, rel, splat(5e-3));
   a.m_rel = vmax4(rel, a.m_rel);
   const v4d ue = ad * (v4d)(base - ((v4u)ag & (v4u)splati(0x7ff0000000000000LL)));  // ulp_error<kPow2>, |g| normal
   a.s_ulp += ue;
   a.m_ulp = vmax4(ue, a.m_ulp);
-  a.c_ulp1 -= (v4i)(ue > splat(1.0));
+  count_lt(a.c_ulp1, splat(1.0), ue);
 }
 
 static inline void abs_step(v4d gm, v4d tm, AbsAcc& a) {
   const v4d ad = vabs(tm - gm);  // the same subtraction as err_step's: the compiler shares it
   a.m_ad = vmax4(ad, a.m_ad);
-  a.c_a6 -= (v4i)(ad > splat(1e-6));
-  a.c_a4 -= (v4i)(ad > splat(1e-4));
-  a.c_a2 -= (v4i)(ad > splat(1e-2));
+  count_lt(a.c_a6, splat(1e-6), ad);
+  count_lt(a.c_a4, splat(1e-4), ad);
+  count_lt(a.c_a2, splat(1e-2), ad);
 }
 
 // Running Σx of one side: TwoSum-compensated as in side_step (kCompensated), or plain.
@@ -537,8 +558,8 @@ template <class Lg, class Lt, bool kCompensated, bool kTwoPass>
 static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out) {
   const v4d zero = splat(0.0);
   const v4u base = {p.ulp_pow2_base, p.ulp_pow2_base, p.ulp_pow2_base, p.ulp_pow2_base};
-  ErrAcc e{zero, zero, zero, zero, zero, zero, zero, zero, splati(0), splati(0), splati(0)};
-  AbsAcc ab{zero, splati(0), splati(0), splati(0)};
+  ErrAcc e{zero, zero, zero, zero, zero, zero, zero, zero, counter0(), counter0(), counter0()};
+  AbsAcc ab{zero, counter0(), counter0(), counter0()};
   v4d gs = zero, gc = zero, ts = zero, tc = zero;
   for (int64_t i = 0; i < n; i += 8) {
     v4d g0, g1, t0, t1;
@@ -621,12 +642,12 @@ static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n,
   out.sum_tt = sum_tt;
   out.sum_ulp = hsum(e.s_ulp);
   out.max_ulp = hmax(e.m_ulp);
-  out.ulp_gt1 = hsumi(e.c_ulp1);
-  out.rel_lt_1e3 = hsumi(e.c_r3);
-  out.rel_lt_5e3 = hsumi(e.c_r53);
-  out.abs_gt_1e6 = hsumi(ab.c_a6);
-  out.abs_gt_1e4 = hsumi(ab.c_a4);
-  out.abs_gt_1e2 = hsumi(ab.c_a2);
+  out.ulp_gt1 = total(e.c_ulp1);
+  out.rel_lt_1e3 = total(e.c_r3);
+  out.rel_lt_5e3 = total(e.c_r53);
+  out.abs_gt_1e6 = total(ab.c_a6);
+  out.abs_gt_1e4 = total(ab.c_a4);
+  out.abs_gt_1e2 = total(ab.c_a2);
   out.max_ad = hmax(ab.m_ad);
   out.max_rel = hmax(e.m_rel);
   out.max_ad_index = out.max_rel_index = -1;
@@ -724,6 +745,22 @@ static inline float round_down_f32(double d) {
   return f;
 }
 
+// Counter over eight fp32 lanes (see Counter).
+#ifdef PARITY_BLOCK_AVX512
+static inline Counter counter8_0() { return Counter{0}; }
+static inline void count_lt8(Counter& c, v8f a, v8f b) {
+  c.n += __builtin_popcount(static_cast<unsigned>(_mm256_cmp_ps_mask((__m256)a, (__m256)b, _CMP_LT_OQ)));
+}
+static inline int64_t total8(const Counter& c) { return c.n; }
+#else
+struct Counter8 {
+  v8i v;
+};
+static inline Counter8 counter8_0() { return Counter8{splat8i(0)}; }
+static inline void count_lt8(Counter8& c, v8f a, v8f b) { c.v -= (v8i)(a < b); }
+static inline int64_t total8(const Counter8& c) { return hsum8i(c.v); }
+#endif
+
 static bool bf16_pass(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out) {
   if ((n & 15) != 0 || n == 0) return false;
   const v8d z8 = {0, 0, 0, 0, 0, 0, 0, 0};
@@ -743,7 +780,7 @@ static bool bf16_pass(const std::byte* gp, const std::byte* tp, int64_t n, const
   // First loop: the sums (fp64 lanes), the relative and ULP errors (fp32 lanes).
   v8d s_g = z8, s_t = z8, s_gg = z8, s_tt = z8, s_tg = z8, s_ad = z8, s_d2 = z8, s_ulp = z8;
   v8f m_rel = zf, m_ulp = zf;
-  v8i c_r3 = splat8i(0), c_r53 = splat8i(0), c_u1 = splat8i(0);
+  auto c_r3 = counter8_0(), c_r53 = counter8_0(), c_u1 = counter8_0();
   // fl32(q) < fl32(1e-3) (and 5e-3): the fp64 kernel's fl64(q) < 1e-3 for every quotient q of bf16
   // values — the nearest float, not RU: 1/200 = 5e-3 itself is such a quotient (201/200 − 1), counted
   // by neither (Bf16RelativeThresholdsAreExactInFp32 checks every bf16 quotient).
@@ -754,12 +791,12 @@ static bool bf16_pass(const std::byte* gp, const std::byte* tp, int64_t n, const
   for_each8([&](v8f g, v8f t) {
     const v8f ad = vabs8(t - g), ag = vabs8(g);
     const v8f rel = ad / ag;
-    c_r3 -= (v8i)(rel < r3);
-    c_r53 -= (v8i)(rel < r53);
+    count_lt8(c_r3, rel, r3);
+    count_lt8(c_r53, rel, r53);
     m_rel = vmax8(rel, m_rel);
     const v8f ue = ad * (v8f)(base - ((v8w)ag & expo));
     m_ulp = vmax8(ue, m_ulp);
-    c_u1 -= (v8i)(ue > one);
+    count_lt8(c_u1, one, ue);
     const v8d gd = widen8d(g), td = widen8d(t), add = widen8d(ad);
     s_g += gd;
     s_t += td;
@@ -775,7 +812,7 @@ static bool bf16_pass(const std::byte* gp, const std::byte* tp, int64_t n, const
   // Second loop: min / max / min |x| per side, the exponent gaps, max |d| and its counts (fp32 lanes).
   v8f gmin = splat8(INFINITY), gmax = splat8(-INFINITY), tmin = gmin, tmax = gmax, gamin = gmin, tamin = gmin, m_ad = zf;
   v8i gapmax = splat8i(INT32_MIN), gapmin = splat8i(INT32_MAX);
-  v8i c_a6 = splat8i(0), c_a4 = splat8i(0), c_a2 = splat8i(0);
+  auto c_a6 = counter8_0(), c_a4 = counter8_0(), c_a2 = counter8_0();
   const v8f t6 = splat8(round_down_f32(1e-6)), t4 = splat8(round_down_f32(1e-4)), t2 = splat8(round_down_f32(1e-2));
   for_each8([&](v8f g, v8f t) {
     const v8f ad = vabs8(t - g), ag = vabs8(g), at = vabs8(t);
@@ -790,9 +827,9 @@ static bool bf16_pass(const std::byte* gp, const std::byte* tp, int64_t n, const
     gamin = vmin8(ag, gamin);
     tamin = vmin8(at, tamin);
     m_ad = vmax8(ad, m_ad);
-    c_a6 -= (v8i)(ad > t6);
-    c_a4 -= (v8i)(ad > t4);
-    c_a2 -= (v8i)(ad > t2);
+    count_lt8(c_a6, t6, ad);
+    count_lt8(c_a4, t4, ad);
+    count_lt8(c_a2, t2, ad);
   });
   const double g_amin = hmin8(gamin), t_amin = hmin8(tamin);
   if (!(g_amin >= p.min_normal_t) || !(t_amin >= p.min_normal_t) || !(g_amin >= 0x1p-120)) return false;
@@ -827,12 +864,12 @@ static bool bf16_pass(const std::byte* gp, const std::byte* tp, int64_t n, const
   out.sum_tt = ot.sumsq;
   out.sum_ulp = hsum8d(s_ulp);
   out.max_ulp = hmax8(m_ulp);
-  out.ulp_gt1 = hsum8i(c_u1);
-  out.rel_lt_1e3 = hsum8i(c_r3);
-  out.rel_lt_5e3 = hsum8i(c_r53);
-  out.abs_gt_1e6 = hsum8i(c_a6);
-  out.abs_gt_1e4 = hsum8i(c_a4);
-  out.abs_gt_1e2 = hsum8i(c_a2);
+  out.ulp_gt1 = total8(c_u1);
+  out.rel_lt_1e3 = total8(c_r3);
+  out.rel_lt_5e3 = total8(c_r53);
+  out.abs_gt_1e6 = total8(c_a6);
+  out.abs_gt_1e4 = total8(c_a4);
+  out.abs_gt_1e2 = total8(c_a2);
   out.max_ad = hmax8(m_ad);
   out.max_rel = hmax8(m_rel);
   out.max_rel_fp32 = true;
