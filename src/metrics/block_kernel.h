@@ -46,15 +46,20 @@ using DecodeFn = bool (*)(DType dt, const std::byte* p, int64_t n, double* out);
 // (kind 1) equals `value` (same arithmetic as the kernel), or -1.
 // The fused fast path (block_kernel_impl.h, fast_impl): reads n (a multiple of 8) contiguous
 // native-order elements of each side straight from the input, and either writes the block's Partial —
-// bit-identical to decoding into fp64 and running the BlockFn — and returns true, or returns false
+// that of decoding into fp64 and running the BlockFn, see below — and returns true, or returns false
 // (some value non-finite, zero or subnormal in the target dtype: run the general kernel instead).
-// `compensate` is a speed hint carried from block to block (start a chunk with false): true makes it
-// take TwoSum side sums at once; it is set when a block needed them.
+// `compensate` and `two_pass` are speed hints carried from block to block (start a chunk with false):
+// true makes it take TwoSum side sums / the two-pass std at once; each is set when a block needed it.
+// Every field is the general kernel's bit for bit except the sides' m2, which the one-pass form takes
+// from Σx² within a bound of 4.7e-13 relative (docs/metrics.md); the two-pass form is bit-identical.
 using FastFn = bool (*)(const std::byte* g, const std::byte* t, int64_t n, const KernelParams& params, Partial& out,
-                        bool& compensate);
+                        bool& compensate, bool& two_pass);
 
 int64_t first_index_of_max(const double* g, const double* t, int64_t n, const KernelParams& params, int kind,
                            double value);
+// The largest |t − g| (kind 0) or msprobe relative error (kind 1) over the compared elements of
+// g[0..n), t[0..n), in the kernel's fp64 arithmetic; -1 when none is compared.
+double max_of_block(const double* g, const double* t, int64_t n, const KernelParams& params, int kind);
 
 BlockFn block_kernel_generic();
 BlockFn block_kernel_avx2();     // nullptr when the compiler cannot build it

@@ -448,39 +448,71 @@ static inline double hmax8(v8f v) {
 // fast path's two loops keeps its accumulators in registers: err_step (sums, relative and ULP error)
 // in the first, abs_step (max |d| and the |d| > 1e-6 / 1e-4 / 1e-2 counts, d recomputed: the same
 // subtraction, so the same value) in the second.
+// A count of lanes where a < b (false for NaN). On AVX-512 the compare goes to a mask register and its
+// population count is added on the integer units, one vector operation instead of two and no vector
+// register per counter; elsewhere a vector of per-lane counts. Counts are exact integers either way.
+#ifdef PARITY_BLOCK_AVX512
+struct Counter {
+  int64_t n;
+};
+static inline Counter counter0() { return Counter{0}; }
+static inline void count_lt(Counter& c, v4d a, v4d b) {
+  c.n += __builtin_popcount(static_cast<unsigned>(_mm256_cmp_pd_mask((__m256d)a, (__m256d)b, _CMP_LT_OQ)));
+}
+static inline int64_t total(const Counter& c) { return c.n; }
+#else
+struct Counter {
+  v4i v;
+};
+static inline Counter counter0() { return Counter{splati(0)}; }
+static inline void count_lt(Counter& c, v4d a, v4d b) { c.v -= (v4i)(a < b); }
+static inline int64_t total(const Counter& c) { return hsumi(c.v); }
+#endif
+
 struct ErrAcc {
   v4d s_d2, s_ad, s_tg, s_gg, s_tt, s_ulp, m_ulp, m_rel;
-  v4i c_ulp1, c_r3, c_r53;
+  Counter c_ulp1, c_r3, c_r53;
 };
 struct AbsAcc {
   v4d m_ad;
-  v4i c_a6, c_a4, c_a2;
+  Counter c_a6, c_a4, c_a2;
 };
+
+// acc + a·b where the product a·b is exact (a, b widened from fp32 / bf16: 24 + 24 significand bits fit
+// in 53), so a fused multiply-add rounds once, exactly like the separate multiply and add: one
+// instruction instead of two on the AVX-512 variant (which requires FMA), the same bits everywhere.
+static inline v4d add_exact_product(v4d acc, v4d a, v4d b) {
+#ifdef PARITY_BLOCK_FMA
+  return (v4d)_mm256_fmadd_pd((__m256d)a, (__m256d)b, (__m256d)acc);
+#else
+  return acc + a * b;
+#endif
+}
 
 static inline void err_step(v4d gm, v4d tm, v4u base, ErrAcc& a) {
   const v4d d = tm - gm;
   const v4d ad = vabs(d), ag = vabs(gm);
-  a.s_d2 += d * d;
+  a.s_d2 += d * d;  // d·d is not always exact (fp32 inputs): no FMA here
   a.s_ad += ad;
-  a.s_tg += gm * tm;
-  a.s_gg += gm * gm;
-  a.s_tt += tm * tm;
+  a.s_tg = add_exact_product(a.s_tg, gm, tm);
+  a.s_gg = add_exact_product(a.s_gg, gm, gm);
+  a.s_tt = add_exact_product(a.s_tt, tm, tm);
   const v4d rel = ad / ag;  // g ≠ 0 on a clean block: msprobe's |t − g| / |g|
-  a.c_r3 -= (v4i)(rel < splat(1e-3));
-  a.c_r53 -= (v4i)(rel < splat(5e-3));
+  count_lt(a.c_r3, rel, splat(1e-3));
+  count_lt(a.c_r53, rel, splat(5e-3));
   a.m_rel = vmax4(rel, a.m_rel);
   const v4d ue = ad * (v4d)(base - ((v4u)ag & (v4u)splati(0x7ff0000000000000LL)));  // ulp_error<kPow2>, |g| normal
   a.s_ulp += ue;
   a.m_ulp = vmax4(ue, a.m_ulp);
-  a.c_ulp1 -= (v4i)(ue > splat(1.0));
+  count_lt(a.c_ulp1, splat(1.0), ue);
 }
 
 static inline void abs_step(v4d gm, v4d tm, AbsAcc& a) {
-  const v4d ad = vabs(tm - gm);
+  const v4d ad = vabs(tm - gm);  // the same subtraction as err_step's: the compiler shares it
   a.m_ad = vmax4(ad, a.m_ad);
-  a.c_a6 -= (v4i)(ad > splat(1e-6));
-  a.c_a4 -= (v4i)(ad > splat(1e-4));
-  a.c_a2 -= (v4i)(ad > splat(1e-2));
+  count_lt(a.c_a6, splat(1e-6), ad);
+  count_lt(a.c_a4, splat(1e-4), ad);
+  count_lt(a.c_a2, splat(1e-2), ad);
 }
 
 // Running Σx of one side: TwoSum-compensated as in side_step (kCompensated), or plain.
@@ -502,23 +534,43 @@ static inline void sum_step(v4d x, v4d& s, v4d& c) {
 // with e_max − e_min ≤ 19 (fp32) or 35 (bf16) that is at most 2^53 such ulps, so it is exact. TwoSum's
 // error terms are then all zero and the compensated mean equals total / n bit for bit.
 // min / max / min|x| are taken on the fp32 values, eight lanes at a time (exact, order-free).
-enum class FastResult { kDone, kNeedsCompensation, kNotClean };
+enum class FastResult { kDone, kNeedsCompensation, kNeedsTwoPass, kNotClean };
 
-template <class Lg, class Lt, bool kCompensated>
+// Σ(x − mean)² of a clean block from its Σx² (the error pass's Σg² / Σt²) and its mean, in one pass:
+// m2 = S2 − mean·(n·mean). With S2's error ≤ 257u·S2 (exact squares, 256-term lane sums and a 4-lane
+// tree), the mean's ≤ 2u and three roundings, |error| ≤ 264u·S2. Accepted only where S2 ≤ 16·m2 (the
+// block's mean² is less than 15 times its variance), so the relative error of m2 is ≤ 16·264u ≈ 4.7e-13
+// (docs/metrics.md "Error bounds of the kernel"); otherwise (data far from zero mean, near-constant
+// blocks) false, and the caller takes the two-pass deviations.
+static inline bool one_pass_m2(double sumsq, SidePartial& s) {
+  const double n = static_cast<double>(s.finite);
+  const double m2 = sumsq - s.mean * (n * s.mean);
+  if (!(sumsq <= 16.0 * m2)) return false;
+  s.m2 = m2;
+  return true;
+}
+
+// kTwoPass = false (the usual case): one loop over the block for the error sums, max |d| and its counts,
+// and the side sums; the std comes from Σx² (one_pass_m2); a second, light loop takes min / max / min|x|
+// on the fp32 lanes. kTwoPass = true: the deviations from the side means in the second loop, bit-identical
+// to the general kernel (blocks that one_pass_m2 refuses).
+template <class Lg, class Lt, bool kCompensated, bool kTwoPass>
 static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out) {
   const v4d zero = splat(0.0);
   const v4u base = {p.ulp_pow2_base, p.ulp_pow2_base, p.ulp_pow2_base, p.ulp_pow2_base};
-  ErrAcc e{zero, zero, zero, zero, zero, zero, zero, zero, splati(0), splati(0), splati(0)};
-  AbsAcc ab{zero, splati(0), splati(0), splati(0)};
+  ErrAcc e{zero, zero, zero, zero, zero, zero, zero, zero, counter0(), counter0(), counter0()};
+  AbsAcc ab{zero, counter0(), counter0(), counter0()};
   v4d gs = zero, gc = zero, ts = zero, tc = zero;
   for (int64_t i = 0; i < n; i += 8) {
     v4d g0, g1, t0, t1;
     widen8<Lg>(gp, i, g0, g1);
     widen8<Lt>(tp, i, t0, t1);
     err_step(g0, t0, base, e);
+    if constexpr (!kTwoPass) abs_step(g0, t0, ab);
     sum_step<kCompensated>(g0, gs, gc);
     sum_step<kCompensated>(t0, ts, tc);
     err_step(g1, t1, base, e);
+    if constexpr (!kTwoPass) abs_step(g1, t1, ab);
     sum_step<kCompensated>(g1, gs, gc);
     sum_step<kCompensated>(t1, ts, tc);
   }
@@ -527,10 +579,10 @@ static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n,
   for (int l = 0; l < 4; ++l) {
     if (!std::isfinite(gs[l]) || !std::isfinite(ts[l])) return FastResult::kNotClean;
   }
-  // Provisional side statistics from these sums; the second loop then takes the deviations from the
-  // means and, on the fp32 values, min / max / min|x| (kept out of the first loop, whose ~25
-  // accumulators fill the vector registers). Only then is it known whether the block is clean and
-  // whether the plain sums were exact; if not, everything above is discarded.
+  // Provisional side statistics from these sums; the second loop then takes, on the fp32 values,
+  // min / max / min|x| (kept out of the first loop, whose accumulators fill the vector registers), and
+  // in the two-pass form the deviations from the means. Only then is it known whether the block is
+  // clean and whether the plain sums were exact; if not, everything above is discarded.
   SidePartial sg, st;
   SideAcc ga{gs, gc, zero, zero, zero, splati(0), splati(0), splati(0)};
   SideAcc ta{ts, tc, zero, zero, zero, splati(0), splati(0), splati(0)};
@@ -556,11 +608,13 @@ static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n,
     const v8f ga8 = vabs8(g8), ta8 = vabs8(t8);
     gamin = vmin8(ga8, gamin);
     tamin = vmin8(ta8, tamin);
-    v4d g0, g1, t0, t1;
-    widen8<Lg>(gp, i, g0, g1);
-    widen8<Lt>(tp, i, t0, t1);
-    dev_step(g0, t0);
-    dev_step(g1, t1);
+    if constexpr (kTwoPass) {
+      v4d g0, g1w, t0, t1w;
+      widen8<Lg>(gp, i, g0, g1w);
+      widen8<Lt>(tp, i, t0, t1w);
+      dev_step(g0, t0);
+      dev_step(g1w, t1w);
+    }
   }
   // Clean: no zero or subnormal (in the target dtype) on either side.
   const double g_amin = hmin8(gamin), t_amin = hmin8(tamin);
@@ -571,22 +625,29 @@ static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n,
       return FastResult::kNeedsCompensation;
     }
   }
+  const double sum_gg = hsum(e.s_gg), sum_tt = hsum(e.s_tt);
+  if constexpr (kTwoPass) {
+    finish_m2(g1, g2, sg);
+    finish_m2(t1, t2, st);
+  } else {
+    if (!one_pass_m2(sum_gg, sg) || !one_pass_m2(sum_tt, st)) return FastResult::kNeedsTwoPass;
+  }
 
   out = Partial{};
   out.elements = out.both = n;
   out.sum_d2 = hsum(e.s_d2);
   out.sum_ad = hsum(e.s_ad);
   out.sum_tg = hsum(e.s_tg);
-  out.sum_gg = hsum(e.s_gg);
-  out.sum_tt = hsum(e.s_tt);
+  out.sum_gg = sum_gg;
+  out.sum_tt = sum_tt;
   out.sum_ulp = hsum(e.s_ulp);
   out.max_ulp = hmax(e.m_ulp);
-  out.ulp_gt1 = hsumi(e.c_ulp1);
-  out.rel_lt_1e3 = hsumi(e.c_r3);
-  out.rel_lt_5e3 = hsumi(e.c_r53);
-  out.abs_gt_1e6 = hsumi(ab.c_a6);
-  out.abs_gt_1e4 = hsumi(ab.c_a4);
-  out.abs_gt_1e2 = hsumi(ab.c_a2);
+  out.ulp_gt1 = total(e.c_ulp1);
+  out.rel_lt_1e3 = total(e.c_r3);
+  out.rel_lt_5e3 = total(e.c_r53);
+  out.abs_gt_1e6 = total(ab.c_a6);
+  out.abs_gt_1e4 = total(ab.c_a4);
+  out.abs_gt_1e2 = total(ab.c_a2);
   out.max_ad = hmax(ab.m_ad);
   out.max_rel = hmax(e.m_rel);
   out.max_ad_index = out.max_rel_index = -1;
@@ -598,27 +659,236 @@ static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n,
   out.g.max = g_hi;
   out.t.min = t_lo;
   out.t.max = t_hi;
-  finish_m2(g1, g2, out.g);
-  finish_m2(t1, t2, out.t);
-  out.g.sumsq = out.sum_gg;
-  out.t.sumsq = out.sum_tt;
+  out.g.sumsq = sum_gg;
+  out.t.sumsq = sum_tt;
   return FastResult::kDone;
 }
 
 // First with plain sums; a block whose magnitudes span too much for them to be exact is measured again
 // with TwoSum, and `compensate` is set so that the caller's next blocks (the rest of a chunk, which
-// likely spans as much) take TwoSum directly. Either way the Partial is the general kernel's, bit for
-// bit. n must be a multiple of 8 (a tail block goes to the general kernel).
+// likely spans as much) take TwoSum directly. A block whose std one_pass_m2 cannot take within its
+// bound is measured again in the two-pass form (`two_pass` likewise carried to the next blocks). Every
+// field but the sides' m2 is the general kernel's, bit for bit; m2 is within one_pass_m2's bound, or
+// bit-identical in the two-pass form. n must be a multiple of 8 (a tail block goes to the general kernel).
 template <class Lg, class Lt>
 static bool fast_impl(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out,
-                      bool& compensate) {
+                      bool& compensate, bool& two_pass) {
   if ((n & 7) != 0 || n == 0) return false;
-  if (!compensate) {
-    const FastResult r = fast_pass<Lg, Lt, false>(gp, tp, n, p, out);
-    if (r != FastResult::kNeedsCompensation) return r == FastResult::kDone;
-    compensate = true;
+  if (!two_pass) {
+    FastResult r = FastResult::kNeedsCompensation;
+    if (!compensate) r = fast_pass<Lg, Lt, false, false>(gp, tp, n, p, out);
+    if (r == FastResult::kNeedsCompensation) {
+      compensate = true;
+      r = fast_pass<Lg, Lt, true, false>(gp, tp, n, p, out);
+    }
+    if (r != FastResult::kNeedsTwoPass) return r == FastResult::kDone;
+    two_pass = true;
   }
-  return fast_pass<Lg, Lt, true>(gp, tp, n, p, out) == FastResult::kDone;
+  FastResult r = FastResult::kNeedsCompensation;
+  if (!compensate) r = fast_pass<Lg, Lt, false, true>(gp, tp, n, p, out);
+  if (r == FastResult::kNeedsCompensation) {
+    compensate = true;
+    r = fast_pass<Lg, Lt, true, true>(gp, tp, n, p, out);
+  }
+  return r == FastResult::kDone;
+}
+
+// ---- bf16 × bf16 on fp32 lanes (issue 13 §0) ----------------------------------------------------------
+// Both sides bf16 (8 significant bits): t − g is exact in fp32 when the two exponents differ by at most
+// 15 (the difference then needs ≤ 15 + 9 bits), and every product g·t, g², t², d² is exact in fp32 / fp64.
+// So |d|, max |d| and the |d| > 1e-6 / 1e-4 / 1e-2 counts, the ULP error |d|·2^(7 − e_g) (an exact power
+// of two), its maximum and count are computed on eight fp32 lanes, exactly the values of the fp64 kernel;
+// the relative error |d|/|g| is one fp32 division, whose counts against 1e-3 / 5e-3 equal the fp64
+// kernel's for every bf16 pair (the only quotient of two bf16 values within an fp32 ulp of either
+// threshold is 1/200 = 5e-3 itself: tests/metrics/metrics_test.cpp checks every significand pair), and
+// whose block maximum is
+// the fp32 rounding of the fp64 one (marked max_rel_fp32: compare_tensors replaces it with the fp64
+// value for the blocks that can hold the chunk's maximum). The sums take exact terms (widened to fp64)
+// on eight fp64 lanes of 128 terms: the same error bound as the fp64 kernel's, a different order.
+// Side sums Σx are plain (exact: magnitudes spanning < 2^35, see fast_pass), the std comes from Σx²
+// (one_pass_m2). Refused (false: the caller runs fast_impl) where any condition fails: a value not
+// finite, |g| or |t| below the smallest normal or |g| < 2^-120 (where 2^(7 − e_g) overflows fp32), an
+// exponent gap of 15 or more, magnitudes spanning 2^35, mean² ≥ 15·variance. n a multiple of 16.
+typedef double v8d __attribute__((vector_size(64)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+static inline v8d widen8d(v8f x) {
+#ifdef PARITY_BLOCK_AVX512
+  return (v8d)_mm512_cvtps_pd((__m256)x);  // one vcvtps2pd (GCC builds the zmm from two halves)
+#else
+  return __builtin_convertvector(x, v8d);
+#endif
+}
+static inline v8d add_exact_product8(v8d acc, v8d a, v8d b) {
+#ifdef PARITY_BLOCK_FMA
+  return (v8d)_mm512_fmadd_pd((__m512d)a, (__m512d)b, (__m512d)acc);
+#else
+  return acc + a * b;
+#endif
+}
+static inline double hsum8d(v8d v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
+static inline int64_t hsum8i(v8i v) {
+  int64_t s = 0;
+  for (int l = 0; l < 8; ++l) s += v[l];
+  return s;
+}
+static inline v8i vmaxi8(v8i a, v8i b) { return a > b ? a : b; }
+static inline v8i vmini8(v8i a, v8i b) { return a < b ? a : b; }
+static inline v8i splat8i(int32_t a) { return v8i{a, a, a, a, a, a, a, a}; }
+static inline v8w splat8w(uint32_t a) { return v8w{a, a, a, a, a, a, a, a}; }
+
+// fp32 threshold that makes an fp32 comparison equal to comparing with the fp64 constant: for a float
+// x, x > D ⟺ x > RD(D), the largest float ≤ D.
+static inline float round_down_f32(double d) {
+  float f = static_cast<float>(d);
+  if (static_cast<double>(f) > d) f = std::nextafter(f, -INFINITY);
+  return f;
+}
+
+// Counter over eight fp32 lanes (see Counter).
+#ifdef PARITY_BLOCK_AVX512
+static inline Counter counter8_0() { return Counter{0}; }
+static inline void count_lt8(Counter& c, v8f a, v8f b) {
+  c.n += __builtin_popcount(static_cast<unsigned>(_mm256_cmp_ps_mask((__m256)a, (__m256)b, _CMP_LT_OQ)));
+}
+static inline int64_t total8(const Counter& c) { return c.n; }
+#else
+struct Counter8 {
+  v8i v;
+};
+static inline Counter8 counter8_0() { return Counter8{splat8i(0)}; }
+static inline void count_lt8(Counter8& c, v8f a, v8f b) { c.v -= (v8i)(a < b); }
+static inline int64_t total8(const Counter8& c) { return hsum8i(c.v); }
+#endif
+
+static bool bf16_pass(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out) {
+  if ((n & 15) != 0 || n == 0) return false;
+  const v8d z8 = {0, 0, 0, 0, 0, 0, 0, 0};
+  const v8f zf = splat8(0.0f);
+  const v8w hi_mask = splat8w(0xffff0000u);
+  // Sixteen elements per side and iteration: the even ones are the low halves of the 32-bit words, the
+  // odd ones the high halves; both sides are split alike, so the pairs stay together.
+  auto for_each8 = [&](auto&& step) {
+    for (int64_t i = 0; i < n; i += 16) {
+      v8w gw, tw;
+      std::memcpy(&gw, gp + 2 * i, sizeof gw);
+      std::memcpy(&tw, tp + 2 * i, sizeof tw);
+      step((v8f)(gw << 16), (v8f)(tw << 16));
+      step((v8f)(gw & hi_mask), (v8f)(tw & hi_mask));
+    }
+  };
+  // First loop: the sums (fp64 lanes), the relative and ULP errors (fp32 lanes).
+  v8d s_g = z8, s_t = z8, s_gg = z8, s_tt = z8, s_tg = z8, s_ad = z8, s_d2 = z8, s_ulp = z8;
+  v8f m_rel = zf, m_ulp = zf;
+  auto c_r3 = counter8_0(), c_r53 = counter8_0(), c_u1 = counter8_0();
+  // fl32(q) < fl32(1e-3) (and 5e-3): the fp64 kernel's fl64(q) < 1e-3 for every quotient q of bf16
+  // values — the nearest float, not RU: 1/200 = 5e-3 itself is such a quotient (201/200 − 1), counted
+  // by neither (Bf16RelativeThresholdsAreExactInFp32 checks every bf16 quotient).
+  const v8f r3 = splat8(static_cast<float>(1e-3)), r53 = splat8(static_cast<float>(5e-3)), one = splat8(1.0f);
+  // 1/ulp of a bf16 target at |g| with biased exponent E: 2^(134 − E), whose fp32 bits are
+  // (261 − E) << 23 (ulp_pow2_base's rule for 8-bit exponents and 7 mantissa bits).
+  const v8w base = splat8w(261u << 23), expo = splat8w(0x7f800000u);
+  for_each8([&](v8f g, v8f t) {
+    const v8f ad = vabs8(t - g), ag = vabs8(g);
+    const v8f rel = ad / ag;
+    count_lt8(c_r3, rel, r3);
+    count_lt8(c_r53, rel, r53);
+    m_rel = vmax8(rel, m_rel);
+    const v8f ue = ad * (v8f)(base - ((v8w)ag & expo));
+    m_ulp = vmax8(ue, m_ulp);
+    count_lt8(c_u1, one, ue);
+    const v8d gd = widen8d(g), td = widen8d(t), add = widen8d(ad);
+    s_g += gd;
+    s_t += td;
+    s_gg = add_exact_product8(s_gg, gd, gd);
+    s_tt = add_exact_product8(s_tt, td, td);
+    s_tg = add_exact_product8(s_tg, gd, td);
+    s_ad += add;
+    s_d2 = add_exact_product8(s_d2, add, add);
+    s_ulp += widen8d(ue);
+  });
+  const double sg = hsum8d(s_g), st = hsum8d(s_t);
+  if (!std::isfinite(sg) || !std::isfinite(st)) return false;  // NaN or ±Inf somewhere
+  // Second loop: min / max / min |x| per side, the exponent gaps, max |d| and its counts (fp32 lanes).
+  v8f gmin = splat8(INFINITY), gmax = splat8(-INFINITY), tmin = gmin, tmax = gmax, gamin = gmin, tamin = gmin, m_ad = zf;
+  v8i gapmax = splat8i(INT32_MIN), gapmin = splat8i(INT32_MAX);
+  auto c_a6 = counter8_0(), c_a4 = counter8_0(), c_a2 = counter8_0();
+  const v8f t6 = splat8(round_down_f32(1e-6)), t4 = splat8(round_down_f32(1e-4)), t2 = splat8(round_down_f32(1e-2));
+  for_each8([&](v8f g, v8f t) {
+    const v8f ad = vabs8(t - g), ag = vabs8(g), at = vabs8(t);
+    // (bits of |t|) − (bits of |g|): less than k·2^23 in magnitude implies exponents at most k apart.
+    const v8i gap = (v8i)at - (v8i)ag;
+    gapmax = vmaxi8(gap, gapmax);
+    gapmin = vmini8(gap, gapmin);
+    gmin = vmin8(g, gmin);
+    gmax = vmax8(g, gmax);
+    tmin = vmin8(t, tmin);
+    tmax = vmax8(t, tmax);
+    gamin = vmin8(ag, gamin);
+    tamin = vmin8(at, tamin);
+    m_ad = vmax8(ad, m_ad);
+    count_lt8(c_a6, t6, ad);
+    count_lt8(c_a4, t4, ad);
+    count_lt8(c_a2, t2, ad);
+  });
+  const double g_amin = hmin8(gamin), t_amin = hmin8(tamin);
+  if (!(g_amin >= p.min_normal_t) || !(t_amin >= p.min_normal_t) || !(g_amin >= 0x1p-120)) return false;
+  bool gap4 = true;
+  for (int l = 0; l < 8; ++l) {
+    if (gapmax[l] >= (15 << 23) || gapmin[l] <= -(15 << 23)) return false;
+    gap4 = gap4 && gapmax[l] < (4 << 23) && gapmin[l] > -(4 << 23);
+  }
+  const double g_lo = hmin8(gmin), g_hi = hmax8(gmax), t_lo = hmin8(tmin), t_hi = hmax8(tmax);
+  if (!(std::fmax(-g_lo, g_hi) < LoadBF16::kExactRange * g_amin) ||
+      !(std::fmax(-t_lo, t_hi) < LoadBF16::kExactRange * t_amin)) {
+    return false;
+  }
+  SidePartial og, ot;
+  og.finite = ot.finite = n;
+  og.mean = sg / static_cast<double>(n);  // the exact sum, rounded once: the general kernel's mean
+  ot.mean = st / static_cast<double>(n);
+  og.sumsq = hsum8d(s_gg);
+  ot.sumsq = hsum8d(s_tt);
+  if (!one_pass_m2(og.sumsq, og) || !one_pass_m2(ot.sumsq, ot)) return false;
+  og.min = g_lo;
+  og.max = g_hi;
+  ot.min = t_lo;
+  ot.max = t_hi;
+
+  out = Partial{};
+  out.elements = out.both = n;
+  out.sum_d2 = hsum8d(s_d2);
+  out.sum_ad = hsum8d(s_ad);
+  out.sum_tg = hsum8d(s_tg);
+  out.sum_gg = og.sumsq;
+  out.sum_tt = ot.sumsq;
+  out.sum_ulp = hsum8d(s_ulp);
+  out.max_ulp = hmax8(m_ulp);
+  out.ulp_gt1 = total8(c_u1);
+  out.rel_lt_1e3 = total8(c_r3);
+  out.rel_lt_5e3 = total8(c_r53);
+  out.abs_gt_1e6 = total8(c_a6);
+  out.abs_gt_1e4 = total8(c_a4);
+  out.abs_gt_1e2 = total8(c_a2);
+  out.max_ad = hmax8(m_ad);
+  out.max_rel = hmax8(m_rel);
+  out.max_rel_fp32 = true;
+  out.max_rel_fp32_distinct = gap4;
+  out.max_ad_index = out.max_rel_index = -1;
+  out.g = og;
+  out.t = ot;
+  return true;
+}
+
+// bf16 golden and target: the fp32-lane kernel above, or fast_impl for the blocks it refuses (and for
+// the rest of a chunk once a block needed TwoSum or the two-pass std).
+static bool fast_bf16_impl(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out,
+                           bool& compensate, bool& two_pass) {
+  if (!compensate && !two_pass && p.ulp_mode == UlpMode::kPow2 && p.ulp_pow2_base == (uint64_t{2046 + 7} << 52) &&
+      bf16_pass(gp, tp, n, p, out)) {
+    return true;
+  }
+  return fast_impl<LoadBF16, LoadBF16>(gp, tp, n, p, out, compensate, two_pass);
 }
 
 // The fused kernel for a (golden, target) dtype pair, or nullptr: fp32 and bf16 on either side
@@ -628,7 +898,7 @@ static FastFn fast_entry(DType g, DType t) {
   if (gf && tf) return &fast_impl<LoadF32, LoadF32>;
   if (gf && tb) return &fast_impl<LoadF32, LoadBF16>;
   if (gb && tf) return &fast_impl<LoadBF16, LoadF32>;
-  if (gb && tb) return &fast_impl<LoadBF16, LoadBF16>;
+  if (gb && tb) return &fast_bf16_impl;
   return nullptr;
 }
 

@@ -18,7 +18,7 @@ Variant best_variant() {
   const bool allow_avx512 = cap == nullptr || std::strcmp(cap, "avx2") != 0;
 #if defined(__x86_64__) && defined(__GNUC__)
   if (allow_avx512 && block_kernel_avx512() != nullptr && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq")) {
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("fma")) {
     return Variant::kAvx512;
   }
   if (block_kernel_avx2() != nullptr && __builtin_cpu_supports("avx2")) return Variant::kAvx2;
@@ -73,6 +73,21 @@ const char* block_kernel_name() {
     case Variant::kBaseline: break;
   }
   return "baseline";
+}
+
+double max_of_block(const double* g, const double* t, int64_t n, const KernelParams& p, int kind) {
+  double best = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(g[i]) || !std::isfinite(t[i])) continue;
+    const double ad = std::fabs(t[i] - g[i]);
+    double v = ad;
+    if (kind == 1) {
+      const double eps = p.rel_epsilon;
+      v = g[i] == 0.0 ? std::fabs((t[i] + eps) - eps) / eps : ad / std::fabs(g[i]);
+    }
+    if (v > best) best = v;
+  }
+  return best;
 }
 
 int64_t first_index_of_max(const double* g, const double* t, int64_t n, const KernelParams& p, int kind,

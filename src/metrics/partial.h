@@ -47,6 +47,13 @@ struct Partial {
   int64_t max_ad_index = -1;
   double max_rel = -1;
   int64_t max_rel_index = -1;
+  // max_rel is the fp32 rounding of the block's maximum relative error (the bf16 × bf16 fp32-lane
+  // kernel), not yet the fp64 value; compare_tensors resolves it before combining (first_index_of_max).
+  bool max_rel_fp32 = false;
+  // ... and every element of the block has |t| and |g| at most 4 binades apart, so |t − g| has at most
+  // 13 significant bits and two different quotients |t − g|/|g| of such elements are more than an fp32
+  // ulp apart: equal fp32 maxima of such blocks come from the same quotient, hence equal fp64 maxima.
+  bool max_rel_fp32_distinct = false;
 
   SidePartial g, t;
 };

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "metrics/block_kernel.h"
@@ -325,8 +327,10 @@ TEST(Metrics, ResultsDoNotDependOnThreadCountOnAnyPath) {
   t[21 * 65536 + 5] = INFINITY;
   g[22 * 65536 + 7] = 1e-40f;  // subnormal
   std::vector<double> gd(g.begin(), g.end()), td(t.begin(), t.end());
-  for (DType tdt : {DType::kF32, DType::kBF16}) {
-    const TensorView gv = f32(g), tv = tdt == DType::kF32 ? f32(t) : half_like(DType::kBF16, td);
+  for (auto [gdt, tdt] : {std::pair{DType::kF32, DType::kF32}, {DType::kF32, DType::kBF16}, {DType::kBF16, DType::kBF16}}) {
+    // bf16 × bf16 also takes the fp32-lane kernel, whose max_rel is resolved per chunk.
+    const TensorView gv = gdt == DType::kF32 ? f32(g) : half_like(DType::kBF16, gd);
+    const TensorView tv = tdt == DType::kF32 ? f32(t) : half_like(DType::kBF16, td);
     MetricOptions one, two, four;
     one.threads = 1;
     two.threads = 2;
@@ -337,27 +341,49 @@ TEST(Metrics, ResultsDoNotDependOnThreadCountOnAnyPath) {
     EXPECT_EQ(a.nonfinite_mismatch, 1);
     EXPECT_GT(a.target.zero_count, 0);
   }
-  (void)gd;
 }
 
 // The fused kernel (block_kernel_impl.h, fast_impl) must produce the general kernel's Partial bit for
 // bit on every block it accepts, and refuse the blocks it cannot measure that way.
+// A block of the bf16 × bf16 fp32-lane kernel (b.max_rel_fp32) sums the same exact terms in another
+// order (8 lanes of 128 terms): each sum within (127 + 3)u·Σ|terms| of the exact one, the general
+// kernel's within (255 + 2)u·Σ|terms| (Σ|tg| ≤ √(Σg²·Σt²)); its max_rel is the fp32 rounding of the fp64
+// maximum; m2 is checked by the caller. Everything else must be bit-identical.
 void expect_same_partial(const metrics_detail::Partial& a, const metrics_detail::Partial& b) {
   using metrics_detail::SidePartial;
-  for (auto [x, y] : {std::pair{a.sum_d2, b.sum_d2}, {a.sum_ad, b.sum_ad}, {a.sum_tg, b.sum_tg},
-                      {a.sum_gg, b.sum_gg}, {a.sum_tt, b.sum_tt}, {a.sum_ulp, b.sum_ulp}, {a.max_ulp, b.max_ulp},
-                      {a.max_ad, b.max_ad}, {a.max_rel, b.max_rel}}) {
-    EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
+  if (b.max_rel_fp32) {
+    const double u = 0x1p-53, k = 130 + 257;
+    for (auto [x, y, mag] : {std::tuple{a.sum_d2, b.sum_d2, a.sum_d2}, {a.sum_ad, b.sum_ad, a.sum_ad},
+                             {a.sum_tg, b.sum_tg, std::sqrt(a.sum_gg * a.sum_tt)}, {a.sum_gg, b.sum_gg, a.sum_gg},
+                             {a.sum_tt, b.sum_tt, a.sum_tt}, {a.sum_ulp, b.sum_ulp, a.sum_ulp}}) {
+      EXPECT_LE(std::fabs(x - y), k * u * mag) << x << " vs " << y;
+    }
+    EXPECT_TRUE(same_bits(static_cast<float>(a.max_rel), b.max_rel)) << a.max_rel << " vs " << b.max_rel;
+    for (auto [x, y] : {std::pair{a.max_ulp, b.max_ulp}, {a.max_ad, b.max_ad}}) {
+      EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
+    }
+    EXPECT_TRUE(same_bits(a.g.sumsq, a.sum_gg) && same_bits(b.g.sumsq, b.sum_gg));
+    EXPECT_TRUE(same_bits(a.t.sumsq, a.sum_tt) && same_bits(b.t.sumsq, b.sum_tt));
+  } else {
+    for (auto [x, y] : {std::pair{a.sum_d2, b.sum_d2}, {a.sum_ad, b.sum_ad}, {a.sum_tg, b.sum_tg},
+                        {a.sum_gg, b.sum_gg}, {a.sum_tt, b.sum_tt}, {a.sum_ulp, b.sum_ulp}, {a.max_ulp, b.max_ulp},
+                        {a.max_ad, b.max_ad}, {a.max_rel, b.max_rel}}) {
+      EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
+    }
   }
   for (auto [x, y] : {std::pair{a.elements, b.elements}, {a.both, b.both}, {a.mismatch, b.mismatch},
                       {a.ulp_gt1, b.ulp_gt1}, {a.rel_lt_1e3, b.rel_lt_1e3}, {a.rel_lt_5e3, b.rel_lt_5e3},
                       {a.abs_gt_1e6, b.abs_gt_1e6}, {a.abs_gt_1e4, b.abs_gt_1e4}, {a.abs_gt_1e2, b.abs_gt_1e2},
                       {a.ftz, b.ftz}, {a.max_ad_index, b.max_ad_index}, {a.max_rel_index, b.max_rel_index}}) {
-    EXPECT_EQ(x, y);
+    EXPECT_EQ(x, y) << "ulp_gt1 " << a.ulp_gt1 << "/" << b.ulp_gt1 << " rel " << a.rel_lt_1e3 << "/" << b.rel_lt_1e3 << " "
+                    << a.rel_lt_5e3 << "/" << b.rel_lt_5e3 << " abs " << a.abs_gt_1e6 << "/" << b.abs_gt_1e6 << " "
+                    << a.abs_gt_1e4 << "/" << b.abs_gt_1e4 << " " << a.abs_gt_1e2 << "/" << b.abs_gt_1e2;
   }
   for (auto [sa, sb] : {std::pair<const SidePartial*, const SidePartial*>{&a.g, &b.g}, {&a.t, &b.t}}) {
-    for (auto [x, y] : {std::pair{sa->mean, sb->mean}, {sa->m2, sb->m2}, {sa->sumsq, sb->sumsq}, {sa->min, sb->min},
-                        {sa->max, sb->max}}) {
+    if (!b.max_rel_fp32) {
+      EXPECT_TRUE(same_bits(sa->sumsq, sb->sumsq)) << sa->sumsq << " vs " << sb->sumsq;
+    }
+    for (auto [x, y] : {std::pair{sa->mean, sb->mean}, {sa->m2, sb->m2}, {sa->min, sb->min}, {sa->max, sb->max}}) {
       EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
     }
     for (auto [x, y] : {std::pair{sa->finite, sb->finite}, {sa->zero, sb->zero}, {sa->subnormal, sb->subnormal},
@@ -409,10 +435,53 @@ TEST(Metrics, FusedKernelMatchesGeneralKernel) {
     if (j % 2 == 0) wide.g[i] = wide.t[i] = j % 4 == 0 ? 0x1p60 : -0x1p60;
   }
   cases.push_back(wide);
+  // Blocks off zero mean: one_pass_m2 takes mean² < 15·variance (offsets 1, 3.5, 3.85 on unit spread),
+  // the two-pass form the rest (3.95, 10, 1e4, and a constant block, m2 = 0).
+  for (double offset : {1.0, 3.5, 3.85, 3.95, 10.0, 1e4}) {
+    Case c = near(1.0, 1e-3);
+    for (int64_t i = 0; i < kBlock; ++i) {
+      c.g[i] += offset;
+      c.t[i] += offset;
+    }
+    cases.push_back(c);
+  }
+  cases.push_back(Case{std::vector<double>(kBlock, 0.75), std::vector<double>(kBlock, 0.75), true});
+  // For the bf16 fp32-lane kernel: exponent gaps of 14, 15 and 16 between t and g in one element (t − g
+  // exact in fp32 up to 15: the kernel refuses ≥ 15); |g| around 2^-120 (its ULP scale's limit);
+  // magnitudes from 2^-100 to 2^100 with one-ulp differences; t = g ± one ulp (near-identical sides,
+  // the |d| counts land on every threshold's neighbourhood); sign flips.
+  for (int gap : {14, 15, 16}) {
+    Case c = near(1.0, 1e-3);
+    c.t[77] = c.g[77] * std::ldexp(1.0, gap);
+    cases.push_back(c);
+  }
+  for (double scale : {0x1p-119, 0x1p-121}) {
+    Case c = near(1.0, 1e-2);
+    for (int64_t i = 0; i < kBlock; ++i) {
+      c.g[i] = scale * (1.0 + (i % 128) / 128.0) * (i % 3 ? 1 : -1);
+      c.t[i] = c.g[i] * (1 + 1e-2 * nd(rng));
+    }
+    cases.push_back(c);
+  }
+  {
+    Case c = near(1.0, 0.0);
+    for (int64_t i = 0; i < kBlock; ++i) {
+      c.g[i] = std::ldexp(1.0 + (i % 128) / 128.0, static_cast<int>(i % 41) * 5 - 100) * (i % 3 ? 1 : -1);
+      c.t[i] = c.g[i] * (1 + (i % 5 - 2) / 128.0);
+    }
+    cases.push_back(c);
+    for (int64_t i = 0; i < kBlock; ++i) {
+      c.g[i] = std::ldexp(1.0 + (i % 128) / 128.0, static_cast<int>(i % 17) - 20);  // |d| near 1e-6 … 1e-2
+      c.t[i] = c.g[i] + std::ldexp(i % 2 ? 1.0 : -1.0, static_cast<int>(i % 17) - 27);
+    }
+    cases.push_back(c);
+    for (int64_t i = 0; i < kBlock; ++i) c.t[i] = i % 7 ? c.g[i] : -c.g[i];
+    cases.push_back(c);
+  }
   Case cancel = near(1.0, 1e-7);        // ±1e6 pairs that cancel: mean ≈ 0
   for (int64_t i = 0; i < kBlock; ++i) cancel.g[i] = cancel.t[i] = (i % 2 ? -1e6 : 1e6) + cancel.g[i];
   cases.push_back(cancel);
-  for (double bad : {0.0, kNan, kInf, -kInf, 1e-40}) {  // refused: the general kernel measures these
+  for (double bad : {0.0, -0.0, kNan, kInf, -kInf, 1e-40}) {  // refused: the general kernel measures these
     Case c = near(1.0, 1e-3);
     c.t[100] = bad;
     c.clean = false;
@@ -422,7 +491,7 @@ TEST(Metrics, FusedKernelMatchesGeneralKernel) {
     d.clean = false;
     cases.push_back(d);
   }
-  int checked = 0;
+  int checked = 0, one_pass_checked = 0, fp32_lanes_checked = 0;
   for (const Variant& v : variants) {
     if (!v.runs) continue;
     for (DType gdt : {DType::kF32, DType::kBF16}) {
@@ -447,11 +516,23 @@ TEST(Metrics, FusedKernelMatchesGeneralKernel) {
             decode_to_double(tv, 0, n, td.data());
             Partial want, got, got2;
             v.block(gd.data(), td.data(), n, p, want);
-            bool compensate = false, compensate_now = true;
-            const bool accepted = fast(gv.data, tv.data, n, p, got, compensate);
-            // Told to take TwoSum at once, it must give the same bits.
-            EXPECT_EQ(fast(gv.data, tv.data, n, p, got2, compensate_now), accepted);
+            bool compensate = false, compensate_now = true, two_pass = false, two_pass_now = true;
+            const bool accepted = fast(gv.data, tv.data, n, p, got, compensate, two_pass);
+            // Told to take TwoSum and the two-pass std at once, it must give the general kernel's bits,
+            // m2 included.
+            EXPECT_EQ(fast(gv.data, tv.data, n, p, got2, compensate_now, two_pass_now), accepted);
             if (accepted) expect_same_partial(want, got2);
+            if (accepted && !two_pass) {
+              // The one-pass std (one_pass_m2): within its bound 264u·Σx² of the exact m2, which the
+              // general kernel's two-pass m2 knows to (k + 3)u·m2; S2 ≤ 16·m2 was required.
+              for (auto [w, g] : {std::pair{&want.g, &got.g}, {&want.t, &got.t}}) {
+                const double u = 0x1p-53;
+                EXPECT_LE(std::fabs(g->m2 - w->m2), 264 * u * g->sumsq + 300 * u * w->m2) << "case " << (&c - cases.data());
+                EXPECT_LE(g->sumsq, 16 * g->m2 * (1 + 1e-12));
+                ++one_pass_checked;
+                g->m2 = w->m2;  // the rest must be bit-identical
+              }
+            }
             // A bf16 rounding can turn a tiny normal into a subnormal, so "clean" is the decoded data's.
             bool clean = n % 8 == 0;
             for (int64_t i = 0; i < n; ++i) {
@@ -465,6 +546,7 @@ TEST(Metrics, FusedKernelMatchesGeneralKernel) {
             if (accepted) {
               expect_same_partial(want, got);
               ++checked;
+              fp32_lanes_checked += got.max_rel_fp32;
             }
           }
         }
@@ -472,6 +554,41 @@ TEST(Metrics, FusedKernelMatchesGeneralKernel) {
     }
   }
   EXPECT_GT(checked, 0);
+  EXPECT_GT(one_pass_checked, 0);
+  EXPECT_GE(fp32_lanes_checked, 10);  // bf16 × bf16 blocks of the fp32-lane kernel
+  std::printf("fused blocks checked: %d, one-pass std: %d, bf16 fp32 lanes: %d\n", checked, one_pass_checked,
+              fp32_lanes_checked);
+}
+
+// The bf16 × bf16 fp32-lane kernel counts relative errors below 1e-3 / 5e-3 on fl32(|t − g| / |g|)
+// against the nearest float to each threshold; that equals the fp64 kernel's count for every
+// pair of bf16 values. The quotient depends only on t/g, so g over one binade [1, 2) (128 values) and t
+// over [1/2, 4) of either sign cover every quotient below 1/2 (elsewhere both sides count 0).
+TEST(Metrics, Bf16RelativeThresholdsAreExactInFp32) {
+  auto bf16 = [](uint32_t bits) {
+    const uint32_t w = bits << 16;
+    float f;
+    std::memcpy(&f, &w, 4);
+    return f;
+  };
+  int64_t pairs = 0;
+  for (uint32_t gb = 0x3F80; gb < 0x4000; ++gb) {
+    for (uint32_t tb = 0x3F00; tb < 0x4080; ++tb) {
+      for (uint32_t sign : {0u, 0x8000u}) {
+        const float g = bf16(gb), t = bf16(tb | sign);
+        const float d32 = t - g;
+        ASSERT_EQ(static_cast<double>(d32), static_cast<double>(t) - static_cast<double>(g));  // exact
+        const float rel32 = std::fabs(d32) / std::fabs(g);
+        const double rel64 = std::fabs(static_cast<double>(t) - static_cast<double>(g)) / std::fabs(static_cast<double>(g));
+        for (double thr : {1e-3, 5e-3}) {
+          ASSERT_EQ(rel32 < static_cast<float>(thr), rel64 < thr) << g << " " << t;
+        }
+        ASSERT_EQ(static_cast<float>(rel64), rel32);  // fl32 of the fp64 value: the block maximum's rule
+        ++pairs;
+      }
+    }
+  }
+  EXPECT_EQ(pairs, 128 * 384 * 2);
 }
 
 TEST(Metrics, KernelVariantsAgreeBitForBit) {
