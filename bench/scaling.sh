@@ -23,7 +23,11 @@ echo "generating (untimed): tensor $RANKS x $EVENTS x $MIB MiB, statistics $META
 "$PY" "$SRC/bench/scaling/gen_dump.py" "$DATA/stats" --ranks "$META_RANKS" --events "$META_EVENTS" --mib-per-rank 0.25 --mode statistics
 BYTES=$(du -sb "$DATA/tensor" | cut -f1)
 
-strip_timing() { sed -E 's/"(elapsed_seconds|seconds)":[[:space:]]*[-+0-9.eE]+/"\1":0/g' "$1"; }
+# The JSON without what differs with N by design: timings and each process's peak memory.
+strip_timing() {
+  sed -E 's/"(elapsed_seconds|seconds)":[[:space:]]*[-+0-9.eE]+/"\1":0/g' "$1" |
+    perl -0pe 's/"peak_resident_bytes":\s*\[[^\]]*\]/"peak_resident_bytes":[]/'
+}
 
 # One run: N processes; prints wall seconds, the peak RSS of each process (MiB) and JSON identity.
 run_case() {
@@ -38,12 +42,15 @@ run_case() {
   t1=$(date +%s.%N)
   local wall rss same
   wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
-  rss=$(for f in "$out"/rss.*; do k=$(grep -E '^[0-9]+$' "$f" | tail -1); echo "$(( ${k:-0} / 1024 ))"; done | sort -n | tr '\n' ' ')
+  # Peak RSS by process number as parity reports it (JSON peak_resident_bytes; process 0's is taken before
+  # it writes the outputs), then /usr/bin/time's for process 0 (the whole process, outputs included).
+  rss=$("$PY" -c 'import json, sys; print(" ".join(str(round(b / 2**20)) for b in json.load(open(sys.argv[1]))["peak_resident_bytes"]))' "$out/result.json")
+  rss="$rss (process 0 with its outputs: $(( $(grep -E '^[0-9]+$' "$out/rss.0" | tail -1) / 1024 )))"
   if [ "$n" = 1 ]; then strip_timing "$out/result.json" >"$DATA/ref.$name.json"; same=reference
   elif strip_timing "$out/result.json" | cmp -s - "$DATA/ref.$name.json"; then same=identical
   else same=DIFFERENT; fi
   same="$same, exit $(cat "$out"/rc.* | sort -u | tr '\n' ' ')"
-  printf '%-10s %2d  %8.2f s  %8.2f GB/s  rss MiB per process: %s  json: %s\n' "$name" "$n" "$wall" \
+  printf '%-10s %2d  %8.2f s  %8.2f GB/s  peak MiB by process: %s  json: %s\n' "$name" "$n" "$wall" \
     "$(awk -v b="$BYTES" -v w="$wall" 'BEGIN { print b / w / 1e9 }')" "$rss" "$same"
 }
 
