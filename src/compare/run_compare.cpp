@@ -7,12 +7,14 @@
 // 3. Measure: pairs of at least kBigPairBytes run one at a time with every thread inside the fused
 //    kernel; smaller pairs are spread over the threads, one pair per thread, because the kernel's own
 //    fork/join costs more than a 64 KiB pair takes to compare (issue 2 §6: 20,000 small pairs).
-//    Under a group of N processes (options.group, mpirun), the rows to measure are first split into N
-//    contiguous, byte-balanced ranges (partition_by_bytes): each process measures only its range, so it
-//    maps only its files, and sends the measured fields to process 0 (compare/row_exchange.h). Listing,
-//    pairing and planning read metadata only and run alike on every process, so process 0 ends with the
-//    very rows one process would have measured — the metrics kernel gives the same bits for any thread
-//    count — and everything after run_compare runs on it unchanged.
+//    Under a group of N processes (options.group, mpirun) each process measures a share and sends the
+//    measured fields to process 0 (compare/row_exchange.h). Captures divided by rank (options.rank_shares,
+//    open_divided_sources): the sources of each process but 0 hold only its ranks, so it lists, pairs,
+//    plans and maps only those and sends its rows by identity; process 0, which lists everything, measures
+//    its own ranks and any row nobody sent. Other inputs: every process lists and plans every row alike
+//    and measures a contiguous, byte-balanced range of them (partition_by_bytes), sent by row index.
+//    Either way process 0 ends with the very rows one process would have measured — the metrics kernel
+//    gives the same bits for any thread count — and everything after run_compare runs on it unchanged.
 // 4. Judge each row (compare/judge.h) with the thresholds of the pair's lower-precision dtype: the
 //    fixed-threshold verdict. The noise-model policy is applied later (compare_runs, verdict_policy.h).
 #include <omp.h>
@@ -318,6 +320,43 @@ Status gather_measured_rows(CompareResult& result, const std::vector<RowPlan>& m
   return Status::OK();
 }
 
+// Under a group, every process having planned every row: measures this process's byte share and sends
+// it to process 0 by row index.
+Status measure_byte_share(CompareResult& res, std::vector<RowPlan> plans, std::vector<compare::UpdatePair> updates,
+                          const RecordSource& golden, const RecordSource& target, int jobs,
+                          const CompareOptions& options) {
+  const std::vector<char> mine = keep_my_share(plans, res.rows.size(), *options.group);
+  std::erase_if(updates, [&](const compare::UpdatePair& u) { return !mine[u.after]; });
+  measure_planned(res, plans, updates, golden, target, jobs, options.progress);
+  return gather_measured_rows(res, plans, compare::RowAddress::kIndex, nullptr, *options.group);
+}
+
+// Under a group dividing captures by rank: each process's sources hold its own ranks (process 0's hold
+// everything); it measures the rows of those ranks and sends them by identity, and process 0 measures
+// itself any row nobody sent (counted in rows_measured_for_others).
+Status measure_rank_share(CompareResult& res, std::vector<RowPlan> plans, std::vector<compare::UpdatePair> updates,
+                          const RecordSource& golden, const RecordSource& target, int jobs,
+                          const CompareOptions& options) {
+  const ProcessGroup& group = *options.group;
+  const std::vector<int>& own = options.rank_shares->ranks[static_cast<size_t>(group.rank())];
+  std::vector<char> mine(res.rows.size(), 0);
+  for (size_t i = 0; i < res.rows.size(); ++i)
+    mine[i] = !group.is_root() || std::binary_search(own.begin(), own.end(), res.rows[i].golden.rank);
+  std::vector<RowPlan> others;
+  std::vector<compare::UpdatePair> others_updates;
+  split_off(plans, others, [&](const RowPlan& p) { return !mine[p.row]; });
+  split_off(updates, others_updates, [&](const compare::UpdatePair& u) { return !mine[u.after]; });
+  measure_planned(res, plans, updates, golden, target, jobs, options.progress);
+  std::vector<char> received(res.rows.size(), 0);
+  PARITY_RETURN_NOT_OK(gather_measured_rows(res, plans, compare::RowAddress::kIdentity, &received, group));
+  if (!group.is_root()) return Status::OK();
+  std::erase_if(others, [&](const RowPlan& p) { return received[p.row]; });
+  std::erase_if(others_updates, [&](const compare::UpdatePair& u) { return received[u.after]; });
+  res.rows_measured_for_others = static_cast<int64_t>(others.size());
+  measure_planned(res, others, others_updates, golden, target, jobs, nullptr);
+  return Status::OK();
+}
+
 }  // namespace
 
 namespace {
@@ -491,31 +530,9 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
   if (!is_distributed(options.group)) {
     measure_planned(res, plans, updates, golden, target, jobs, options.progress);
   } else if (options.rank_shares == nullptr) {
-    // Every process planned every row: measure this process's byte share, send it by row index.
-    std::vector<char> mine = keep_my_share(plans, res.rows.size(), *options.group);
-    std::erase_if(updates, [&](const compare::UpdatePair& u) { return !mine[u.after]; });
-    measure_planned(res, plans, updates, golden, target, jobs, options.progress);
-    PARITY_RETURN_NOT_OK(gather_measured_rows(res, plans, compare::RowAddress::kIndex, nullptr, *options.group));
+    PARITY_RETURN_NOT_OK(measure_byte_share(res, plans, updates, golden, target, jobs, options));
   } else {
-    // Each process's sources hold its own ranks (process 0's hold everything): it measures the rows of
-    // those ranks and sends them by identity; process 0 measures itself any row nobody sent.
-    const std::vector<int>& own = options.rank_shares->ranks[static_cast<size_t>(options.group->rank())];
-    std::vector<char> mine(res.rows.size(), 0);
-    for (size_t i = 0; i < res.rows.size(); ++i)
-      mine[i] = !options.group->is_root() || std::binary_search(own.begin(), own.end(), res.rows[i].golden.rank);
-    std::vector<RowPlan> others;
-    std::vector<compare::UpdatePair> others_updates;
-    split_off(plans, others, [&](const RowPlan& p) { return !mine[p.row]; });
-    split_off(updates, others_updates, [&](const compare::UpdatePair& u) { return !mine[u.after]; });
-    measure_planned(res, plans, updates, golden, target, jobs, options.progress);
-    std::vector<char> received(res.rows.size(), 0);
-    PARITY_RETURN_NOT_OK(gather_measured_rows(res, plans, compare::RowAddress::kIdentity, &received, *options.group));
-    if (options.group->is_root()) {
-      std::erase_if(others, [&](const RowPlan& p) { return received[p.row]; });
-      std::erase_if(others_updates, [&](const compare::UpdatePair& u) { return received[u.after]; });
-      res.rows_measured_for_others = static_cast<int64_t>(others.size());
-      measure_planned(res, others, others_updates, golden, target, jobs, nullptr);
-    }
+    PARITY_RETURN_NOT_OK(measure_rank_share(res, plans, updates, golden, target, jobs, options));
   }
   if (is_distributed(options.group) && !options.group->is_root()) return res;  // process 0 judges the whole
 
