@@ -75,16 +75,20 @@ const char* block_kernel_name() {
   return "baseline";
 }
 
+// |t − g| (kind 0) or msprobe's relative error (kind 1) of one compared element, with the kernel's
+// arithmetic.
+static double element_error(double g, double t, const KernelParams& p, int kind) {
+  const double ad = std::fabs(t - g);
+  if (kind != 1) return ad;
+  const double eps = p.rel_epsilon;
+  return g == 0.0 ? std::fabs((t + eps) - eps) / eps : ad / std::fabs(g);
+}
+
 double max_of_block(const double* g, const double* t, int64_t n, const KernelParams& p, int kind) {
   double best = -1;
   for (int64_t i = 0; i < n; ++i) {
     if (!std::isfinite(g[i]) || !std::isfinite(t[i])) continue;
-    const double ad = std::fabs(t[i] - g[i]);
-    double v = ad;
-    if (kind == 1) {
-      const double eps = p.rel_epsilon;
-      v = g[i] == 0.0 ? std::fabs((t[i] + eps) - eps) / eps : ad / std::fabs(g[i]);
-    }
+    const double v = element_error(g[i], t[i], p, kind);
     if (v > best) best = v;
   }
   return best;
@@ -92,16 +96,8 @@ double max_of_block(const double* g, const double* t, int64_t n, const KernelPar
 
 int64_t first_index_of_max(const double* g, const double* t, int64_t n, const KernelParams& p, int kind,
                            double value) {
-  for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(g[i]) || !std::isfinite(t[i])) continue;
-    const double ad = std::fabs(t[i] - g[i]);
-    double v = ad;
-    if (kind == 1) {
-      const double eps = p.rel_epsilon;
-      v = g[i] == 0.0 ? std::fabs((t[i] + eps) - eps) / eps : ad / std::fabs(g[i]);
-    }
-    if (v == value) return i;
-  }
+  for (int64_t i = 0; i < n; ++i)
+    if (std::isfinite(g[i]) && std::isfinite(t[i]) && element_error(g[i], t[i], p, kind) == value) return i;
   return -1;
 }
 
