@@ -459,13 +459,20 @@ static inline Counter counter0() { return Counter{0}; }
 static inline void count_lt(Counter& c, v4d a, v4d b) {
   c.n += __builtin_popcount(static_cast<unsigned>(_mm256_cmp_pd_mask((__m256d)a, (__m256d)b, _CMP_LT_OQ)));
 }
+static inline void count_lt(Counter& c, v8f a, v8f b) {  // eight fp32 lanes (the bf16 kernel)
+  c.n += __builtin_popcount(static_cast<unsigned>(_mm256_cmp_ps_mask((__m256)a, (__m256)b, _CMP_LT_OQ)));
+}
 static inline int64_t total(const Counter& c) { return c.n; }
 #else
-struct Counter {
-  v4i v;
+// Per-lane counts in an integer vector VI: v4i beside fp64 lanes, v8i beside fp32 lanes (Counter8).
+template <typename VI>
+struct LaneCounter {
+  VI v{};
 };
-static inline Counter counter0() { return Counter{splati(0)}; }
-static inline void count_lt(Counter& c, v4d a, v4d b) { c.v -= (v4i)(a < b); }
+template <typename VI, typename VF>
+static inline void count_lt(LaneCounter<VI>& c, VF a, VF b) { c.v -= (VI)(a < b); }
+using Counter = LaneCounter<v4i>;
+static inline Counter counter0() { return Counter{}; }
 static inline int64_t total(const Counter& c) { return hsumi(c.v); }
 #endif
 
@@ -745,20 +752,14 @@ static inline float round_down_f32(double d) {
   return f;
 }
 
-// Counter over eight fp32 lanes (see Counter).
+// Counter over eight fp32 lanes (see Counter): on AVX-512 the mask-register Counter itself (count_lt has
+// an fp32 overload), elsewhere a vector of eight int32 per-lane counts.
 #ifdef PARITY_BLOCK_AVX512
-static inline Counter counter8_0() { return Counter{0}; }
-static inline void count_lt8(Counter& c, v8f a, v8f b) {
-  c.n += __builtin_popcount(static_cast<unsigned>(_mm256_cmp_ps_mask((__m256)a, (__m256)b, _CMP_LT_OQ)));
-}
-static inline int64_t total8(const Counter& c) { return c.n; }
+static inline Counter counter8_0() { return counter0(); }
 #else
-struct Counter8 {
-  v8i v;
-};
-static inline Counter8 counter8_0() { return Counter8{splat8i(0)}; }
-static inline void count_lt8(Counter8& c, v8f a, v8f b) { c.v -= (v8i)(a < b); }
-static inline int64_t total8(const Counter8& c) { return hsum8i(c.v); }
+using Counter8 = LaneCounter<v8i>;
+static inline Counter8 counter8_0() { return Counter8{}; }
+static inline int64_t total(const Counter8& c) { return hsum8i(c.v); }
 #endif
 
 static bool bf16_pass(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out) {
@@ -791,12 +792,12 @@ static bool bf16_pass(const std::byte* gp, const std::byte* tp, int64_t n, const
   for_each8([&](v8f g, v8f t) {
     const v8f ad = vabs8(t - g), ag = vabs8(g);
     const v8f rel = ad / ag;
-    count_lt8(c_r3, rel, r3);
-    count_lt8(c_r53, rel, r53);
+    count_lt(c_r3, rel, r3);
+    count_lt(c_r53, rel, r53);
     m_rel = vmax8(rel, m_rel);
     const v8f ue = ad * (v8f)(base - ((v8w)ag & expo));
     m_ulp = vmax8(ue, m_ulp);
-    count_lt8(c_u1, one, ue);
+    count_lt(c_u1, one, ue);
     const v8d gd = widen8d(g), td = widen8d(t), add = widen8d(ad);
     s_g += gd;
     s_t += td;
@@ -827,9 +828,9 @@ static bool bf16_pass(const std::byte* gp, const std::byte* tp, int64_t n, const
     gamin = vmin8(ag, gamin);
     tamin = vmin8(at, tamin);
     m_ad = vmax8(ad, m_ad);
-    count_lt8(c_a6, t6, ad);
-    count_lt8(c_a4, t4, ad);
-    count_lt8(c_a2, t2, ad);
+    count_lt(c_a6, t6, ad);
+    count_lt(c_a4, t4, ad);
+    count_lt(c_a2, t2, ad);
   });
   const double g_amin = hmin8(gamin), t_amin = hmin8(tamin);
   if (!(g_amin >= p.min_normal_t) || !(t_amin >= p.min_normal_t) || !(g_amin >= 0x1p-120)) return false;
@@ -864,12 +865,12 @@ static bool bf16_pass(const std::byte* gp, const std::byte* tp, int64_t n, const
   out.sum_tt = ot.sumsq;
   out.sum_ulp = hsum8d(s_ulp);
   out.max_ulp = hmax8(m_ulp);
-  out.ulp_gt1 = total8(c_u1);
-  out.rel_lt_1e3 = total8(c_r3);
-  out.rel_lt_5e3 = total8(c_r53);
-  out.abs_gt_1e6 = total8(c_a6);
-  out.abs_gt_1e4 = total8(c_a4);
-  out.abs_gt_1e2 = total8(c_a2);
+  out.ulp_gt1 = total(c_u1);
+  out.rel_lt_1e3 = total(c_r3);
+  out.rel_lt_5e3 = total(c_r53);
+  out.abs_gt_1e6 = total(c_a6);
+  out.abs_gt_1e4 = total(c_a4);
+  out.abs_gt_1e2 = total(c_a2);
   out.max_ad = hmax8(m_ad);
   out.max_rel = hmax8(m_rel);
   out.max_rel_fp32 = true;
