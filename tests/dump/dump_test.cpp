@@ -9,6 +9,8 @@
 #include <fstream>
 #include <random>
 
+#include <omp.h>
+
 #include "dump/stats_lanes.h"
 #include "parity/dump.h"
 #include "parity/open_source.h"
@@ -402,4 +404,62 @@ TEST(Export, NpyAndSafetensorsReadBackThroughTheFormats) {
     EXPECT_EQ(v[1], -2.0);
     EXPECT_EQ(v[2], 0.0);
   }
+}
+
+// The parts of a run are listed by all threads and merged in rank order: the listing — records, their
+// handles (each loads its own bytes), problems in order, part summaries, scalars, fingerprints — is the
+// same at any thread count, including a run with a torn manifest, a missing shard and an unreadable part.
+TEST(Dump, ListingIsTheSameWhateverTheThreadCount) {
+  fs::path run = fresh_dir("threads");
+  for (int rank = 0; rank < 7; ++rank) {
+    dump::WriterOptions o;
+    o.rank = rank;
+    o.shard_bytes = 64;  // several shards per part
+    auto w = dump::DumpWriter::create(run, o);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    ASSERT_TRUE((*w)->write_fingerprint("{\"rank\":" + std::to_string(rank) + "}").ok());
+    for (int e = 0; e < 5; ++e)
+      ASSERT_TRUE((*w)->append_event(meta("e" + std::to_string(e), 0, e, {4}),
+                                     floats({float(rank), float(e), 1.5f, -2.0f})).ok());
+    ASSERT_TRUE((*w)->append_scalars(0, "{\"loss\":" + std::to_string(rank) + "}").ok());
+    ASSERT_TRUE((*w)->close().ok());
+  }
+  fs::resize_file(run / "rank2" / "manifest.pfr", fs::file_size(run / "rank2" / "manifest.pfr") - 3);  // torn
+  for (const auto& e : fs::directory_iterator(run / "rank4"))
+    if (e.path().filename().string().rfind("data-", 0) == 0) {
+      fs::remove(e.path());  // its events' shard is missing
+      break;
+    }
+  fs::resize_file(run / "rank5" / "manifest.pfr", 3);  // not even a frame header
+  auto listing = [&](int threads) {
+    omp_set_num_threads(threads);
+    auto r = dump::RunReader::open(run);
+    EXPECT_TRUE(r.ok());
+    std::string text;
+    for (const Record& rec : (*r)->records()) {
+      text += rec.name + " " + std::to_string(rec.rank) + " " + rec.file + " " + std::to_string(rec.has_data);
+      if (rec.has_data) {
+        auto v = (*r)->load(rec);
+        EXPECT_TRUE(v.ok()) << rec.name;
+        if (v.ok()) {  // each handle loads its own record's bytes: (rank, event, 1.5, -2)
+          const float* f = static_cast<const float*>(static_cast<const void*>(v->data));
+          EXPECT_EQ(f[0], static_cast<float>(rec.rank)) << rec.name;
+          EXPECT_EQ(f[1], static_cast<float>(std::stoi(rec.name.substr(1)))) << rec.name;
+          text += " " + std::to_string(f[0]) + "," + std::to_string(f[1]);
+        }
+      }
+      text += "\n";
+    }
+    for (const Status& st : (*r)->problems()) text += "problem " + st.message() + "\n";
+    for (const dump::PartSummary& p : (*r)->parts())
+      text += "part " + std::to_string(p.rank) + " " + std::to_string(p.events) + " " + std::to_string(p.closed) + "\n";
+    for (const dump::ScalarRecord& s : (*r)->scalars()) text += "scalars " + std::to_string(s.rank) + " " + s.json + "\n";
+    for (const auto& [rank, fp] : (*r)->fingerprints()) text += "fingerprint " + std::to_string(rank) + " " + fp + "\n";
+    return text;
+  };
+  const std::string one = listing(1);
+  EXPECT_NE(one.find("problem"), std::string::npos);
+  EXPECT_NE(one.find("e4 6 "), std::string::npos);  // the last rank is listed after the broken ones
+  for (int threads : {2, 3, 8}) EXPECT_EQ(listing(threads), one) << threads << " threads";
+  omp_set_num_threads(omp_get_num_procs());
 }
