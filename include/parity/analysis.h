@@ -210,9 +210,11 @@ struct OverflowReport {
   std::vector<Status> problems;
 };
 
-// A record plus the statistics known for it (stored, computed, or taken from a compare row).
+// A record plus the statistics known for it (stored, computed, or taken from a compare row). The record
+// stays where it is (a source's listing, a compare result's row): a million-row comparison does not copy
+// its records once more for the analysis.
 struct MeasuredRecord {
-  Record record;
+  const Record* record = nullptr;
   std::optional<TensorStats> stats;
 };
 

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "parity/boxed.h"
 #include "parity/metrics.h"
 #include "parity/open_source.h"  // RankShares
 #include "parity/process_group.h"
@@ -52,8 +53,8 @@ struct CompareRow {
   bool shape_differs = false;  // same element count, different shape: compared flat, flagged
   std::string layout_note;     // how a differing layout was compared when not flat ("target stored transposed ...")
 
-  std::optional<PairMetrics> metrics;     // mode == kTensor
-  std::optional<StatsComparison> stats;   // mode == kStatistics
+  Boxed<PairMetrics> metrics;             // mode == kTensor
+  Boxed<StatsComparison> stats;           // mode == kStatistics
   std::optional<bool> checksum_equal;     // mode == kChecksum
   std::optional<ParameterUpdate> update;  // parameters at a later step, tensor data on both sides
 

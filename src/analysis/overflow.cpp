@@ -36,9 +36,9 @@ bool is_param_grad(const Record& r) {
 
 ValueRange range_of(const MeasuredRecord& m) {
   ValueRange v;
-  v.name = m.record.name;
-  v.role = m.record.role;
-  v.dtype = m.record.dtype;
+  v.name = m.record->name;
+  v.role = m.record->role;
+  v.dtype = m.record->dtype;
   if (m.stats) {
     v.min = m.stats->min;
     v.max = m.stats->max;
@@ -119,13 +119,13 @@ OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records, cons
   std::vector<const MeasuredRecord*> sorted;
   for (const MeasuredRecord& m : records) sorted.push_back(&m);
   std::stable_sort(sorted.begin(), sorted.end(), [](const MeasuredRecord* a, const MeasuredRecord* b) {
-    return std::make_tuple(a->record.rank, a->record.step, a->record.order) <
-           std::make_tuple(b->record.rank, b->record.step, b->record.order);
+    return std::make_tuple(a->record->rank, a->record->step, a->record->order) <
+           std::make_tuple(b->record->rank, b->record->step, b->record->order);
   });
 
   int64_t grads_total = 0;
   for (const MeasuredRecord* m : sorted) {
-    const Record& r = m->record;
+    const Record& r = *m->record;
     if (!m->stats) continue;
     ++rep.measured;
     const TensorStats& s = *m->stats;
@@ -180,7 +180,7 @@ OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records, cons
     std::vector<int64_t> bad_at(evs.size(), -1);
     for (size_t k = 0; k < evs.size(); ++k) {
       for (const MeasuredRecord* m : evs[k].outputs)
-        if (nonfinite(*m->stats) && (bad_at[k] < 0 || m->record.order < bad_at[k])) bad_at[k] = m->record.order;
+        if (nonfinite(*m->stats) && (bad_at[k] < 0 || m->record->order < bad_at[k])) bad_at[k] = m->record->order;
     }
     // Fill ops (masked_fill, where, full, triu, ...) write ±Inf on purpose (attention masks). They are not
     // origins, and a later input holding exactly that many Inf (no NaN) is the mask travelling on.
@@ -236,7 +236,7 @@ OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records, cons
     for (const MeasuredRecord* m : ev.outputs) o.outputs.push_back(range_of(*m));
     o.contaminated = contaminated;
     o.role_is_grad = std::all_of(ev.outputs.begin(), ev.outputs.end(), [](const MeasuredRecord* m) {
-      return !nonfinite(*m->stats) || is_param_grad(m->record);
+      return !nonfinite(*m->stats) || is_param_grad(*m->record);
     });
     o.explanation = explain_origin(o);
     rep.origins.push_back(std::move(o));
@@ -256,7 +256,7 @@ std::vector<analysis_detail::LoadedStats> load_stats(const RecordSource& run, co
                                                      const std::vector<size_t>& which) {
   std::vector<analysis_detail::LoadedStats> loaded;
   for (size_t i : which) {
-    const Record& r = measured[i].record;
+    const Record& r = *measured[i].record;
     analysis_detail::LoadedStats l;
     l.index = i;
     Result<TensorView> view = run.load(r);
@@ -282,13 +282,13 @@ std::vector<analysis_detail::LoadedStats> load_missing_stats(const RecordSource&
   if (by_rank) {
     const std::vector<int>& own = options.rank_shares->ranks[static_cast<size_t>(group->rank())];
     for (size_t i : to_load) {
-      const bool own_rank = std::binary_search(own.begin(), own.end(), measured[i].record.rank);
+      const bool own_rank = std::binary_search(own.begin(), own.end(), measured[i].record->rank);
       (!group->is_root() || own_rank ? mine : others).push_back(i);
     }
   } else {
     std::vector<int64_t> bytes;
     for (size_t i : to_load) {
-      const Record& r = measured[i].record;
+      const Record& r = *measured[i].record;
       bytes.push_back(shape_numel(r.shape).ValueOr(0) * dtype_size(r.dtype));
     }
     const std::vector<int> owner = partition_by_bytes(bytes, group->size());
@@ -297,7 +297,7 @@ std::vector<analysis_detail::LoadedStats> load_missing_stats(const RecordSource&
   }
   std::vector<analysis_detail::LoadedStats> loaded = load_stats(run, measured, mine);
   if (by_rank)
-    for (analysis_detail::LoadedStats& l : loaded) l.identity = analysis_detail::record_identity(measured[l.index].record);
+    for (analysis_detail::LoadedStats& l : loaded) l.identity = analysis_detail::record_identity(*measured[l.index].record);
   Result<std::vector<std::string>> all = group->gather(analysis_detail::encode_loaded_stats(loaded, by_rank));
   if (!all.ok()) group->abort("parity overflow: " + all.status().message(), 3);
   if (!group->is_root()) return loaded;
@@ -309,7 +309,7 @@ std::vector<analysis_detail::LoadedStats> load_missing_stats(const RecordSource&
   if (by_rank) {  // identities → indices; a record nobody sent is computed here
     // Records sharing one identity cannot be told apart in a message: all of them are computed here.
     std::unordered_map<std::string, std::vector<size_t>> records_of;
-    for (size_t i : others) records_of[analysis_detail::record_identity(measured[i].record)].push_back(i);
+    for (size_t i : others) records_of[analysis_detail::record_identity(*measured[i].record)].push_back(i);
     std::unordered_map<std::string, size_t> index_of;
     std::vector<size_t> unsent;
     for (const auto& [identity, is] : records_of) {
@@ -343,7 +343,7 @@ OverflowReport analyse_overflow(const RecordSource& run, const OverflowOptions& 
         (options.rank >= 0 && r.rank >= 0 && r.rank != options.rank))
       continue;
     if (!r.stats && r.has_data && options.load_missing_stats) to_load.push_back(measured.size());
-    measured.push_back(MeasuredRecord{r, r.stats});
+    measured.push_back(MeasuredRecord{&r, r.stats});
   }
   std::vector<analysis_detail::LoadedStats> loaded = load_missing_stats(run, measured, to_load, options);
   if (!is_output_process(options.group)) return {};  // its statistics went to process 0
@@ -363,7 +363,7 @@ std::vector<MeasuredRecord> measured_records(const CompareResult& result, bool t
   std::vector<MeasuredRecord> out;
   out.reserve(result.rows.size());
   for (const CompareRow& row : result.rows) {
-    MeasuredRecord m{target_side ? row.target : row.golden, std::nullopt};
+    MeasuredRecord m{target_side ? &row.target : &row.golden, std::nullopt};
     if (row.metrics) {
       const SideStats& s = target_side ? row.metrics->target : row.metrics->golden;
       TensorStats t;
@@ -385,16 +385,16 @@ std::vector<MeasuredRecord> measured_records(const CompareResult& result, bool t
       m.stats = t;
     } else if (row.stats) {
       m.stats = target_side ? row.stats->target : row.stats->golden;
-    } else if (m.record.stats) {
+    } else if (m.record->stats) {
       // checksum-only rows: statistics stored with the record, if any
     }
-    if (!m.stats && m.record.stats) m.stats = m.record.stats;
+    if (!m.stats && m.record->stats) m.stats = m.record->stats;
     out.push_back(std::move(m));
   }
   // Records of this side that found no partner still say where NaN/Inf appear (an op that exists only
   // in the target is often the one that overflows).
   for (const Record& r : target_side ? result.unmatched_target : result.unmatched_golden)
-    if (r.stats) out.push_back(MeasuredRecord{r, r.stats});
+    if (r.stats) out.push_back(MeasuredRecord{&r, r.stats});
   return out;
 }
 

@@ -443,7 +443,14 @@ Result<std::unique_ptr<RunReader>> RunReader::open_parts(const fs::path& run_dir
   }
   auto impl = std::make_unique<Impl>();
   impl->root = run_dir;
-  for (size_t k = 0; k < chosen.size(); ++k) impl->add(chosen[k].first, std::move(listings[k]));
+  size_t records = 0;
+  for (const PartListing& l : listings) records += l.records.size();
+  impl->records.reserve(records);  // no regrowth while the parts' own lists are still held
+  impl->entries.reserve(records);
+  for (size_t k = 0; k < chosen.size(); ++k) {
+    impl->add(chosen[k].first, std::move(listings[k]));
+    listings[k] = PartListing{};  // its moved-from records go now, not at the end
+  }
   return std::unique_ptr<RunReader>(new RunReader(std::move(impl)));
 }
 

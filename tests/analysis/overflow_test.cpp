@@ -1,6 +1,8 @@
 // NaN/Inf origin per rank and step, near-overflow warnings and gradient underflow statistics.
 #include <gtest/gtest.h>
 
+#include <deque>
+
 #include "analysis/synth.h"
 #include "parity/analysis.h"
 
@@ -11,16 +13,19 @@ MeasuredRecord rec(const std::string& name, const std::string& module, const std
                    const std::string& direction, const std::string& role, int64_t order, DType dt,
                    double absmax, int64_t nan = 0, int64_t inf = 0, int64_t zeros = 0, int64_t numel = 100,
                    int64_t step = 0, int rank = 0) {
+  static std::deque<Record> records;  // MeasuredRecord points at its record: these outlive every test
+  Record& r = records.emplace_back();
+  r.name = name;
+  r.module = module;
+  r.op = op;
+  r.direction = direction;
+  r.role = role;
+  r.order = order;
+  r.dtype = dt;
+  r.step = step;
+  r.rank = rank;
   MeasuredRecord m;
-  m.record.name = name;
-  m.record.module = module;
-  m.record.op = op;
-  m.record.direction = direction;
-  m.record.role = role;
-  m.record.order = order;
-  m.record.dtype = dt;
-  m.record.step = step;
-  m.record.rank = rank;
+  m.record = &r;
   TensorStats s;
   s.min = -absmax;
   s.max = absmax;
