@@ -24,18 +24,10 @@ MeasuredRecord rec(const std::string& name, const std::string& module, const std
   r.dtype = dt;
   r.step = step;
   r.rank = rank;
-  MeasuredRecord m;
-  m.record = &r;
-  TensorStats s;
-  s.min = -absmax;
-  s.max = absmax;
-  s.absmax = absmax;
-  s.nan_count = nan;
-  s.inf_count = inf;
-  s.zero_count = zeros;
-  s.numel = numel;
-  m.stats = s;
-  return m;
+  TensorStats s;  // what matters here: the range and the non-finite / zero counts
+  s.min = -absmax, s.max = s.absmax = absmax, s.numel = numel;
+  s.nan_count = nan, s.inf_count = inf, s.zero_count = zeros;
+  return MeasuredRecord{&r, s};
 }
 
 TEST(Overflow, OriginIsTheFirstEventWithFiniteInputsAndNonFiniteOutputs) {
