@@ -86,42 +86,48 @@ std::string report_json(const RecordSource& g, const RecordSource& t, const Proc
   return j.dump(1);
 }
 
-TEST(DistributedCompare, EveryGroupSizeGivesTheOneProcessReport) {
-  TempDir d;
+// write_inputs' two directories, opened (nullptr where one cannot be, which the test then reports).
+std::pair<std::unique_ptr<RecordSource>, std::unique_ptr<RecordSource>> open_inputs(const TempDir& d) {
   write_inputs(d / "g", d / "t");
   Result<std::unique_ptr<RecordSource>> g = open_source((d / "g").string(), "");
   Result<std::unique_ptr<RecordSource>> t = open_source((d / "t").string(), "");
-  ASSERT_TRUE(g.ok() && t.ok());
+  EXPECT_TRUE(g.ok() && t.ok());
+  if (!g.ok() || !t.ok()) return {};
+  return {std::move(g).value(), std::move(t).value()};
+}
+
+TEST(DistributedCompare, EveryGroupSizeGivesTheOneProcessReport) {
+  TempDir d;
+  auto [g, t] = open_inputs(d);
+  ASSERT_TRUE(g && t);
   bool root = false;
-  const std::string alone = report_json(**g, **t, nullptr, root);
+  const std::string alone = report_json(*g, *t, nullptr, root);
   ASSERT_NE(alone.find("\"fail\""), std::string::npos);
   ASSERT_NE(alone.find("transposed"), std::string::npos);
   for (int size : {2, 3, 5}) {
     std::map<int, std::string> mailbox;
     for (int rank = size - 1; rank >= 1; --rank) {
       PlayedGroup group(rank, size, mailbox);
-      EXPECT_EQ(report_json(**g, **t, &group, root), "");
+      EXPECT_EQ(report_json(*g, *t, &group, root), "");
       EXPECT_FALSE(root);
     }
     PlayedGroup zero(0, size, mailbox);
-    EXPECT_EQ(report_json(**g, **t, &zero, root), alone) << "group of " << size;
+    EXPECT_EQ(report_json(*g, *t, &zero, root), alone) << "group of " << size;
     EXPECT_TRUE(root);
   }
 }
 
 TEST(DistributedCompare, SharesAreDisjointAndBalancedByBytes) {
   TempDir d;
-  write_inputs(d / "g", d / "t");
-  Result<std::unique_ptr<RecordSource>> g = open_source((d / "g").string(), "");
-  Result<std::unique_ptr<RecordSource>> t = open_source((d / "t").string(), "");
-  ASSERT_TRUE(g.ok() && t.ok());
+  auto [g, t] = open_inputs(d);
+  ASSERT_TRUE(g && t);
   std::map<int, std::string> mailbox;
   std::map<std::string, int> measured_by;
   for (int rank = 2; rank >= 1; --rank) {
     PlayedGroup group(rank, 3, mailbox);
     CompareOptions o;
     o.group = &group;
-    Result<CompareResult> r = run_compare(**g, **t, o);
+    Result<CompareResult> r = run_compare(*g, *t, o);
     ASSERT_TRUE(r.ok());
     for (const CompareRow& row : r->rows)
       if (row.metrics) EXPECT_TRUE(measured_by.emplace(row.golden.name, rank).second) << row.golden.name << " twice";

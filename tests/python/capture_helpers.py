@@ -38,3 +38,13 @@ def child_env():
     paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(paths)
     return env
+
+
+def assert_same_statistics(a, b):
+    """Two records of one event written by two capture paths (host and device): counts equal, float
+    statistics equal to 1e-12 relative (the two paths reduce in different orders)."""
+    import pytest  # noqa: PLC0415  (only the tests that compare paths need it)
+    for k in ("nan", "inf", "zero", "subnormal", "numel"):
+        assert a.stats[k] == b.stats[k], (a.name, k)
+    for k in ("min", "max", "absmax", "mean", "l2norm"):
+        assert a.stats[k] == pytest.approx(b.stats[k], rel=1e-12, abs=1e-300), (a.name, k)
