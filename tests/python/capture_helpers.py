@@ -48,3 +48,22 @@ def assert_same_statistics(a, b):
         assert a.stats[k] == b.stats[k], (a.name, k)
     for k in ("min", "max", "absmax", "mean", "l2norm"):
         assert a.stats[k] == pytest.approx(b.stats[k], rel=1e-12, abs=1e-300), (a.name, k)
+
+
+def capture_host_and_device(tmp_path, body, **capture_kwargs):
+    """Captures a fresh, seeded tiny Llama twice, under tmp_path/host (the host path) and tmp_path/device
+    (the device pipeline, forced on CPU tensors), running body(cap, model, path, runs) inside each capture;
+    returns {path: parity.load(run)}. `runs` holds the runs loaded so far (the host's, for the device's)."""
+    import parity  # noqa: PLC0415
+    import torch  # noqa: PLC0415
+    from parity.examples import build_model  # noqa: PLC0415
+    runs = {}
+    for path in ("host", "device"):
+        torch.manual_seed(0)
+        model = build_model("llama", "tiny")
+        cap = parity.capture(model, tmp_path / path, steps=[0, 1], **capture_kwargs)
+        cap._device_path_on_host = path == "device"
+        with cap:
+            body(cap, model, path, runs)
+        runs[path] = parity.load(tmp_path / path)
+    return runs

@@ -286,22 +286,17 @@ def test_accelerator_pipeline_matches_the_host_path(tmp_path, mode):
     """The accelerator path end to end (torch reductions on the tensor's device, 72 bytes copied back
     non-blocking, events held pending and written at the end of the step), run on CPU tensors: it writes
     the same events, in the same order, with the same statistics as the host path."""
-    runs = {}
-    for path in ("host", "device"):
-        torch.manual_seed(0)
-        model = build_model("llama", "tiny")
-        cap = parity.capture(model, tmp_path / path, steps=[0, 1], mode=mode)
-        cap._device_path_on_host = path == "device"
-        with cap:
-            for step in range(2):
-                x, y = CORPUS.batch(step, 2, 8)
-                torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten()).backward()
-                if path == "device" and mode == "statistics":
-                    # nothing of this step is written yet: the copies are pending until next_step()
-                    assert cap.writer.counters()["events"] == step * len(runs["host"].records) // 2
-                    assert len(cap._pending) > 0
-                cap.next_step()
-        runs[path] = parity.load(tmp_path / path)
+    def train(cap, model, path, runs):
+        for step in range(2):
+            x, y = CORPUS.batch(step, 2, 8)
+            torch.nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten()).backward()
+            if path == "device" and mode == "statistics":
+                # nothing of this step is written yet: the copies are pending until next_step()
+                assert cap.writer.counters()["events"] == step * len(runs["host"].records) // 2
+                assert len(cap._pending) > 0
+            cap.next_step()
+
+    runs = capture_helpers.capture_host_and_device(tmp_path, train, mode=mode)
     host, dev = runs["host"].records, runs["device"].records
     assert len(host) == len(dev) > 100
     for a, b in zip(host, dev):

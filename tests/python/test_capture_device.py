@@ -195,17 +195,14 @@ def test_device_partials_are_reused_like_host_statistics(tmp_path, level):
     """At op level an op's output is the next op's input: the device path reuses the partial statistics
     it enqueued for that tensor object (same version, same storage generation), and the dump equals the
     host path's."""
-    runs = {}
-    for path in ("host", "device"):
-        torch.manual_seed(0)
-        model = build_model("llama", "tiny")
-        cap = parity.capture(model, tmp_path / path, steps=[0, 1], level=level)
-        cap._device_path_on_host = path == "device"
-        with cap:
-            _train_two_steps(cap, model)
-            if path == "device":
-                reductions = cap._pending.reductions
-        runs[path] = parity.load(tmp_path / path)
+    seen = {}
+
+    def train(cap, model, path, runs):
+        _train_two_steps(cap, model)
+        seen[path] = cap._pending.reductions if path == "device" else None
+
+    runs = capture_helpers.capture_host_and_device(tmp_path, train, level=level)
+    reductions = seen["device"]
     host, dev = runs["host"].records, runs["device"].records
     assert len(host) == len(dev) > 100
     assert reductions < 0.8 * len(dev), (reductions, len(dev))
