@@ -15,6 +15,7 @@
 #include "parity/matching.h"
 #include "parity/thresholds.h"
 #include "report/compare_report.h"
+#include "temp_dir.h"
 
 namespace parity {
 namespace {
@@ -528,7 +529,7 @@ TEST(Judge, NonFiniteMismatchIsAnErrorAndEdgeCasesAreNamed) {
 // ---- thresholds ----------------------------------------------------------------------------------
 
 std::filesystem::path write_temp(const std::string& name, const std::string& text) {
-  std::filesystem::path p = std::filesystem::temp_directory_path() / ("parity_compare_test_" + name);
+  std::filesystem::path p = parity_test::process_temp_dir() / name;
   std::ofstream(p) << text;
   return p;
 }
@@ -660,7 +661,7 @@ TEST(CompareCsv, HeaderAndRowsHaveTheSameColumnCount) {
   t.add_meta("s", {10}).stats = stats(-1, 1, 0.1, 3);
   Result<CompareResult> r = run_compare(g, t, default_options());
   ASSERT_TRUE(r.ok());
-  auto path = std::filesystem::temp_directory_path() / "parity_compare_test.csv";
+  auto path = parity_test::process_temp_dir() / "compare.csv";
   ASSERT_TRUE(report::write_compare_csv(*r, path.string()).ok());
   std::ifstream in(path);
   std::string header, row1, row2;

@@ -9,6 +9,7 @@
 #include "curves/readers.h"
 #include "parity/curves.h"
 #include "src/curves/proto/tb_event.pb.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace parity::curves;
@@ -18,10 +19,7 @@ namespace {
 fs::path fixture(const std::string& name) { return fs::path(PARITY_SOURCE_DIR) / "tests/fixtures/curves" / name; }
 
 fs::path temp_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("parity_curves_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
+  return parity_test::fresh_temp_dir(name);
 }
 
 double at(const CurveRun& run, const std::string& metric, int64_t step, int rank = -1) {

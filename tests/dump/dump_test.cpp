@@ -14,6 +14,7 @@
 #include "dump/stats_lanes.h"
 #include "parity/dump.h"
 #include "parity/open_source.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace parity;
@@ -21,9 +22,8 @@ using namespace parity;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("parity_dump_test_" + std::to_string(::getpid())) / name;
+  fs::path d = parity_test::process_temp_dir() / name;
   fs::remove_all(d);
-  fs::create_directories(d.parent_path());
   return d;
 }
 

@@ -18,9 +18,8 @@ using parity_test::nested;
 namespace {
 
 fs::path fresh_run(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("parity_dump_hardening_" + std::to_string(::getpid())) / name;
+  fs::path d = parity_test::process_temp_dir() / name;
   fs::remove_all(d);
-  fs::create_directories(d.parent_path());
   return d;
 }
 

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "parity/eval.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using namespace parity::eval;
@@ -16,10 +17,9 @@ using namespace parity::eval;
 namespace {
 
 fs::path temp_file(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("parity_eval_" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  fs::remove(d / name);
-  return d / name;
+  const fs::path p = parity_test::process_temp_dir() / name;
+  fs::remove(p);
+  return p;
 }
 
 // Exact log-softmax in fp64 (the reference the bound is stated against).

@@ -1,4 +1,4 @@
-// Helpers for tests/formats: a scratch directory, byte-level file writers (.npy, .safetensors) and a
+// Helpers for tests/formats: a scratch directory (temp_dir.h), byte-level file writers (.npy, .safetensors) and a
 // way to run numpy (/usr/bin/python3) to write reference files.
 #pragma once
 
@@ -19,30 +19,11 @@
 
 #include "parity/source.h"
 #include "parity/tensor.h"
+#include "temp_dir.h"
 
 namespace parity_test {
 
 namespace fs = std::filesystem;
-
-// A fresh directory under /tmp, removed with everything in it at the end of the test.
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/parity_formats_XXXXXX";
-    const char* p = mkdtemp(tmpl);
-    EXPECT_NE(p, nullptr);
-    path_ = p ? p : "/tmp";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-  fs::path operator/(const std::string& s) const { return path_ / s; }
-
- private:
-  fs::path path_;
-};
 
 // Runs `fn` on a thread and says whether it returned within `seconds`. If not (a reader stuck opening
 // the FIFO `fifo`), opens the FIFO's write end to release it, so that a failing test still ends.

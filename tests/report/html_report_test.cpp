@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "parity/html_report.h"
+#include "temp_dir.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -36,10 +37,9 @@ std::string data_blob(const std::string& html) {
   return html.substr(a + open.size(), b - a - open.size());
 }
 
+// A fresh folder named after the running test, in the process's scratch directory.
 fs::path temp_dir() {
-  fs::path d = fs::temp_directory_path() / ("parity_report_test_" + std::to_string(::getpid()));
-  fs::create_directories(d);
-  return d;
+  return parity_test::fresh_temp_dir(::testing::UnitTest::GetInstance()->current_test_info()->name());
 }
 
 }  // namespace
