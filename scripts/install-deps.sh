@@ -12,6 +12,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # user-written name patterns (--map, --include, --exclude, --kl) and text-log lines: a linear-time regex engine
   libre2-dev
+  # the parity tool's allocator (faster and leaner than glibc's on many small rows and strings)
+  libmimalloc-dev
   # scale-out: `mpirun -n N parity compare ...` (docs/scaling.md)
   openmpi-bin libopenmpi-dev
   # Python side: the pybind11 extension and the venv (torch, numpy, pytest, pandas, transformers ... come
