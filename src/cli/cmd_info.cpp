@@ -1,7 +1,7 @@
 // parity info RUN — what a capture run holds: parts (ranks), steps, events by kind, bytes, scalars,
 // the environment fingerprint, and whether each part is complete or where its torn tail begins.
-// Parses options, reads the run (src/dump/reader.cpp), renders text or JSON (schema parity.info/1,
-// docs/dump-format.md). Exit 0 = every part complete and readable, 1 = a part is torn or unclosed or
+// Parses options, reads the run (read_run_info: under mpirun each process reads its share of the ranks),
+// renders text or JSON (schema parity.info/1, docs/dump-format.md). Exit 0 = every part complete and readable, 1 = a part is torn or unclosed or
 // a record is unreadable (everything before it is still listed), 2 = not a run.
 #include <cstdio>
 #include <fmt/format.h>
@@ -17,6 +17,7 @@
 #include "cli/output.h"
 #include "cli/ui.h"
 #include "parity/dump.h"
+#include "parity/run_info.h"
 
 namespace parity::cli {
 namespace {
@@ -83,18 +84,19 @@ CommandAction setup_info(CLI::App& sub, const GlobalOptions& global) {
   sub.add_flag("--fingerprint", o->full_fingerprint, "Print every fingerprint in full (JSON)");
 
   return [o, &global]() -> int {
-    auto r = dump::RunReader::open(o->run);
+    Result<RunInfo> r = read_run_info(o->run, global.group);
+    if (!is_output_process(global.group)) return r.ok() ? kExitOk : kExitUsage;  // process 0 speaks
     if (!r.ok()) {
       std::fprintf(stderr, "parity info: %s\n", terminal_text(r.status().message()).c_str());
       return kExitUsage;
     }
-    const dump::RunReader& run = **r;
+    const RunInfo& run = *r;
     const bool color = use_color(global);
     bool all_complete = true;
     nlohmann::json j = {{"schema", "parity.info/1"}, {"run", o->run}, {"parts", nlohmann::json::array()}};
     std::string text = fmt::format("run {} ({})\n", o->run, dump::kDumpSchema);
-    const auto fps = run.fingerprints();
-    for (const auto& p : run.parts()) {
+    const std::map<int, std::string>& fps = run.fingerprints;
+    for (const dump::PartSummary& p : run.parts) {
       const bool complete = p.closed && p.manifest_tail.empty();
       all_complete = all_complete && complete;
       std::string state = complete ? style("complete", "32", color)
@@ -127,11 +129,11 @@ CommandAction setup_info(CLI::App& sub, const GlobalOptions& global) {
       j["parts"].push_back(pj);
     }
     j["problems"] = nlohmann::json::array();
-    for (const Status& s : run.problems()) {
+    for (const Status& s : run.problems) {
       j["problems"].push_back(s.message());
       text += style("problem: ", "33", color) + s.message() + "\n";
     }
-    j["complete"] = all_complete && run.problems().empty();
+    j["complete"] = all_complete && run.problems.empty();
     if (o->json_path == "-") {
       std::cout << json_text(j, 2) << "\n";
       std::fputs(text.c_str(), stderr);

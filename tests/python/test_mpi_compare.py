@@ -1,4 +1,4 @@
-"""`mpirun -n N parity compare|overflow` gives the same bytes as one process (issue 13, docs/cli.md "MPI").
+"""`mpirun -n N parity compare|overflow|info` gives the same bytes as one process (issue 13, docs/cli.md "MPI").
 
 Each input is compared by one process and under `mpirun -n 2` and `-n 4`: the JSON, CSV, HTML and the
 terminal table must be byte-identical once the timing fields are removed, and the exit status the same.
@@ -182,6 +182,32 @@ def test_overflow(inputs, tmp_path, run):
     assert outs[2] == outs[0] and outs[4] == outs[0]
     if run == "npy_target":
         assert json.loads(outs[0][2])["nonfinite_records"] == 1
+
+
+@pytest.mark.parametrize("run", ["torn", "cap/target", "cap/target/rank1"])
+def test_info(inputs, tmp_path, run):
+    # Each process reads its share of the ranks (-n 4 over 2 ranks: two processes read none); process 0
+    # prints the parts, the torn tail and the problems in rank order, exactly as one process does.
+    outs = {}
+    for n in (0, 2, 4):
+        cwd = tmp_path / f"n{n}"
+        cwd.mkdir()
+        p = run_parity(n, ["info", inputs / run, "--json", "out.json"], cwd)
+        assert (cwd / "out.json").exists(), p.stderr[-3000:]
+        outs[n] = (p.returncode, p.stdout, (cwd / "out.json").read_text())
+    assert outs[2] == outs[0] and outs[4] == outs[0]
+    j = json.loads(outs[0][2])
+    if run == "torn":
+        assert outs[0][0] == 1 and [part["complete"] for part in j["parts"]] == [True, False]
+        assert any("data-000000.bin" in m for m in j["problems"]), j["problems"]
+    else:
+        assert outs[0][0] == 0 and len(j["parts"]) == (1 if run.endswith("rank1") else 2)
+
+
+def test_info_of_no_run_is_a_usage_error_said_once(tmp_path):
+    p = run_parity(2, ["info", tmp_path / "missing"], tmp_path)
+    assert p.returncode == 2
+    assert p.stderr.count("parity info: ") == 1 and "no such run directory" in p.stderr, p.stderr
 
 
 def test_a_dead_process_fails_the_command_without_output(inputs, tmp_path):

@@ -1,0 +1,31 @@
+// parity/run_info.h — what `parity info` reports about a capture run, read by one process or by a group.
+//
+// A capture run of a thousand ranks has a thousand manifests to read; under a group of processes
+// (mpirun) each reads its byte-balanced share of the ranks (plan_rank_shares) and process 0 gathers the
+// parts' summaries. Parts and problems come out in rank order either way, so the report is the same.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "parity/dump.h"
+#include "parity/process_group.h"
+#include "parity/status.h"
+
+namespace parity {
+
+struct RunInfo {
+  std::vector<dump::PartSummary> parts;          // in rank order
+  std::map<int, std::string> fingerprints;  // environment JSON text by rank, where recorded
+  std::vector<Status> problems;             // unreadable or torn records, part by part in rank order
+};
+
+// Reads the summary of the run at `run_dir` (a run directory or one rank<R>/ part). Errors only when
+// it is not a run. Under a group of several processes every process must call it: each reads its share
+// of the ranks and process 0 returns the whole run's summary, the others an empty one; a process that
+// cannot read its share makes every process's call fail, with that process's message.
+Result<RunInfo> read_run_info(const std::filesystem::path& run_dir, const ProcessGroup* group = nullptr);
+
+}  // namespace parity
