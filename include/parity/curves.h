@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "parity/metrics.h"  // kNaN
+#include "parity/process_group.h"
 #include "parity/status.h"
 #include "parity/verdict.h"
 
@@ -55,6 +56,10 @@ struct ReadOptions {
   std::string preset;            // text logs: "megatron" | "deepspeed" | "" = try both
   std::string regex;             // text logs: a custom ECMAScript regex, one match per line...
   std::vector<std::string> regex_fields;  // ...whose capture groups are named here in order; one must be "step"
+  // Under a group of several processes (mpirun) every process calls read_curves: a parity run is then
+  // read by all of them, each its share of the ranks (read_run_info), and process 0 returns the whole
+  // run's curves, the others an empty run; any other input is read by process 0 alone. nullptr = alone.
+  const ProcessGroup* group = nullptr;
 };
 
 // Names of the readable formats, for --format.

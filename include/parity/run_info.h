@@ -1,4 +1,5 @@
-// parity/run_info.h — what `parity info` reports about a capture run, read by one process or by a group.
+// parity/run_info.h — a capture run's summary and logged scalars, read by one process or by a group
+// (`parity info`; `parity ranks` through the curve reader).
 //
 // A capture run of a thousand ranks has a thousand manifests to read; under a group of processes
 // (mpirun) each reads its byte-balanced share of the ranks (plan_rank_shares) and process 0 gathers the
@@ -19,6 +20,7 @@ namespace parity {
 struct RunInfo {
   std::vector<dump::PartSummary> parts;          // in rank order
   std::map<int, std::string> fingerprints;  // environment JSON text by rank, where recorded
+  std::vector<dump::ScalarRecord> scalars;  // what `cap.log(...)` recorded, part by part in rank order
   std::vector<Status> problems;             // unreadable or torn records, part by part in rank order
 };
 

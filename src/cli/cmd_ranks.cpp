@@ -1,4 +1,5 @@
-// `parity ranks RUN` — are the ranks of one run consistent step by step? (docs/curves.md)
+// `parity ranks RUN` — are the ranks of one run consistent step by step? (docs/curves.md) Under mpirun
+// the processes read a parity run's ranks in shares and process 0 renders (docs/cli.md "Many processes").
 #include <cstdio>
 #include <fstream>
 
@@ -32,7 +33,9 @@ int run(const RanksArgs& a, const GlobalOptions& global) {
   if (a.json_path == "-" && a.csv_path == "-") return usage_error("--json - and --csv - cannot both write to stdout");
   curves::ReadOptions ro;
   ro.format = a.format;
+  ro.group = global.group;  // under mpirun each process reads its share of a parity run's ranks
   auto run = curves::read_curves(a.run, ro);
+  if (!is_output_process(global.group)) return run.ok() ? kExitOk : kExitUsage;  // process 0 speaks
   if (!run.ok()) return usage_error(run.status().message());
   curves::RankOptions o;
   o.metrics = a.metrics;

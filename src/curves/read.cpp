@@ -73,10 +73,9 @@ Result<std::string> detect(std::filesystem::path& path) {
                                      path.string(), fmt::join(curve_formats(), ", ")));
 }
 
-}  // namespace
-
-Result<CurveRun> read_curves(const std::filesystem::path& input, const ReadOptions& options) {
-  std::filesystem::path path = input;
+// The format to read `path` as: --format, else detected; a --regex makes it a text log. May point
+// `path` at the trainer_state.json inside a checkpoint folder.
+Result<std::string> choose_format(std::filesystem::path& path, const ReadOptions& options) {
   std::string format = options.format;
   if (format.empty()) {
     PARITY_ASSIGN_OR_RETURN(format, detect(path));
@@ -88,11 +87,33 @@ Result<CurveRun> read_curves(const std::filesystem::path& input, const ReadOptio
   }
   if (!options.regex.empty() && options.format.empty()) format = "text";
   PARITY_RETURN_NOT_OK(refuse_non_regular(path));
+  return format;
+}
+
+// Under a group: whether process 0 reads a parity run (then every process takes part in reading it).
+// Process 0 decides, so that the processes never disagree on whether to meet in read_run_info.
+bool group_reads_parity_run(const ProcessGroup& group, const Result<std::string>& format) {
+  return group.broadcast(group.is_root() && format.ok() && *format == "parity-run" ? 1 : 0) != 0;
+}
+
+}  // namespace
+
+Result<CurveRun> read_curves(const std::filesystem::path& input, const ReadOptions& options) {
+  std::filesystem::path path = input;
+  Result<std::string> chosen = choose_format(path, options);
+  if (is_distributed(options.group) && !options.group->is_root()) {
+    CurveRun share;  // process 0 returns the curves; this one only reads its share of a run's ranks
+    if (group_reads_parity_run(*options.group, chosen))
+      PARITY_RETURN_NOT_OK(detail::read_parity_run(path, options.group, share));
+    return share;
+  }
+  const bool group_reads = is_distributed(options.group) && group_reads_parity_run(*options.group, chosen);
+  PARITY_ASSIGN_OR_RETURN(std::string format, std::move(chosen));
   CurveRun run;
   run.path = input.string();
   run.format = format;
   Status st;
-  if (format == "parity-run") st = detail::read_parity_run(path, run);
+  if (format == "parity-run") st = detail::read_parity_run(path, group_reads ? options.group : nullptr, run);
   else if (format == "tensorboard") st = detail::read_tensorboard(path, run);
   else if (format == "hf-trainer-state") st = detail::read_hf_trainer_state(path, run);
   else if (format == "csv") st = detail::read_csv(path, options, run);

@@ -1,20 +1,21 @@
 // src/curves/read_parity_run.cpp — the scalars a parity capture logged with `cap.log(...)`, read
-// through the dump module's reader (docs/dump-format.md), one series per metric and rank.
+// through read_run_info (by a group of processes: each reads its share of the ranks), one series per
+// metric and rank (docs/dump-format.md).
 #include <cmath>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "curves/readers.h"
-#include "parity/dump.h"
+#include "parity/run_info.h"
 
 namespace parity::curves::detail {
 
-Status read_parity_run(const std::filesystem::path& path, CurveRun& run) {
-  PARITY_ASSIGN_OR_RETURN(auto reader, dump::RunReader::open(path));
-  for (const Status& p : reader->problems()) run.problems.push_back(p);
+Status read_parity_run(const std::filesystem::path& path, const ProcessGroup* group, CurveRun& run) {
+  PARITY_ASSIGN_OR_RETURN(RunInfo info, read_run_info(path, group));
+  for (const Status& p : info.problems) run.problems.push_back(p);
   SeriesBuilder b;
-  for (const dump::ScalarRecord& rec : reader->scalars()) {
+  for (const dump::ScalarRecord& rec : info.scalars) {
     nlohmann::json values = nlohmann::json::parse(rec.json, nullptr, /*allow_exceptions=*/false);
     if (values.is_discarded() || !values.is_object()) {
       run.problems.push_back(Status::Corrupt(fmt::format(

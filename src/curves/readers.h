@@ -46,7 +46,7 @@ Status read_jsonl(const std::filesystem::path& path, const ReadOptions& options,
 Status read_hf_trainer_state(const std::filesystem::path& path, CurveRun& run);
 Status read_text_log(const std::filesystem::path& path, const ReadOptions& options, CurveRun& run);
 Status read_tensorboard(const std::filesystem::path& path, CurveRun& run);
-Status read_parity_run(const std::filesystem::path& path, CurveRun& run);
+Status read_parity_run(const std::filesystem::path& path, const ProcessGroup* group, CurveRun& run);
 
 // TFRecord framing (tfrecord.cpp): every complete record's payload; stops at the first torn or
 // corrupt record and describes it in `tail_problem`.

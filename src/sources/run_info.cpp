@@ -15,6 +15,7 @@ RunInfo info_of(const dump::RunReader& run) {
   RunInfo info;
   info.parts = run.parts();
   info.fingerprints = run.fingerprints();
+  info.scalars = run.scalars();
   info.problems = run.problems();
   return info;
 }
@@ -65,6 +66,12 @@ std::string encode_share(const std::vector<int>& ranks, const Result<RunInfo>& s
     w.u64(static_cast<uint64_t>(rank));
     w.str(json);
   }
+  w.u64(share->scalars.size());
+  for (const dump::ScalarRecord& sc : share->scalars) {
+    w.u64(static_cast<uint64_t>(sc.rank));
+    w.u64(static_cast<uint64_t>(sc.step));
+    w.str(sc.json);
+  }
   w.u64(share->problems.size());
   for (const Status& s : share->problems) write_status(w, s);
   return w.take();
@@ -108,6 +115,14 @@ Status append_share(std::string_view message, const std::vector<int>& ranks, Run
   for (uint64_t i = 0; i < fingerprints && r.ok(); ++i) {
     const int rank = static_cast<int>(r.u64());
     info.fingerprints[rank] = r.str();
+  }
+  const uint64_t scalars = r.u64();
+  for (uint64_t i = 0; i < scalars && r.ok(); ++i) {
+    dump::ScalarRecord sc;
+    sc.rank = static_cast<int>(r.u64());
+    sc.step = static_cast<int64_t>(r.u64());
+    sc.json = r.str();
+    info.scalars.push_back(std::move(sc));
   }
   const uint64_t problems = r.u64();
   for (uint64_t i = 0; i < problems && r.ok(); ++i) info.problems.push_back(read_status(r));

@@ -1,4 +1,4 @@
-"""`mpirun -n N parity compare|overflow|info` gives the same bytes as one process (issue 13, docs/cli.md "MPI").
+"""`mpirun -n N parity compare|overflow|info|ranks` gives the same bytes as one process (issue 13, docs/cli.md "MPI").
 
 Each input is compared by one process and under `mpirun -n 2` and `-n 4`: the JSON, CSV, HTML and the
 terminal table must be byte-identical once the timing fields are removed, and the exit status the same.
@@ -202,6 +202,23 @@ def test_info(inputs, tmp_path, run):
         assert any("data-000000.bin" in m for m in j["problems"]), j["problems"]
     else:
         assert outs[0][0] == 0 and len(j["parts"]) == (1 if run.endswith("rank1") else 2)
+
+
+@pytest.mark.parametrize("run", ["cap/golden", "cap/target", "torn"])
+def test_ranks(inputs, tmp_path, run):
+    # The scalars the training loop logged (loss, grad_norm, lr) of each rank, read in shares: the
+    # target's ranks differ (their weights were perturbed differently), the golden's agree, and the torn
+    # run's problems come out in rank order.
+    outs = {}
+    for n in (0, 2, 4):
+        cwd = tmp_path / f"n{n}"
+        cwd.mkdir()
+        p = run_parity(n, ["ranks", inputs / run, "--json", "out.json", "--csv", "out.csv"], cwd)
+        assert (cwd / "out.json").exists(), p.stderr[-3000:]
+        outs[n] = (p.returncode, p.stdout, (cwd / "out.json").read_text(), (cwd / "out.csv").read_text())
+    assert outs[2] == outs[0] and outs[4] == outs[0]
+    assert outs[0][0] == (0 if run == "cap/golden" else 1), outs[0][1]
+    assert {m["metric"] for m in json.loads(outs[0][2])["metrics"]} >= {"loss", "grad_norm"}
 
 
 def test_info_of_no_run_is_a_usage_error_said_once(tmp_path):
