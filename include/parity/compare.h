@@ -45,8 +45,11 @@ struct ParameterUpdate {
 };
 
 struct CompareRow {
-  Record golden;               // metadata of each side (name, file, dtype, shape, module, step, ...)
-  Record target;
+  // Each side's record (name, file, dtype, shape, module, step, ...) where its source listed it: a row
+  // holds no copy of either (at a million rows, copies were a third of the memory), so the sources
+  // must outlive the result — compare_runs' callers hold them while they render.
+  const Record* golden = nullptr;
+  const Record* target = nullptr;
   MatchKind match = MatchKind::kExact;
   double match_confidence = 1.0;  // < 1 only for order-aligned pairs (matching/mapping.h PairMatch)
   CompareMode mode = CompareMode::kNone;

@@ -24,7 +24,7 @@ namespace {
 // elementwise (then 1). Unknown (no floating input recorded) → the last dimension of the row itself
 // for non-elementwise events, which is the feature dimension for activations.
 int64_t reduction_length_for(const CompareRow& row, const Record* first_float_input) {
-  const Record& g = row.golden;
+  const Record& g = *row.golden;
   if (slot_of(g) == Slot::kParameter) return 1;  // a stored parameter is rounded once
   if (!g.op.empty() && is_elementwise_op(g.op)) return 1;
   const Shape& s = first_float_input ? first_float_input->shape : g.shape;
@@ -62,7 +62,7 @@ std::map<std::pair<int, int64_t>, double> carried_state_error(const CompareResul
     if (!row.update || row.update->differs) continue;
     const double e = row_observed_error(row);
     if (!std::isfinite(e)) continue;
-    double& s = state[{row.golden.rank, row.golden.step}];
+    double& s = state[{row.golden->rank, row.golden->step}];
     s = std::max(s, e);
   }
   return state;
@@ -78,10 +78,10 @@ void classify_rows(CompareResult& result, const AnalysisOptions& options) {
   if (capture) {
     for (size_t i = 0; i < result.rows.size(); ++i) {
       const CompareRow& row = result.rows[i];
-      if (slot_of(row.golden) != Slot::kInput || !dtype_is_float(row.golden.dtype)) continue;
-      const std::string key = event_key(row.golden);
+      if (slot_of(*row.golden) != Slot::kInput || !dtype_is_float(row.golden->dtype)) continue;
+      const std::string key = event_key(*row.golden);
       auto it = first_input.find(key);
-      if (it == first_input.end() || row.golden.index < result.rows[it->second].golden.index) first_input[key] = i;
+      if (it == first_input.end() || row.golden->index < result.rows[it->second].golden->index) first_input[key] = i;
     }
   }
 
@@ -101,9 +101,9 @@ void classify_rows(CompareResult& result, const AnalysisOptions& options) {
     std::map<int, double> coarsest;  // per rank; rows come in (rank, step, order) order
     for (size_t i : rows_in_execution_order(result)) {
       const CompareRow& row = result.rows[i];
-      double& c = coarsest[row.golden.rank];
-      if (auto it = state.find({row.golden.rank, row.golden.step}); it != state.end()) c = std::max(c, it->second);
-      for (DType t : {row.golden.dtype, row.target.dtype})
+      double& c = coarsest[row.golden->rank];
+      if (auto it = state.find({row.golden->rank, row.golden->step}); it != state.end()) c = std::max(c, it->second);
+      for (DType t : {row.golden->dtype, row.target->dtype})
         if (dtype_is_float(t)) c = std::max(c, unit_roundoff(t));
       ambient[i] = std::max(c, declared);
     }
@@ -112,12 +112,12 @@ void classify_rows(CompareResult& result, const AnalysisOptions& options) {
   for (size_t i = 0; i < result.rows.size(); ++i) {
     CompareRow& row = result.rows[i];
     const double observed = row_observed_error(row);
-    double u = pair_unit_roundoff(row.golden.dtype, row.target.dtype);
+    double u = pair_unit_roundoff(row.golden->dtype, row.target->dtype);
     // Integer rows (token ids, masks) stay exact whatever the ambient precision.
-    if (dtype_is_float(row.golden.dtype) || dtype_is_float(row.target.dtype)) u = std::max(u, ambient[i]);
+    if (dtype_is_float(row.golden->dtype) || dtype_is_float(row.target->dtype)) u = std::max(u, ambient[i]);
     const CompareRow* in_row = nullptr;
-    if (capture && slot_of(row.golden) != Slot::kInput) {
-      auto it = first_input.find(event_key(row.golden));
+    if (capture && slot_of(*row.golden) != Slot::kInput) {
+      auto it = first_input.find(event_key(*row.golden));
       if (it != first_input.end()) in_row = &result.rows[it->second];
     }
     double obs = observed;
@@ -130,13 +130,13 @@ void classify_rows(CompareResult& result, const AnalysisOptions& options) {
     // purpose. The factor is min(sqrt(u), 2^-10) so that bf16's sqrt(u) = 1/16 does not catch ordinary
     // scale changes.
     if (in_row && row.metrics && in_row->metrics && std::isfinite(obs) && row.metrics->numel > 0 &&
-        in_row->metrics->numel > 0 && row.golden.direction == "backward") {
+        in_row->metrics->numel > 0 && row.golden->direction == "backward") {
       const double out_rms = row.metrics->golden.l2norm / std::sqrt(static_cast<double>(row.metrics->numel));
       const double in_rms = in_row->metrics->golden.l2norm / std::sqrt(static_cast<double>(in_row->metrics->numel));
       if (in_rms > 0 && std::isfinite(in_rms) && out_rms < std::min(std::sqrt(u), 0x1p-10) * in_rms)
         obs = row.metrics->euclidean / (in_rms * std::sqrt(static_cast<double>(row.metrics->numel)));
     }
-    const NoiseJudgement j = classify_noise(obs, u, reduction_length_for(row, in_row ? &in_row->golden : nullptr),
+    const NoiseJudgement j = classify_noise(obs, u, reduction_length_for(row, in_row ? in_row->golden : nullptr),
                                             options.noise);
     row.noise = j.cls;
     row.noise_ratio = j.ratio;

@@ -23,8 +23,8 @@ std::vector<size_t> rows_in_execution_order(const CompareResult& result) {
   std::vector<size_t> idx(result.rows.size());
   std::iota(idx.begin(), idx.end(), size_t{0});
   std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
-    const Record& ra = result.rows[a].golden;
-    const Record& rb = result.rows[b].golden;
+    const Record& ra = *result.rows[a].golden;
+    const Record& rb = *result.rows[b].golden;
     return std::make_tuple(ra.rank, ra.step, ra.order, a) < std::make_tuple(rb.rank, rb.step, rb.order, b);
   });
   return idx;
@@ -32,7 +32,7 @@ std::vector<size_t> rows_in_execution_order(const CompareResult& result) {
 
 bool has_capture_metadata(const CompareResult& result) {
   for (const CompareRow& row : result.rows)
-    if (!row.golden.role.empty() || !row.golden.direction.empty()) return true;
+    if (!row.golden->role.empty() || !row.golden->direction.empty()) return true;
   return false;
 }
 

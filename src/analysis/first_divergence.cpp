@@ -11,7 +11,7 @@ namespace parity {
 std::optional<FirstDivergence> first_divergence(const CompareResult& result) {
   std::optional<size_t> best;
   auto key = [&](size_t i) {
-    const Record& r = result.rows[i].golden;
+    const Record& r = *result.rows[i].golden;
     return std::make_tuple(r.rank, r.step, analysis_detail::direction_rank(r.direction), r.order, i);
   };
   for (size_t i = 0; i < result.rows.size(); ++i) {
@@ -23,14 +23,14 @@ std::optional<FirstDivergence> first_divergence(const CompareResult& result) {
   const CompareRow& row = result.rows[*best];
   FirstDivergence f;
   f.row = *best;
-  f.name = row.golden.name;
-  f.event = event_name(row.golden);
-  f.module = row.golden.module;
-  f.op = row.golden.op;
-  f.direction = row.golden.direction;
-  f.role = row.golden.role;
-  f.step = row.golden.step;
-  f.rank = row.golden.rank;
+  f.name = row.golden->name;
+  f.event = event_name(*row.golden);
+  f.module = row.golden->module;
+  f.op = row.golden->op;
+  f.direction = row.golden->direction;
+  f.role = row.golden->role;
+  f.step = row.golden->step;
+  f.rank = row.golden->rank;
   f.verdict = row.verdict;
   f.reason = row.reason;
   f.noise = row.noise;

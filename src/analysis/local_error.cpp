@@ -98,17 +98,17 @@ double explained_output_ratio(const CompareResult& result, const EventError& e, 
   const CompareRow* out = nullptr;
   for (size_t i : e.rows) {
     const CompareRow& row = result.rows[i];
-    if (row.golden.index != 0 || row.mode != CompareMode::kTensor || !row.metrics) continue;
-    if (slot_of(row.golden) == Slot::kInput) in = &row;
-    if (slot_of(row.golden) == Slot::kOutput) out = &row;
+    if (row.golden->index != 0 || row.mode != CompareMode::kTensor || !row.metrics) continue;
+    if (slot_of(*row.golden) == Slot::kInput) in = &row;
+    if (slot_of(*row.golden) == Slot::kOutput) out = &row;
   }
-  if (!in || !out || in->golden.shape.empty() || in->golden.shape != out->golden.shape) return kNaN;
+  if (!in || !out || in->golden->shape.empty() || in->golden->shape != out->golden->shape) return kNaN;
   if (!(out->metrics->rel_l2 > 0) || !(out->noise_ratio > 0) || std::isinf(out->noise_ratio)) return kNaN;
-  if (!reduces_last_dim(golden, out->golden, in->golden.shape.size())) return kNaN;
-  const std::vector<double> xg = load_doubles(golden, in->golden);
-  const std::vector<double> xt = load_doubles(target, in->target);
-  const std::vector<double> yg = load_doubles(golden, out->golden);
-  const std::optional<double> rel = propagated_relative_error(e.op, xg, xt, yg, in->golden.shape.back());
+  if (!reduces_last_dim(golden, *out->golden, in->golden->shape.size())) return kNaN;
+  const std::vector<double> xg = load_doubles(golden, *in->golden);
+  const std::vector<double> xt = load_doubles(target, *in->target);
+  const std::vector<double> yg = load_doubles(golden, *out->golden);
+  const std::optional<double> rel = propagated_relative_error(e.op, xg, xt, yg, in->golden->shape.back());
   if (!rel) return kNaN;
   // noise_ratio = rel_l2 / expected, so expected = rel_l2 / noise_ratio.
   return *rel * out->noise_ratio / out->metrics->rel_l2;
@@ -175,7 +175,7 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
   std::unordered_map<size_t, int> aligned_outputs, measured_outputs;
   for (size_t i : rows_in_execution_order(result)) {
     const CompareRow& row = result.rows[i];
-    const Record& g = row.golden;
+    const Record& g = *row.golden;
     const std::string key = event_key(g);
     auto [it, inserted] = by_key.emplace(key, a.events.size());
     if (inserted) {

@@ -363,7 +363,7 @@ std::vector<MeasuredRecord> measured_records(const CompareResult& result, bool t
   std::vector<MeasuredRecord> out;
   out.reserve(result.rows.size());
   for (const CompareRow& row : result.rows) {
-    MeasuredRecord m{target_side ? &row.target : &row.golden, std::nullopt};
+    MeasuredRecord m{target_side ? row.target : row.golden, std::nullopt};
     if (row.metrics) {
       const SideStats& s = target_side ? row.metrics->target : row.metrics->golden;
       TensorStats t;

@@ -10,8 +10,8 @@ void apply_verdict_policy(CompareResult& result, VerdictPolicy policy) {
   for (CompareRow& row : result.rows) {
     const std::string layout =
         !row.layout_note.empty() ? row.layout_note
-        : row.shape_differs      ? "shapes differ (" + shape_to_string(row.golden.shape) + " vs " +
-                                       shape_to_string(row.target.shape) + ", same element count, compared flat)"
+        : row.shape_differs      ? "shapes differ (" + shape_to_string(row.golden->shape) + " vs " +
+                                       shape_to_string(row.target->shape) + ", same element count, compared flat)"
                                  : "";
     RowVerdict v = decide_row_verdict(row.fixed_verdict, row.fixed_reason, row.noise, row.noise_ratio, layout, policy);
     // A pair that only order alignment put together (names differ) is weak evidence: when the pairing

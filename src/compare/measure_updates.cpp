@@ -29,8 +29,8 @@ std::vector<UpdatePair> plan_parameter_updates(const std::vector<CompareRow>& ro
   std::map<std::tuple<int, std::string>, std::map<int64_t, size_t>> by_parameter;  // (rank, name) → step → row
   for (size_t i = 0; i < rows.size(); ++i) {
     const CompareRow& row = rows[i];
-    if (row.golden.step >= 0 && row.golden.role == "parameter" && row.mode == CompareMode::kTensor)
-      by_parameter[{row.golden.rank, row.golden.name}][row.golden.step] = i;
+    if (row.golden->step >= 0 && row.golden->role == "parameter" && row.mode == CompareMode::kTensor)
+      by_parameter[{row.golden->rank, row.golden->name}][row.golden->step] = i;
   }
   std::vector<UpdatePair> pairs;
   for (const auto& [key, steps] : by_parameter)
@@ -51,13 +51,13 @@ void measure_parameter_updates(std::vector<CompareRow>& rows, const std::vector<
     // The later row is this process's (it measured it); the earlier one may be another's, so its
     // tensors are simply loaded again: one that cannot be read leaves no update, as a failed row does.
     if (!after.metrics) continue;
-    Result<TensorView> gb = golden.load(before.golden), ga = golden.load(after.golden);
-    Result<TensorView> tb = target.load(before.target), ta = target.load(after.target);
+    Result<TensorView> gb = golden.load(*before.golden), ga = golden.load(*after.golden);
+    Result<TensorView> tb = target.load(*before.target), ta = target.load(*after.target);
     if (!gb.ok() || !ga.ok() || !tb.ok() || !ta.ok()) continue;
     Result<UpdateMetrics> m = compare_updates(*gb, *ga, *tb, *ta);
     if (!m.ok() || !(m->rel_error == m->rel_error)) continue;
     ParameterUpdate u;
-    u.from_step = before.golden.step;
+    u.from_step = before.golden->step;
     u.rel_error = m->rel_error;
     u.golden_norm = m->golden_norm;
     after.update = u;
@@ -67,15 +67,15 @@ void measure_parameter_updates(std::vector<CompareRow>& rows, const std::vector<
 void judge_parameter_updates(std::vector<CompareRow>& rows) {
   std::map<std::tuple<int, int64_t, std::string>, double> grad_rel;  // (rank, step, name) → rel L2
   for (const CompareRow& row : rows)
-    if (row.golden.step >= 0 && row.golden.role == "grad" && row.metrics)
-      grad_rel[{row.golden.rank, row.golden.step, row.golden.name}] = row.metrics->rel_l2;
+    if (row.golden->step >= 0 && row.golden->role == "grad" && row.metrics)
+      grad_rel[{row.golden->rank, row.golden->step, row.golden->name}] = row.metrics->rel_l2;
   for (CompareRow& row : rows) {
     if (!row.update) continue;
     ParameterUpdate& u = *row.update;
-    const auto g = grad_rel.find({row.golden.rank, u.from_step, gradient_name(row.golden.name)});
+    const auto g = grad_rel.find({row.golden->rank, u.from_step, gradient_name(row.golden->name)});
     u.grad_rel_error = g != grad_rel.end() ? g->second : kNaN;
     u.differs = parameter_update_differs(u.rel_error, u.grad_rel_error,
-                                         pair_unit_roundoff(row.golden.dtype, row.target.dtype));
+                                         pair_unit_roundoff(row.golden->dtype, row.target->dtype));
   }
 }
 

@@ -14,10 +14,10 @@ enum : uint8_t { kHasMetrics = 1, kHasStats = 2, kHasUpdate = 4 };
 
 std::string row_identity(const CompareRow& row) {
   WireWriter w;
-  w.u64(static_cast<uint64_t>(row.golden.rank));
-  w.u64(static_cast<uint64_t>(row.golden.step));
-  w.str(row.golden.name);
-  w.str(row.target.name);
+  w.u64(static_cast<uint64_t>(row.golden->rank));
+  w.u64(static_cast<uint64_t>(row.golden->step));
+  w.str(row.golden->name);
+  w.str(row.target->name);
   return w.take();
 }
 

@@ -102,36 +102,36 @@ void set_error(CompareRow& row, const Status& st) {
 void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golden,
                  const RecordSource& target, const Thresholds& thresholds, int threads) {
   try {
-    const DTypeThresholds& th = thresholds.for_dtype(lower_precision(row.golden.dtype, row.target.dtype));
-    const int64_t numel = shape_numel(row.golden.shape).ValueOr(0);
+    const DTypeThresholds& th = thresholds.for_dtype(lower_precision(row.golden->dtype, row.target->dtype));
+    const int64_t numel = shape_numel(row.golden->shape).ValueOr(0);
     if (row.mode == CompareMode::kTensor) {
-      Result<TensorView> g = load_checked(golden, row.golden, numel);
+      Result<TensorView> g = load_checked(golden, *row.golden, numel);
       if (!g.ok()) return set_error(row, g.status());
-      Result<TensorView> t = load_checked(target, row.target, numel);
+      Result<TensorView> t = load_checked(target, *row.target, numel);
       if (!t.ok()) return set_error(row, t.status());
       MetricOptions mo;
       mo.kl = plan.kl;
       mo.threads = threads;
       Result<PairMetrics> m = compare_tensors(*g, *t, mo);
-      if (!m.ok()) return set_error(row, m.status().WithContext(row.golden.name));
+      if (!m.ok()) return set_error(row, m.status().WithContext(row.golden->name));
       // A 2-D tensor stored transposed on one side (Hugging Face's Conv1D keeps [in, out] where nn.Linear
       // keeps [out, in]) holds the same numbers in another layout: compared flat it looks like noise.
       // Its transpose is compared too, and the closer reading kept, with the layout named in the reason.
       // A square parameter (or its gradient) can be stored transposed with the same shape: its transpose is kept only when
       // it is a near-exact match (100× closer) — whether the layer then computes the same function is
       // for its output rows to say (WEIGHT_MISMATCH names a transposed weight whose layer differs).
-      const bool square_param = (row.golden.role == "parameter" || row.golden.role == "grad") &&
-                                row.golden.shape.size() == 2 &&
-                                row.golden.shape == row.target.shape && row.golden.shape[0] == row.golden.shape[1];
+      const bool square_param = (row.golden->role == "parameter" || row.golden->role == "grad") &&
+                                row.golden->shape.size() == 2 &&
+                                row.golden->shape == row.target->shape && row.golden->shape[0] == row.golden->shape[1];
       // (Only when the flat reading is far off: a transposed matrix compared flat has rel L2 ≈ √2.)
       const bool worth_it = !square_param || m->rel_l2 > 0.1;
-      std::optional<TensorView> tt = worth_it ? transposed_view(*t, row.golden.shape, square_param) : std::nullopt;
+      std::optional<TensorView> tt = worth_it ? transposed_view(*t, row.golden->shape, square_param) : std::nullopt;
       if (tt) {
         Result<PairMetrics> mt = compare_tensors(*g, *tt, mo);
         if (mt.ok() && mt->rel_l2 < (square_param ? 0.01 : 1.0) * m->rel_l2) {
           m = std::move(mt);
-          row.layout_note = "target stored transposed (" + shape_to_string(row.target.shape) + " vs golden " +
-                            shape_to_string(row.golden.shape) + "), compared as its transpose";
+          row.layout_note = "target stored transposed (" + shape_to_string(row.target->shape) + " vs golden " +
+                            shape_to_string(row.golden->shape) + "), compared as its transpose";
         }
       }
       row.metrics = std::move(m).value();
@@ -141,18 +141,18 @@ void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golde
     } else if (row.mode == CompareMode::kStatistics) {
       TensorStats gs, ts;
       if (plan.load_golden) {
-        Result<TensorView> g = load_checked(golden, row.golden, numel);
+        Result<TensorView> g = load_checked(golden, *row.golden, numel);
         if (!g.ok()) return set_error(row, g.status());
         gs = compute_stats(*g);
       } else {
-        gs = *row.golden.stats;
+        gs = *row.golden->stats;
       }
       if (plan.load_target) {
-        Result<TensorView> t = load_checked(target, row.target, numel);
+        Result<TensorView> t = load_checked(target, *row.target, numel);
         if (!t.ok()) return set_error(row, t.status());
         ts = compute_stats(*t);
       } else {
-        ts = *row.target.stats;
+        ts = *row.target->stats;
       }
       row.stats = compare::compare_stats(gs, ts);
       compare::Judgement j = compare::judge_stats(*row.stats, th);
@@ -179,8 +179,8 @@ std::string has_what(const Record& r) {
 // Decide what a pair is compared by. Returns false (and sets the row's verdict) when nothing can be.
 // `note` receives a description of a mode mismatch, aggregated into result.notes by the caller.
 bool plan_row(CompareRow& row, RowPlan& plan, const std::vector<NamePattern>& kl_patterns, std::string& note) {
-  const Record& g = row.golden;
-  const Record& t = row.target;
+  const Record& g = *row.golden;
+  const Record& t = *row.target;
   Result<int64_t> gn = shape_numel(g.shape);
   Result<int64_t> tn = shape_numel(t.shape);
   if (!gn.ok() || !tn.ok()) {
@@ -341,7 +341,7 @@ Status measure_rank_share(CompareResult& res, std::vector<RowPlan> plans, std::v
   const std::vector<int>& own = options.rank_shares->ranks[static_cast<size_t>(group.rank())];
   std::vector<char> mine(res.rows.size(), 0);
   for (size_t i = 0; i < res.rows.size(); ++i)
-    mine[i] = !group.is_root() || std::binary_search(own.begin(), own.end(), res.rows[i].golden.rank);
+    mine[i] = !group.is_root() || std::binary_search(own.begin(), own.end(), res.rows[i].golden->rank);
   std::vector<RowPlan> others;
   std::vector<compare::UpdatePair> others_updates;
   split_off(plans, others, [&](const RowPlan& p) { return !mine[p.row]; });
@@ -385,8 +385,8 @@ int64_t count_implementation_records(const CompareResult& result, bool golden_si
   // one side only, are how they are computed there.
   std::set<std::string> compared_modules;
   for (const CompareRow& row : result.rows)
-    if (row.golden.module == row.target.module && !row.golden.module.empty() && row.mode != CompareMode::kNone)
-      compared_modules.insert(row.golden.module);
+    if (row.golden->module == row.target->module && !row.golden->module.empty() && row.mode != CompareMode::kNone)
+      compared_modules.insert(row.golden->module);
   int64_t n = 0;
   for (const Record& r : golden_side ? result.unmatched_golden : result.unmatched_target)
     if ((is_op_event(r) || is_module_io_event(r)) && compared_modules.count(r.module)) ++n;
@@ -501,8 +501,8 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
   std::map<std::string, int64_t> note_counts;
   for (size_t k = 0; k < pairing.pairs.size(); ++k) {
     CompareRow& row = res.rows[k];
-    row.golden = grecs[pairing.pairs[k].first];
-    row.target = trecs[pairing.pairs[k].second];
+    row.golden = &grecs[pairing.pairs[k].first];
+    row.target = &trecs[pairing.pairs[k].second];
     row.match = matches[k].kind;
     row.match_confidence = matches[k].confidence;
     RowPlan plan;
@@ -523,8 +523,8 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
     for (size_t p = 0; p < plans.size(); ++p) plan_of_row[plans[p].row] = p;
     for (const compare::UpdatePair& u : updates)
       if (plan_of_row[u.after] != SIZE_MAX)
-        plans[plan_of_row[u.after]].update_bytes += record_bytes(res.rows[u.before].golden) +
-                                                    record_bytes(res.rows[u.before].target);
+        plans[plan_of_row[u.after]].update_bytes += record_bytes(*res.rows[u.before].golden) +
+                                                    record_bytes(*res.rows[u.before].target);
   }
   const int jobs = options.jobs > 0 ? options.jobs : omp_get_max_threads();
   if (!is_distributed(options.group)) {

@@ -38,8 +38,8 @@ bool model_forward_differs(const DiagnosisContext& ctx) {
 }
 
 bool is_param_grad_row(const CompareRow& row) {
-  return row.golden.role == "grad" ||
-         (row.golden.direction == "backward" && (row.golden.role == "parameter" || row.golden.role == "parameters"));
+  return row.golden->role == "grad" ||
+         (row.golden->direction == "backward" && (row.golden->role == "parameter" || row.golden->role == "parameters"));
 }
 
 void append_limited(std::vector<std::string>& out, const std::vector<std::string>& items, size_t limit) {

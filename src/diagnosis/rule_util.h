@@ -32,7 +32,7 @@ inline const EventError& event_of(const DiagnosisContext& ctx, const Suspect& s)
 inline void add_worst_output_row(const DiagnosisContext& ctx, const EventError& e, std::vector<std::string>& evidence) {
   if (e.worst_output_row == SIZE_MAX) return;
   const CompareRow& row = ctx.result->rows[e.worst_output_row];
-  evidence.push_back(fmt::format("{}: {}", row.golden.name, row_summary(row)));
+  evidence.push_back(fmt::format("{}: {}", row.golden->name, row_summary(row)));
 }
 
 // The first forward source suspect that is not explained by a contained event, or null.

@@ -94,14 +94,14 @@ json parameter_update_json(const ParameterUpdate& u) {
 }
 
 json compare_row_to_json(const CompareRow& row) {
-  const Record& g = row.golden;
+  const Record& g = *row.golden;
   json j{{"name", g.name},
-         {"target_name", row.target.name},
+         {"target_name", row.target->name},
          {"match", match_kind_name(row.match)},
          {"match_confidence", json_number(row.match_confidence)},
          {"mode", compare_mode_name(row.mode)},
          {"golden", {{"dtype", dtype_name(g.dtype)}, {"shape", g.shape}, {"file", g.file}}},
-         {"target", {{"dtype", dtype_name(row.target.dtype)}, {"shape", row.target.shape}, {"file", row.target.file}}},
+         {"target", {{"dtype", dtype_name(row.target->dtype)}, {"shape", row.target->shape}, {"file", row.target->file}}},
          {"module", g.module},
          {"op", g.op},
          {"direction", g.direction},
@@ -111,7 +111,7 @@ json compare_row_to_json(const CompareRow& row) {
          {"rank", g.rank},
          {"order", g.order},
          {"shape_differs", row.shape_differs},
-         {"threshold_dtype", dtype_name(lower_precision(g.dtype, row.target.dtype))},
+         {"threshold_dtype", dtype_name(lower_precision(g.dtype, row.target->dtype))},
          {"metrics", row.metrics ? metrics_json(*row.metrics) : json(nullptr)},
          {"stats", row.stats ? stats_comparison_json(*row.stats) : json(nullptr)},
          {"checksum_equal", row.checksum_equal ? json(*row.checksum_equal) : json(nullptr)},
@@ -171,7 +171,7 @@ void findings_json(const Findings& f, const CompareResult& result, json& j) {
       case MatchKind::kAligned: ++aligned; break;
     }
     if (row.match != MatchKind::kExact)
-      pairs.push_back({{"golden", row.golden.name}, {"target", row.target.name}, {"match", match_kind_name(row.match)}});
+      pairs.push_back({{"golden", row.golden->name}, {"target", row.target->name}, {"match", match_kind_name(row.match)}});
   }
   json ug = json::array(), ut = json::array();
   for (const Record& r : result.unmatched_golden) ug.push_back(r.name);

@@ -35,10 +35,10 @@ void write_compare_csv(const CompareResult& result, std::FILE* out) {
   std::fputs(csv_header(columns).c_str(), out);
   for (const CompareRow& r : result.rows) {
     std::vector<std::string> cells = {
-        kCompareCsvSchema, r.golden.name, r.target.name, match_kind_name(r.match), compare_mode_name(r.mode),
-        dtype_name(r.golden.dtype), dtype_name(r.target.dtype), shape_to_string(r.golden.shape),
-        shape_to_string(r.target.shape), r.golden.module, r.golden.op, r.golden.direction, r.golden.role,
-        num(int64_t{r.golden.index}), num(r.golden.step), num(int64_t{r.golden.rank}), num(r.golden.order),
+        kCompareCsvSchema, r.golden->name, r.target->name, match_kind_name(r.match), compare_mode_name(r.mode),
+        dtype_name(r.golden->dtype), dtype_name(r.target->dtype), shape_to_string(r.golden->shape),
+        shape_to_string(r.target->shape), r.golden->module, r.golden->op, r.golden->direction, r.golden->role,
+        num(int64_t{r.golden->index}), num(r.golden->step), num(int64_t{r.golden->rank}), num(r.golden->order),
         verdict_name(r.verdict), r.reason};
     if (r.metrics) {
       const PairMetrics& m = *r.metrics;

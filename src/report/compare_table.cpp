@@ -67,7 +67,7 @@ std::string sqnr_cell(double v) {
 }
 
 std::string dtypes_cell(const CompareRow& r) {
-  const std::string g = dtype_name(r.golden.dtype), t = dtype_name(r.target.dtype);
+  const std::string g = dtype_name(r.golden->dtype), t = dtype_name(r.target->dtype);
   return g == t ? g : g + ">" + t;
 }
 
@@ -96,7 +96,7 @@ bool worse(double a, double b) {
 }
 
 bool by_order(const CompareRow& a, const CompareRow& b) {
-  return std::tie(a.golden.rank, a.golden.step, a.golden.order) < std::tie(b.golden.rank, b.golden.step, b.golden.order);
+  return std::tie(a.golden->rank, a.golden->step, a.golden->order) < std::tie(b.golden->rank, b.golden->step, b.golden->order);
 }
 
 }  // namespace
@@ -112,7 +112,7 @@ std::vector<size_t> sort_rows(const CompareResult& result, const TableOptions& o
   const auto& rows = result.rows;
   switch (options.sort) {
     case SortKey::kName:
-      std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return rows[a].golden.name < rows[b].golden.name; });
+      std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return rows[a].golden->name < rows[b].golden->name; });
       break;
     case SortKey::kOrder:
       std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return by_order(rows[a], rows[b]); });
@@ -157,7 +157,7 @@ void print_compare_table(std::FILE* out, const CompareResult& result, const Tabl
   for (size_t k = 0; k < shown; ++k) {
     const CompareRow& r = result.rows[order[k]];
     std::string line = paint(pad(verdict_name(r.verdict), 5), verdict_sgr(r.verdict), options.color) + " " +
-                       pad(fit(r.golden.name, name_w), name_w) + " " + pad(fit(dtypes_cell(r), 9), 9) + " ";
+                       pad(fit(r.golden->name, name_w), name_w) + " " + pad(fit(dtypes_cell(r), 9), 9) + " ";
     if (r.metrics) {
       const PairMetrics& m = *r.metrics;
       line += pad(cosine_cell(m.cosine), 8, true) + " " + pad(cell(m.max_abs), 9, true) + " " +

@@ -97,10 +97,10 @@ TEST(Analysis, AmbientBf16NoiseDoesNotHideTheInjectedNorm) {
   EXPECT_EQ(a.suspects[0].module, "layers.2.attn_norm");
   // Rows before the fault are noise-level in bf16 units.
   for (const CompareRow& row : s.result.rows) {
-    if (row.golden.module.rfind("layers.0", 0) == 0) {
-      EXPECT_NE(row.noise, NoiseClass::kStructural) << row.golden.name;
+    if (row.golden->module.rfind("layers.0", 0) == 0) {
+      EXPECT_NE(row.noise, NoiseClass::kStructural) << row.golden->name;
     }
-    if (row.golden.name == "layers.2.attn_norm/forward/output/0") {
+    if (row.golden->name == "layers.2.attn_norm/forward/output/0") {
       EXPECT_EQ(row.noise, NoiseClass::kStructural);
     }
   }
@@ -123,7 +123,7 @@ TEST(Analysis, AmbientPrecisionCarriesIntoFp32Islands) {
 TEST(Analysis, FirstDivergenceIsForwardBeforeBackward) {
   Synth s;
   s.row("layers.0", "Block", "backward", "output", 0, 0.5);  // fails, listed first
-  s.result.rows.back().golden.order = 50;
+  s.last_golden().order = 50;
   s.row("layers.0", "Block", "forward", "input", 0, 0);
   s.row("layers.0", "Block", "forward", "output", 0, 0.5);
   auto f = first_divergence(s.result);
@@ -183,10 +183,13 @@ TEST(Analysis, NanBornAtAnOpIsTheTopSuspect) {
 
 TEST(Analysis, PlainTensorFilesGetClassesButNoEvents) {
   CompareResult r;
+  Record golden, target;
+  golden.name = target.name = "a.npy";
+  golden.dtype = DType::kF32;
+  target.dtype = DType::kBF16;
   CompareRow row;
-  row.golden.name = row.target.name = "a.npy";
-  row.golden.dtype = DType::kF32;
-  row.target.dtype = DType::kBF16;
+  row.golden = &golden;
+  row.target = &target;
   row.mode = CompareMode::kTensor;
   PairMetrics m;
   m.rel_l2 = 1e-3;

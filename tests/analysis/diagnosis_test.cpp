@@ -268,8 +268,8 @@ TEST(Diagnosis, NanOriginOnATargetOnlyOpIsTheTopSuspect) {
   Synth s;
   s.row("l0.attn", "Attention", "forward", "input", 0, 0);
   s.row("l0.attn", "Attention", "forward", "output", 0, 0, DType::kF32, DType::kF32, 0, 0, 20);
-  s.result.rows.back().golden.order = 10;
-  s.result.rows.back().target.order = 10;
+  s.last_golden().order = 10;
+  s.last_target().order = 10;
   for (const char* role : {"input", "output"}) {
     Record r;
     r.name = std::string("l0.attn/exp#0/forward/") + role + "/0";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <deque>
 #include <string>
 
 #include "parity/compare.h"
@@ -12,6 +13,12 @@ namespace parity::test {
 struct Synth {
   CompareResult result;
   int64_t order = 0;
+  // The rows' records (rows point at their records, as at a source's listing); a deque keeps them put.
+  std::deque<Record> golden_records, target_records;
+
+  // The records of the last row added, for a test to adjust.
+  Record& last_golden() { return golden_records.back(); }
+  Record& last_target() { return target_records.back(); }
 
   // Adds one row. rel = relative L2 error of target vs golden; nan_t = NaNs in the target only.
   CompareRow& row(const std::string& module, const std::string& op, const std::string& direction,
@@ -19,7 +26,9 @@ struct Synth {
                   int64_t step = 0, int rank = 0, int64_t nan_t = 0) {
     CompareRow r;
     const std::string base = op.empty() || op[0] < 'a' ? module : module + "/" + op + "#0";
-    for (Record* rec : {&r.golden, &r.target}) {
+    Record& g = golden_records.emplace_back();
+    Record& t = target_records.emplace_back();
+    for (Record* rec : {&g, &t}) {
       rec->name = base + "/" + direction + "/" + role + "/" + std::to_string(index);
       rec->module = module;
       rec->op = op;
@@ -33,8 +42,10 @@ struct Synth {
       rec->has_data = false;
     }
     ++order;
-    r.golden.dtype = gd;
-    r.target.dtype = td;
+    g.dtype = gd;
+    t.dtype = td;
+    r.golden = &g;
+    r.target = &t;
     r.mode = CompareMode::kTensor;
     PairMetrics m;
     m.numel = m.compared = 256;

@@ -86,7 +86,7 @@ CompareOptions default_options() {
 
 const CompareRow* find_row(const CompareResult& r, const std::string& name) {
   for (const CompareRow& row : r.rows) {
-    if (row.golden.name == name) return &row;
+    if (row.golden->name == name) return &row;
   }
   return nullptr;
 }
@@ -102,8 +102,8 @@ TEST(ComparePairing, PairsByNameAndListsUnmatched) {
   Result<CompareResult> r = run_compare(g, t, default_options());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->rows.size(), 2u);
-  EXPECT_EQ(r->rows[0].golden.name, "b");  // golden order, whatever the target order
-  EXPECT_EQ(r->rows[1].golden.name, "c");
+  EXPECT_EQ(r->rows[0].golden->name, "b");  // golden order, whatever the target order
+  EXPECT_EQ(r->rows[1].golden->name, "c");
   ASSERT_EQ(r->unmatched_golden.size(), 1u);
   EXPECT_EQ(r->unmatched_golden[0].name, "a");
   ASSERT_EQ(r->unmatched_target.size(), 1u);
@@ -169,7 +169,7 @@ TEST(ComparePairing, KeyIncludesStepAndRankAndFiltersApply) {
   Result<CompareResult> one = run_compare(g, t, o);
   ASSERT_TRUE(one.ok());
   ASSERT_EQ(one->rows.size(), 1u);
-  EXPECT_EQ(one->rows[0].golden.step, 1);
+  EXPECT_EQ(one->rows[0].golden->step, 1);
   EXPECT_TRUE(one->unmatched_golden.empty());
   EXPECT_TRUE(one->unmatched_target.empty());
   EXPECT_EQ(one->summary.verdict, Verdict::kPass);
@@ -195,7 +195,7 @@ TEST(ComparePairing, TwoSingleTensorSourcesPairDespiteTheirNames) {
   Result<CompareResult> r = run_compare(g, t, default_options());
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->rows.size(), 1u);
-  EXPECT_EQ(r->rows[0].target.name, "target.npy");
+  EXPECT_EQ(r->rows[0].target->name, "target.npy");
   EXPECT_TRUE(r->unmatched_golden.empty());
   bool noted = false;
   for (const std::string& n : r->notes) noted = noted || n.find("single tensor") != std::string::npos;
@@ -330,7 +330,7 @@ TEST(CompareTensor, ParallelSmallPairsGiveTheSameResultAsOneThread) {
   ASSERT_TRUE(a.ok() && b.ok());
   ASSERT_EQ(a->rows.size(), 400u);
   for (size_t i = 0; i < a->rows.size(); ++i) {
-    EXPECT_EQ(a->rows[i].golden.name, b->rows[i].golden.name);
+    EXPECT_EQ(a->rows[i].golden->name, b->rows[i].golden->name);
     EXPECT_EQ(a->rows[i].verdict, b->rows[i].verdict);
     EXPECT_EQ(a->rows[i].metrics->max_abs, b->rows[i].metrics->max_abs);
   }
@@ -737,11 +737,11 @@ TEST(CompareTable, WorstFirstFitsHundredColumnsAndLimits) {
   o.limit = 0;
   std::vector<size_t> by_name = report::sort_rows(*r, o);
   for (size_t i = 1; i < by_name.size(); ++i) {
-    EXPECT_LE(r->rows[by_name[i - 1]].golden.name, r->rows[by_name[i]].golden.name);
+    EXPECT_LE(r->rows[by_name[i - 1]].golden->name, r->rows[by_name[i]].golden->name);
   }
   o.sort = report::SortKey::kMetric;
   o.sort_metric = "cosine";
-  EXPECT_NE(r->rows[report::sort_rows(*r, o)[0]].golden.name.find(".7."), std::string::npos);
+  EXPECT_NE(r->rows[report::sort_rows(*r, o)[0]].golden->name.find(".7."), std::string::npos);
 }
 
 }  // namespace

@@ -130,7 +130,7 @@ TEST(DistributedCompare, SharesAreDisjointAndBalancedByBytes) {
     Result<CompareResult> r = run_compare(*g, *t, o);
     ASSERT_TRUE(r.ok());
     for (const CompareRow& row : r->rows)
-      if (row.metrics) EXPECT_TRUE(measured_by.emplace(row.golden.name, rank).second) << row.golden.name << " twice";
+      if (row.metrics) EXPECT_TRUE(measured_by.emplace(row.golden->name, rank).second) << row.golden->name << " twice";
   }
   // big.npy holds 96 % of the bytes: by bytes, its process measures it alone (by counts it would get a
   // third of the 22 rows); it sorts first, and its midpoint falls in the second third.

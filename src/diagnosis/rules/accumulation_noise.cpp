@@ -30,7 +30,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     ratios.push_back(row.noise_ratio);
     if (row.noise_ratio > worst) {
       worst = row.noise_ratio;
-      worst_name = row.golden.name;
+      worst_name = row.golden->name;
     }
   }
   if (differing == 0) return {};  // bit-identical: nothing to explain

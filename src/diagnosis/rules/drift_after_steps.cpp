@@ -32,14 +32,14 @@ bool is_structural(const CompareRow& row) { return row.noise == NoiseClass::kStr
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   std::map<int64_t, StepRows> steps;
   for (const CompareRow& row : ctx.result->rows) {
-    const Record& g = row.golden;
+    const Record& g = *row.golden;
     if (g.step < 0 || row.noise == NoiseClass::kUnknown) continue;
     StepRows& s = steps[g.step];
     if (g.direction == "backward") s.last_backward_order = std::max(s.last_backward_order, g.order);
   }
   if (steps.size() < 2) return {};
   for (const CompareRow& row : ctx.result->rows) {
-    const Record& g = row.golden;
+    const Record& g = *row.golden;
     if (g.step < 0 || row.noise == NoiseClass::kUnknown) continue;
     StepRows& s = steps[g.step];
     const bool update = g.direction == "forward" && s.last_backward_order >= 0 && g.order > s.last_backward_order;
@@ -74,21 +74,21 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
                                      s.params_differing.size()));
     std::vector<std::string> lines;
     for (const CompareRow* row : s.params_differing) {
-      lines.push_back(fmt::format("  {}: {}", row->golden.name, row_summary(*row)));
-      d.events.push_back(event_name(row->golden));
+      lines.push_back(fmt::format("  {}: {}", row->golden->name, row_summary(*row)));
+      d.events.push_back(event_name(*row->golden));
     }
     append_limited(d.evidence, lines, 6);
   } else {
     d.evidence.push_back(fmt::format("step {}: {} of {} rows beyond rounding, worst {} (no parameter records)", step,
-                                     s.structural, s.rows, s.worst ? s.worst->golden.name : "?"));
-    if (s.worst) d.events.push_back(event_name(s.worst->golden));
+                                     s.structural, s.rows, s.worst ? s.worst->golden->name : "?"));
+    if (s.worst) d.events.push_back(event_name(*s.worst->golden));
   }
   // The update of the step before is where the difference is made, when capture saw it.
   const StepRows& before = std::prev(drift)->second;
   if (!before.update_differing.empty()) {
     const CompareRow& u = *before.update_differing.front();
     d.evidence.push_back(fmt::format("the update after step {}'s backward already differs: {} ({}{})",
-                                     std::prev(drift)->first, event_name(u.golden), units(u.noise_ratio),
+                                     std::prev(drift)->first, event_name(*u.golden), units(u.noise_ratio),
                                      before.update_differing.size() > 1
                                          ? fmt::format(", and {} more update ops", before.update_differing.size() - 1)
                                          : ""));

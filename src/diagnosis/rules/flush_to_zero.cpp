@@ -35,12 +35,12 @@ std::optional<std::vector<double>> load(const RecordSource* src, const Record& r
 // Where does the output error of `out_row` sit? `in_row` (same element count) is the golden value that
 // fed each output element, when the event is elementwise along its features (norms, activations).
 std::optional<Signature> signature(const DiagnosisContext& ctx, const CompareRow& out_row, const CompareRow* in_row) {
-  auto g = load(ctx.golden_source, out_row.golden);
-  auto t = load(ctx.target_source, out_row.target);
+  auto g = load(ctx.golden_source, *out_row.golden);
+  auto t = load(ctx.target_source, *out_row.target);
   if (!g || !t || g->size() != t->size()) return std::nullopt;
   std::optional<std::vector<double>> gin;
   if (in_row) {
-    gin = load(ctx.golden_source, in_row->golden);
+    gin = load(ctx.golden_source, *in_row->golden);
     if (gin && gin->size() != g->size()) gin.reset();
   }
   Signature s;
@@ -75,17 +75,17 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     const CompareRow* in = nullptr;
     for (size_t i : e.rows) {
       const CompareRow& r = ctx.result->rows[i];
-      if (r.golden.role == "input" && dtype_is_float(r.golden.dtype) && (!in || r.golden.index < in->golden.index)) in = &r;
+      if (r.golden->role == "input" && dtype_is_float(r.golden->dtype) && (!in || r.golden->index < in->golden->index)) in = &r;
     }
     // The event's outputs (the flush inside its kernel), then the inputs of the ops it contains (a flush
     // applied to a value before an op inside the module: zeros enter that op).
     std::vector<std::pair<const CompareRow*, const CompareRow*>> candidates;  // (row, golden value that fed it)
     for (size_t i : e.rows) {
       const CompareRow& row = ctx.result->rows[i];
-      if (row.golden.role == "output" || row.golden.role == "grad") candidates.emplace_back(&row, in);
+      if (row.golden->role == "output" || row.golden->role == "grad") candidates.emplace_back(&row, in);
     }
     for (const CompareRow& row : ctx.result->rows) {
-      const Record& g = row.golden;
+      const Record& g = *row.golden;
       if (g.role == "input" && g.rank == e.rank && g.step == e.step && g.direction == e.direction &&
           g.order > e.first_order && g.order <= e.last_order && row.noise == NoiseClass::kStructural)
         candidates.emplace_back(&row, &row);
@@ -97,11 +97,11 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
       if (static_cast<double>(sig->tiny) < kTinyShare * static_cast<double>(sig->zeroed)) continue;
       Diagnosis d;
       d.strength = 3;
-      d.events = {e.name, row.golden.name};
+      d.events = {e.name, row.golden->name};
       d.evidence.push_back(fmt::format(
           "{}: {} of {} elements are 0 in the target but nonzero in the golden; {} of them were below fp16's "
           "smallest normal 2^-14 = 6.1e-05 where they entered {}",
-          row.golden.name, sig->zeroed, sig->numel, sig->tiny, e.name));
+          row.golden->name, sig->zeroed, sig->numel, sig->tiny, e.name));
       d.evidence.push_back(fmt::format("those elements carry {:.1f} % of the squared error; {}",
                                        100 * sig->error_share, row_summary(row)));
       d.evidence.push_back(s.why);
@@ -128,9 +128,9 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
       continue;
     Diagnosis d;
     d.strength = 3;
-    d.events = {event_name(row.golden), row.golden.name};
+    d.events = {event_name(*row.golden), row.golden->name};
     d.evidence.push_back(fmt::format("{}: {} of {} elements tiny and nonzero in the golden are exactly 0 in the target",
-                                     row.golden.name, m.ftz_count, m.numel));
+                                     row.golden->name, m.ftz_count, m.numel));
     d.evidence.push_back(row_summary(row));
     d.advice =
         "The target flushes subnormal values to zero. Compute this op in fp32 or rescale its inputs into the "

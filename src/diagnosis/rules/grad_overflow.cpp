@@ -37,8 +37,8 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     auto t = nonfinite_of(row, true), g = nonfinite_of(row, false);
     if (!t || !g) continue;
     if (t->nan + t->inf == 0 || g->nan + g->inf > 0) continue;
-    lines.push_back(fmt::format("{}: {} Inf, {} NaN in target (golden finite)", row.golden.name, t->inf, t->nan));
-    events.push_back(row.golden.name);
+    lines.push_back(fmt::format("{}: {} Inf, {} NaN in target (golden finite)", row.golden->name, t->inf, t->nan));
+    events.push_back(row.golden->name);
   }
   if (events.empty()) return {};
   Diagnosis d;

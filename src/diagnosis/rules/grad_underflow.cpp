@@ -36,9 +36,9 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     }
     if (std::isnan(tz) || tz < kUnderflowShare || tz - gz < kExcess) continue;
     worst = std::max(worst, tz);
-    lines.push_back(fmt::format("{}: {:.1f} % zero or subnormal in target vs {:.1f} % in golden", row.golden.name,
+    lines.push_back(fmt::format("{}: {:.1f} % zero or subnormal in target vs {:.1f} % in golden", row.golden->name,
                                 100 * tz, 100 * gz));
-    events.push_back(row.golden.name);
+    events.push_back(row.golden->name);
   }
   if (events.empty()) return {};
   Diagnosis d;

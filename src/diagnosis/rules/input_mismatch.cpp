@@ -19,10 +19,10 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
                                      units(e.input_ratio)));
     for (size_t i : e.rows) {
       const CompareRow& row = ctx.result->rows[i];
-      if (row.golden.role != "input") continue;
+      if (row.golden->role != "input") continue;
       if (row.noise == NoiseClass::kNoise) continue;
-      d.evidence.push_back(fmt::format("{}: {}", row.golden.name, row_summary(row)));
-      d.events.push_back(row.golden.name);
+      d.evidence.push_back(fmt::format("{}: {}", row.golden->name, row_summary(row)));
+      d.events.push_back(row.golden->name);
     }
     d.advice =
         "Feed both runs the same saved inputs (save the preprocessed batch as a file and load it on both "

@@ -16,8 +16,8 @@ std::string dtypes_of(const DiagnosisContext& ctx, const EventError& e) {
   std::string g, t;
   for (size_t i : e.rows) {
     const CompareRow& row = ctx.result->rows[i];
-    if (row.golden.role != "output") continue;
-    return fmt::format("output dtype golden {} / target {}", dtype_name(row.golden.dtype), dtype_name(row.target.dtype));
+    if (row.golden->role != "output") continue;
+    return fmt::format("output dtype golden {} / target {}", dtype_name(row.golden->dtype), dtype_name(row.target->dtype));
   }
   return "output dtype unknown";
 }
@@ -30,16 +30,16 @@ bool low_precision(DType t) { return dtype_is_float(t) && unit_roundoff(t) > 0x1
 std::string low_precision_involved(const DiagnosisContext& ctx, const EventError& e) {
   for (size_t i : e.rows) {
     const CompareRow& row = ctx.result->rows[i];
-    for (DType t : {row.target.dtype, row.golden.dtype})
-      if (low_precision(t)) return fmt::format("{} is {}", row.golden.name, dtype_name(t));
+    for (DType t : {row.target->dtype, row.golden->dtype})
+      if (low_precision(t)) return fmt::format("{} is {}", row.golden->name, dtype_name(t));
   }
   if (e.first_order < 0) return "";
   for (const CompareRow& row : ctx.result->rows) {
-    const Record& g = row.golden;
+    const Record& g = *row.golden;
     if (g.rank != e.rank || g.step != e.step || g.direction != e.direction || g.order < e.first_order ||
         g.order > e.last_order)
       continue;
-    for (DType t : {row.target.dtype, row.golden.dtype})
+    for (DType t : {row.target->dtype, row.golden->dtype})
       if (low_precision(t)) return fmt::format("{} inside it is {}", g.name, dtype_name(t));
   }
   return "";

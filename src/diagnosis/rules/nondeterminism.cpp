@@ -16,9 +16,9 @@ bool arguments_differ(const DiagnosisContext& ctx, const EventError& e) {
   if (!ctx.golden_source || !ctx.target_source) return false;
   for (size_t i : e.rows) {
     const CompareRow& row = ctx.result->rows[i];
-    if (row.golden.role != "output" || row.golden.index != 0) continue;
-    const std::string g = ctx.golden_source->op_arguments_json(row.golden);
-    const std::string t = ctx.target_source->op_arguments_json(row.target);
+    if (row.golden->role != "output" || row.golden->index != 0) continue;
+    const std::string g = ctx.golden_source->op_arguments_json(*row.golden);
+    const std::string t = ctx.target_source->op_arguments_json(*row.target);
     if (!g.empty() && !t.empty() && g != t) return true;
   }
   return false;

@@ -107,7 +107,7 @@ std::vector<std::string> argument_differences(const std::string& op, const json&
 }
 
 const EventError* event_of_row(const DiagnosisContext& ctx, const CompareRow& row) {
-  const std::string key = event_key(row.golden);
+  const std::string key = event_key(*row.golden);
   for (const EventError& e : ctx.analysis->events)
     if (e.key == key) return &e;
   return nullptr;
@@ -117,8 +117,8 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   if (!ctx.golden_source || !ctx.target_source) return {};
   std::vector<std::string> effective, inert, events;
   for (const CompareRow& row : ctx.result->rows) {
-    const Record& g = row.golden;
-    const Record& t = row.target;
+    const Record& g = *row.golden;
+    const Record& t = *row.target;
     if (g.op.empty() || g.op != t.op || g.role != "output" || g.index != 0 || g.direction != "forward") continue;
     if (row.match != MatchKind::kExact) continue;  // only the same call site can be compared argument by argument
     const std::string gtext = ctx.golden_source->op_arguments_json(g);

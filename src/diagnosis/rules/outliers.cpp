@@ -45,13 +45,13 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     if (!row.metrics || row.verdict != Verdict::kFail) continue;
     const PairMetrics& m = *row.metrics;
     if (m.nonfinite_mismatch > 0) continue;  // NaN/Inf disagreements are OVERFLOW's
-    const DTypeThresholds& th = ctx.result->thresholds.for_dtype(lower_precision(row.golden.dtype, row.target.dtype));
+    const DTypeThresholds& th = ctx.result->thresholds.for_dtype(lower_precision(row.golden->dtype, row.target->dtype));
     if (std::isnan(m.cosine) || m.cosine < th.cosine_pass) continue;
     if (!(m.max_abs > 0) || !(m.mean_abs > 0) || m.max_abs < kPeakToMean * m.mean_abs) continue;
-    lines.push_back(fmt::format("{}: cosine {}, max |diff| {} at {} = {:.0f} × mean |diff| {}", row.golden.name,
-                                num(m.cosine), num(m.max_abs), position(row.golden.shape, m.max_abs_index),
+    lines.push_back(fmt::format("{}: cosine {}, max |diff| {} at {} = {:.0f} × mean |diff| {}", row.golden->name,
+                                num(m.cosine), num(m.max_abs), position(row.golden->shape, m.max_abs_index),
                                 m.max_abs / m.mean_abs, num(m.mean_abs)));
-    events.push_back(row.golden.name);
+    events.push_back(row.golden->name);
   }
   if (events.empty()) return {};
   Diagnosis d;

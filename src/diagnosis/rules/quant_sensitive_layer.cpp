@@ -27,7 +27,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     bool q = name_says_quant(e.op) || name_says_quant(e.module);
     for (size_t i : e.rows) {
       const CompareRow& row = ctx.result->rows[i];
-      if (quantised(row.target.dtype) && !quantised(row.golden.dtype)) q = true;
+      if (quantised(row.target->dtype) && !quantised(row.golden->dtype)) q = true;
     }
     // Quantisation often lives in modules only the target has (a fake-quantiser wrapping a layer's weight
     // or its input): look at what the target alone recorded inside this event's module.

@@ -17,11 +17,11 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   };
   std::map<int, RankInfo> ranks;
   for (const CompareRow& row : ctx.result->rows) {
-    if (row.golden.rank < 0 || row.noise == NoiseClass::kUnknown) continue;
-    RankInfo& r = ranks[row.golden.rank];
+    if (row.golden->rank < 0 || row.noise == NoiseClass::kUnknown) continue;
+    RankInfo& r = ranks[row.golden->rank];
     ++r.rows;
     if (row.noise == NoiseClass::kStructural) {
-      if (r.structural++ == 0) r.first_bad = row.golden.name;
+      if (r.structural++ == 0) r.first_bad = row.golden->name;
     }
   }
   if (ranks.size() < 2) return {};

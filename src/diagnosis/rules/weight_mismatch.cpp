@@ -20,9 +20,9 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     events.push_back(e.name);
     for (size_t i : e.rows) {
       const CompareRow& row = ctx.result->rows[i];
-      if (row.golden.role != "parameter" && row.golden.role != "parameters" && row.golden.role != "buffer") continue;
+      if (row.golden->role != "parameter" && row.golden->role != "parameters" && row.golden->role != "buffer") continue;
       if (row.noise == NoiseClass::kNoise) continue;
-      lines.push_back(fmt::format("{}: {}", row.golden.name, row_summary(row)));
+      lines.push_back(fmt::format("{}: {}", row.golden->name, row_summary(row)));
     }
     worst = std::max(worst, s.param_ratio);
   }
@@ -30,15 +30,15 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   // differs: the layer uses the transposed weight. The same transpose in a layer whose output agrees is
   // only another storage layout (Hugging Face's Conv1D), not a cause.
   for (const CompareRow& row : ctx.result->rows) {
-    if (row.golden.role != "parameter" || row.layout_note.find("transposed") == std::string::npos) continue;
+    if (row.golden->role != "parameter" || row.layout_note.find("transposed") == std::string::npos) continue;
     // The layer that uses it: the parameter's own module event, else the innermost enclosing module with
     // outputs (nn.MultiheadAttention reads out_proj.weight without calling out_proj).
     const EventError* user = nullptr;
     for (const EventError& e : ctx.analysis->events) {
-      const std::string& m = row.golden.module;
+      const std::string& m = row.golden->module;
       const bool encloses = e.module == m || (m.size() > e.module.size() && m.compare(0, e.module.size(), e.module) == 0 &&
                                               m[e.module.size()] == '.');
-      if (!encloses || e.direction != "forward" || e.step != row.golden.step || e.rank != row.golden.rank ||
+      if (!encloses || e.direction != "forward" || e.step != row.golden->step || e.rank != row.golden->rank ||
           std::isnan(e.output_ratio) || e.op.find('#') != std::string::npos)
         continue;
       if (!user || e.module.size() > user->module.size()) user = &e;
@@ -48,7 +48,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
       const EventError& e = *found;
       events.push_back(e.name);
       lines.push_back(fmt::format("{}: the golden's weight transposed ({}), and {}'s output differs by {}: the layer "
-                                  "uses the transposed weight", row.golden.name, row.layout_note, e.name,
+                                  "uses the transposed weight", row.golden->name, row.layout_note, e.name,
                                   units(e.output_ratio)));
       worst = std::max(worst, e.output_ratio);
     }
@@ -56,8 +56,8 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   if (events.empty()) return {};
   // How many parameter rows of the first step exist and differ (the scale of the mismatch).
   for (const CompareRow& row : ctx.result->rows) {
-    if ((row.golden.role == "parameter" || row.golden.role == "parameters" || row.golden.role == "buffer") &&
-        row.golden.direction != "backward") {
+    if ((row.golden->role == "parameter" || row.golden->role == "parameters" || row.golden->role == "buffer") &&
+        row.golden->direction != "backward") {
       ++params_total;
       if (row.noise == NoiseClass::kElevated || row.noise == NoiseClass::kStructural) ++params_differ;
     }
