@@ -14,6 +14,8 @@ PACKAGES=(
   libre2-dev
   # the parity tool's allocator (faster and leaner than glibc's on many small rows and strings)
   libmimalloc-dev
+  # capture manifests decoded at parse speed (src/dump/manifest_record.h)
+  libsimdjson-dev
   # scale-out: `mpirun -n N parity compare ...` (docs/scaling.md)
   openmpi-bin libopenmpi-dev
   # Python side: the pybind11 extension and the venv (torch, numpy, pytest, pandas, transformers ... come

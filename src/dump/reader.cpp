@@ -20,6 +20,7 @@
 #include <set>
 
 #include "dump/event_json.h"
+#include "dump/manifest_record.h"
 #include "parity/dump.h"
 #include "parity/json_depth.h"
 #include "parity/json_number.h"
@@ -141,26 +142,24 @@ struct PartListing {
         problems.push_back(Status::Corrupt(fmt::format("{}: record {}: {}; skipped", manifest.string(), i, deep)));
         continue;
       }
-      nlohmann::json j = nlohmann::json::parse(scan->payloads[i], nullptr, false);
-      if (j.is_discarded() || !j.is_object()) {
+      detail::ManifestRecord j;
+      if (!detail::decode_manifest_record(scan->payloads[i], j)) {
         problems.push_back(Status::Corrupt(fmt::format("{}: record {} is not a JSON object", manifest.string(), i)));
         continue;
       }
-      const std::string kind = jstr(j, "kind");
-      if (kind == "header") {
+      if (j.kind == "header") {
         if (seen_header)  // only one writer ever writes a part's header: a second one means two interleaved
           problems.push_back(Status::Corrupt(fmt::format(
               "{}: record {} is a second header record; the part was written by two writers at once and its "
               "records cannot be trusted", manifest.string(), i)));
         seen_header = true;
-        const std::string schema = jstr(j, "schema");
-        if (!is_readable_dump_schema(schema))
+        if (!is_readable_dump_schema(j.schema))
           problems.push_back(Status::Unsupported(fmt::format("{}: schema \"{}\", this parity reads \"parity.dump/1\" "
                                                              "and its minor versions up to \"{}\"",
-                                                             manifest.string(), schema, kDumpSchema)));
+                                                             manifest.string(), j.schema, kDumpSchema)));
         continue;
       }
-      if (kind == "close") {
+      if (j.kind == "close") {
         if (ps.closed)
           problems.push_back(Status::Corrupt(fmt::format(
               "{}: record {} is a second close record; the part was written by two writers at once and its "
@@ -168,35 +167,33 @@ struct PartListing {
         ps.closed = true;
         continue;
       }
-      if (kind != "event") continue;  // unknown kinds are skipped: newer writers may add some
+      if (j.kind != "event") continue;  // unknown kinds are skipped: newer writers may add some
       Record r;
-      r.name = jstr(j, "name");
-      r.module = jstr(j, "module");
-      r.op = jstr(j, "op");
-      r.direction = jstr(j, "direction");
-      r.role = jstr(j, "role");
-      r.index = static_cast<int>(jint(j, "index", -1));
-      r.step = jint(j, "step", -1);
-      r.rank = static_cast<int>(jint(j, "rank", rank));
-      r.order = jint(j, "order", -1);
+      r.name = std::move(j.name);
+      r.module = std::move(j.module);
+      r.op = std::move(j.op);
+      r.direction = std::move(j.direction);
+      r.role = std::move(j.role);
+      r.index = static_cast<int>(j.index.value_or(-1));
+      r.step = j.step.value_or(-1);
+      r.rank = static_cast<int>(j.rank.value_or(rank));
+      r.order = j.order.value_or(-1);
       r.file = manifest.string();
-      const auto dt = dtype_from_name(jstr(j, "dtype"));
+      const auto dt = dtype_from_name(j.dtype);
       if (r.name.empty() || !dt) {
         problems.push_back(Status::Corrupt(fmt::format("{}: record {} ({}) has no name or an unknown dtype \"{}\"",
-                                                       manifest.string(), i, r.name, jstr(j, "dtype"))));
+                                                       manifest.string(), i, r.name, j.dtype)));
         continue;
       }
       r.dtype = *dt;
       Entry e;
-      if (auto it = j.find("shape"); it != j.end() && it->is_array())
-        for (const auto& d : *it) r.shape.push_back(d.is_number_integer() ? d.get<int64_t>() : -1);
-      if (auto it = j.find("stride"); it != j.end() && it->is_array())
-        for (const auto& d : *it) e.stride.push_back(d.is_number_integer() ? d.get<int64_t>() : 0);
-      e.device = jstr(j, "device");
-      if (auto it = j.find("args"); it != j.end()) e.args = it->dump();
-      if (auto it = j.find("stats"); it != j.end() && it->is_object()) r.stats = detail::stats_from_json(*it);
-      if (auto it = j.find("crc32c"); it != j.end() && it->is_string()) {
-        const std::string hex = it->get<std::string>();
+      r.shape = std::move(j.shape);
+      e.stride = std::move(j.stride);
+      e.device = std::move(j.device);
+      if (j.args) e.args = std::move(*j.args);
+      r.stats = j.stats;
+      if (j.crc32c) {
+        const std::string& hex = *j.crc32c;
         char* end = nullptr;
         const unsigned long v = std::strtoul(hex.c_str(), &end, 16);
         if (hex.size() == 8 && end == hex.c_str() + 8)
@@ -205,10 +202,10 @@ struct PartListing {
           problems.push_back(Status::Corrupt(fmt::format("{}: {}: crc32c \"{}\" is not 8 hex digits",
                                                          manifest.string(), r.name, hex)));
       }
-      if (auto it = j.find("data"); it != j.end() && it->is_object()) {
-        e.shard = jstr(*it, "shard");
-        e.offset = static_cast<uint64_t>(jint(*it, "offset", -1));
-        e.nbytes = static_cast<uint64_t>(jint(*it, "nbytes", -1));
+      if (j.has_data) {
+        e.shard = std::move(j.shard);
+        e.offset = static_cast<uint64_t>(j.offset.value_or(-1));
+        e.nbytes = static_cast<uint64_t>(j.nbytes.value_or(-1));
         const auto numel = shape_numel(r.shape);
         const int64_t have = shard_size(e.shard);
         if (!numel.ok() || static_cast<int64_t>(e.nbytes) != *numel * dtype_size(r.dtype)) {
