@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cctype>
 #include <numeric>
+#include <string_view>
 #include <tuple>
+#include <unordered_set>
 
 namespace parity::analysis_detail {
 
@@ -40,15 +42,14 @@ bool is_elementwise_op(const std::string& op) {
   // Ops whose every output element depends on O(1) input elements: one rounding per element. Anything
   // else (matmul, norms, softmax, reductions, attention, whole modules) is treated as a reduction over
   // the last dimension of its first floating input.
-  static const char* const kElementwise[] = {
+  static const std::unordered_set<std::string_view> kElementwise = {  // looked up for every row
       "add", "sub", "mul", "div", "neg", "abs", "relu", "gelu", "silu", "sigmoid", "tanh", "pow",
       "square", "to", "type", "float", "half", "bfloat16", "clone", "contiguous", "view", "reshape",
       "transpose", "permute", "t", "expand", "cat", "stack", "split", "chunk", "embedding", "dropout",
       "identity", "getitem", "__getitem__", "masked_fill", "where", "clamp", "exp", "log", "rsqrt",
       "sqrt", "reciprocal", "cos", "sin", "Embedding", "Dropout", "Identity", "ReLU", "GELU", "SiLU",
       "Tanh", "Sigmoid", "NewGELUActivation"};
-  for (const char* e : kElementwise)
-    if (op == e) return true;
+  if (kElementwise.count(op)) return true;
   std::string l(op);
   std::transform(l.begin(), l.end(), l.begin(), [](unsigned char c) { return std::tolower(c); });
   return l == "embedding" || l == "dropout" || l.rfind("__i", 0) == 0 || l.rfind("__r", 0) == 0;

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "dump/event_json.h"
 #include "dump/manifest_record.h"
@@ -90,13 +91,46 @@ int64_t jint(const nlohmann::json& j, const char* k, int64_t dflt) {
 
 namespace {
 
-// Where a record's bytes lie, and what else the manifest says that a Record does not hold.
+// Where a record's bytes lie, and what else the manifest says that a Record does not hold. A million
+// records repeat a handful of shard names, devices, argument lists and strides: each is kept once per
+// part (PartTables) and an entry holds their numbers (40 bytes, where four strings and a vector took 136
+// and a heap block or two).
 struct Entry {
-  size_t part = 0;
-  std::string shard;
+  uint32_t part = 0;
+  uint32_t shard = 0, device = 0, args = 0;  // into the part's texts (0 = "")
+  uint32_t stride = 0;                       // into the part's strides (0 = none)
   uint64_t offset = 0, nbytes = 0;
-  std::string args, device;
-  std::vector<int64_t> stride;
+};
+
+// A part's distinct texts and strides, numbered in order of first use; number 0 is "" / no stride.
+struct PartTables {
+  std::vector<std::string> texts{""};
+  std::vector<std::vector<int64_t>> strides{{}};
+
+  uint32_t text(std::string&& s) { return number(std::move(s), texts, text_ids_); }
+  uint32_t stride(std::vector<int64_t>&& s) { return number(std::move(s), strides, stride_ids_); }
+  void drop_lookups() {  // once the part is listed, only the numbered values are needed
+    text_ids_ = {};
+    stride_ids_ = {};
+  }
+
+ private:
+  template <typename T, typename Ids>
+  static uint32_t number(T&& value, std::vector<T>& values, Ids& ids) {
+    if (value.empty()) return 0;
+    auto [it, added] = ids.try_emplace(value, static_cast<uint32_t>(values.size()));
+    if (added) values.push_back(std::move(value));
+    return it->second;
+  }
+  struct StrideHash {
+    size_t operator()(const std::vector<int64_t>& v) const {
+      size_t h = v.size();
+      for (int64_t x : v) h = h * 1000003u ^ std::hash<int64_t>{}(x);
+      return h;
+    }
+  };
+  std::unordered_map<std::string, uint32_t> text_ids_;
+  std::unordered_map<std::vector<int64_t>, uint32_t, StrideHash> stride_ids_;
 };
 
 // What one part (rank folder) lists, on its own: parts are read in parallel and merged in rank order, so
@@ -108,6 +142,7 @@ struct PartListing {
   std::vector<ScalarRecord> scalars;
   std::optional<std::string> fingerprint;
   std::vector<Entry> entries;
+  PartTables tables;
 
   void read(int rank, const fs::path& dir) {
     PartSummary& ps = part;
@@ -188,9 +223,9 @@ struct PartListing {
       r.dtype = *dt;
       Entry e;
       r.shape = std::move(j.shape);
-      e.stride = std::move(j.stride);
-      e.device = std::move(j.device);
-      if (j.args) e.args = std::move(*j.args);
+      e.stride = tables.stride(std::move(j.stride));
+      e.device = tables.text(std::move(j.device));
+      if (j.args) e.args = tables.text(std::move(*j.args));
       r.stats = j.stats;
       if (j.crc32c) {
         const std::string& hex = *j.crc32c;
@@ -203,26 +238,27 @@ struct PartListing {
                                                          manifest.string(), r.name, hex)));
       }
       if (j.has_data) {
-        e.shard = std::move(j.shard);
+        const std::string& shard = j.shard;
+        e.shard = tables.text(std::string(shard));
         e.offset = static_cast<uint64_t>(j.offset.value_or(-1));
         e.nbytes = static_cast<uint64_t>(j.nbytes.value_or(-1));
         const auto numel = shape_numel(r.shape);
-        const int64_t have = shard_size(e.shard);
+        const int64_t have = shard_size(shard);
         if (!numel.ok() || static_cast<int64_t>(e.nbytes) != *numel * dtype_size(r.dtype)) {
           problems.push_back(Status::Corrupt(fmt::format("{}: {}: data holds {} bytes, shape {} x {} needs otherwise",
                                                          manifest.string(), r.name, e.nbytes,
                                                          shape_to_string(r.shape), dtype_name(r.dtype))));
-        } else if (e.shard.find('/') != std::string::npos || have < 0) {
+        } else if (shard.find('/') != std::string::npos || have < 0) {
           problems.push_back(Status::NotFound(fmt::format("{}: {}: data shard \"{}\" is missing", manifest.string(),
-                                                          r.name, e.shard)));
+                                                          r.name, shard)));
         } else if (e.offset % kDataAlignment != 0 || e.offset > static_cast<uint64_t>(have) ||
                    e.nbytes > static_cast<uint64_t>(have) - e.offset) {  // no offset + nbytes: it may wrap
           problems.push_back(Status::Corrupt(fmt::format(
               "{}: {}: {} bytes at offset {} lie outside {} ({} bytes) or are misaligned", manifest.string(),
-              r.name, e.nbytes, e.offset, e.shard, have)));
+              r.name, e.nbytes, e.offset, shard, have)));
         } else {
           r.has_data = true;
-          r.file = (dir / e.shard).string();
+          r.file = (dir / shard).string();
           ps.data_bytes += e.nbytes;
         }
       }
@@ -313,6 +349,7 @@ struct RunReader::Impl {
   std::vector<ScalarRecord> scalars;
   std::map<int, std::string> fingerprints;
   std::vector<Entry> entries;
+  std::vector<PartTables> tables;  // by part (Entry::part)
   mutable std::mutex map_mu;
   mutable std::map<fs::path, std::shared_ptr<Mapping>> maps;
 
@@ -320,9 +357,11 @@ struct RunReader::Impl {
   void add(int rank, PartListing&& l) {
     const size_t part = parts.size(), base = entries.size();
     for (Entry& e : l.entries) {
-      e.part = part;
-      entries.push_back(std::move(e));
+      e.part = static_cast<uint32_t>(part);
+      entries.push_back(e);
     }
+    l.tables.drop_lookups();
+    tables.push_back(std::move(l.tables));
     for (Record& r : l.records) {
       r.handle += base;
       records.push_back(std::move(r));
@@ -465,19 +504,25 @@ std::optional<std::string> RunReader::fingerprint_json() const {
 
 const std::string& RunReader::args_json(const Record& r) const {
   static const std::string empty;
-  return r.handle < impl_->entries.size() ? impl_->entries[r.handle].args : empty;
+  if (r.handle >= impl_->entries.size()) return empty;
+  const Entry& e = impl_->entries[r.handle];
+  return impl_->tables[e.part].texts[e.args];
 }
 std::string RunReader::device(const Record& r) const {
-  return r.handle < impl_->entries.size() ? impl_->entries[r.handle].device : std::string();
+  if (r.handle >= impl_->entries.size()) return std::string();
+  const Entry& e = impl_->entries[r.handle];
+  return impl_->tables[e.part].texts[e.device];
 }
 std::vector<int64_t> RunReader::stride(const Record& r) const {
-  return r.handle < impl_->entries.size() ? impl_->entries[r.handle].stride : std::vector<int64_t>{};
+  if (r.handle >= impl_->entries.size()) return {};
+  const Entry& e = impl_->entries[r.handle];
+  return impl_->tables[e.part].strides[e.stride];
 }
 
 std::optional<RunReader::DataLocation> RunReader::data_location(const Record& r) const {
   if (!r.has_data || r.handle >= impl_->entries.size()) return std::nullopt;
   const Entry& e = impl_->entries[r.handle];
-  return DataLocation{impl_->parts[e.part].dir / e.shard, e.offset, e.nbytes};
+  return DataLocation{impl_->parts[e.part].dir / impl_->tables[e.part].texts[e.shard], e.offset, e.nbytes};
 }
 
 Result<TensorView> RunReader::load(const Record& r) const {
@@ -485,7 +530,7 @@ Result<TensorView> RunReader::load(const Record& r) const {
     return Status::NotFound(fmt::format("{}: {}: the record has no tensor data (statistics or checksum mode)",
                                         r.file, r.name));
   const Entry& e = impl_->entries[r.handle];
-  const fs::path file = impl_->parts[e.part].dir / e.shard;
+  const fs::path file = impl_->parts[e.part].dir / impl_->tables[e.part].texts[e.shard];
   PARITY_ASSIGN_OR_RETURN(auto m, impl_->map_file(file));
   if (e.offset + e.nbytes > m->size)
     return Status::Corrupt(fmt::format("{}: {}: bytes [{}, {}) lie outside the file ({} bytes)", file.string(),
