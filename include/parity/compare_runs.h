@@ -79,6 +79,10 @@ struct CompareReport {
 Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSource& target,
                                    const CompareRunOptions& options);
 
+// One row of "rows", pretty-printed (indent 2) as nlohmann's dump(2) spells it, every line after the
+// first prefixed with `pad`: the one writer of a row's JSON.
+void write_compare_row_json(const CompareRow& row, std::string& out, std::string_view pad);
+
 // The whole report as a parity.compare/1 object.
 nlohmann::json compare_report_to_json(const CompareReport& report);
 

@@ -1,6 +1,7 @@
 // parity.compare/1: the JSON form of a CompareReport, the one serializer of the schema
 // (docs/compare-json.md is the contract).
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -17,64 +18,6 @@ namespace {
 
 json json_number(double v) { return parity::json_number<json>(v); }
 
-json side_stats_json(const SideStats& s) {
-  return json{{"min", json_number(s.min)},       {"max", json_number(s.max)},
-              {"mean", json_number(s.mean)},     {"l2norm", json_number(s.l2norm)},
-              {"std", json_number(s.std)},       {"absmax", json_number(s.absmax)},
-              {"nan_count", s.nan_count},        {"pinf_count", s.pinf_count},
-              {"ninf_count", s.ninf_count},      {"zero_count", s.zero_count},
-              {"subnormal_count", s.subnormal_count}};
-}
-
-json tensor_stats_json(const TensorStats& s) {
-  return json{{"min", json_number(s.min)},     {"max", json_number(s.max)},
-              {"mean", json_number(s.mean)},   {"l2norm", json_number(s.l2norm)},
-              {"absmax", json_number(s.absmax)}, {"nan_count", s.nan_count},
-              {"inf_count", s.inf_count},      {"zero_count", s.zero_count},
-              {"subnormal_count", s.subnormal_count}, {"numel", s.numel}};
-}
-
-json metrics_json(const PairMetrics& m) {
-  return json{{"numel", m.numel},
-              {"compared", m.compared},
-              {"cosine", json_number(m.cosine)},
-              {"euclidean", json_number(m.euclidean)},
-              {"rel_l2", json_number(m.rel_l2)},
-              {"rmse", json_number(m.rmse)},
-              {"sqnr_db", json_number(m.sqnr_db)},
-              {"max_abs", json_number(m.max_abs)},
-              {"max_abs_index", m.max_abs_index},
-              {"mean_abs", json_number(m.mean_abs)},
-              {"max_rel", json_number(m.max_rel)},
-              {"max_rel_index", m.max_rel_index},
-              {"thousandth_ratio", json_number(m.thousandth_ratio)},
-              {"five_thousandth_ratio", json_number(m.five_thousandth_ratio)},
-              {"frac_abs_gt_1e6", json_number(m.frac_abs_gt_1e6)},
-              {"frac_abs_gt_1e4", json_number(m.frac_abs_gt_1e4)},
-              {"frac_abs_gt_1e2", json_number(m.frac_abs_gt_1e2)},
-              {"ulp_max", json_number(m.ulp_max)},
-              {"ulp_mean", json_number(m.ulp_mean)},
-              {"frac_ulp_gt1", json_number(m.frac_ulp_gt1)},
-              {"nonfinite_agree", m.nonfinite_agree},
-              {"nonfinite_mismatch", m.nonfinite_mismatch},
-              {"ftz_count", m.ftz_count},
-              {"kl", json_number(m.kl)},
-              {"kl_computed", m.kl_computed},
-              {"kl_rows", m.kl_rows},
-              {"kl_rows_skipped", m.kl_rows_skipped},
-              {"golden_stats", side_stats_json(m.golden)},
-              {"target_stats", side_stats_json(m.target)}};
-}
-
-json stats_comparison_json(const StatsComparison& s) {
-  return json{{"golden", tensor_stats_json(s.golden)},  {"target", tensor_stats_json(s.target)},
-              {"max_diff", json_number(s.max_diff)},    {"min_diff", json_number(s.min_diff)},
-              {"mean_diff", json_number(s.mean_diff)},  {"norm_diff", json_number(s.norm_diff)},
-              {"max_rel", json_number(s.max_rel)},      {"min_rel", json_number(s.min_rel)},
-              {"mean_rel", json_number(s.mean_rel)},    {"norm_rel", json_number(s.norm_rel)},
-              {"worst_rel", json_number(s.worst_rel)}};
-}
-
 json fingerprint_json(const std::optional<std::string>& text) {
   if (!text) return nullptr;
   json parsed = json::parse(*text, nullptr, /*allow_exceptions=*/false);
@@ -88,43 +31,229 @@ json record_to_json(const Record& r) {
               {"step", r.step},       {"rank", r.rank},       {"order", r.order}};
 }
 
-json parameter_update_json(const ParameterUpdate& u) {
-  return {{"from_step", u.from_step}, {"rel_error", json_number(u.rel_error)}, {"golden_norm", json_number(u.golden_norm)},
-          {"grad_rel_error", json_number(u.grad_rel_error)}, {"differs", u.differs}};
+// ---- rows: written straight as text ------------------------------------------------------------------
+// A million-row report spent most of its output time building and freeing a nlohmann tree per row. A row
+// is written here directly, in the spelling nlohmann's dump(2) gives the same document — keys in sorted
+// order, doubles by nlohmann's own shortest round-trip formatting, strings escaped by nlohmann unless
+// they are plain printable ASCII — so that the two cannot differ (tests/compare/row_json_test.cpp holds
+// it to a nlohmann rendering of random rows). compare_report_to_json parses these texts back.
+class RowWriter {
+ public:
+  RowWriter(std::string& out, std::string_view pad) : out_(out), pad_(pad) {}
+
+  void open() {
+    out_ += '{';
+    first_ = true;
+    ++depth_;
+  }
+  void close() {
+    --depth_;
+    newline();
+    out_ += '}';
+    first_ = false;
+  }
+  // Starts a member: its key; the value follows.
+  RowWriter& key(std::string_view k) {
+    if (!first_) out_ += ',';
+    newline();
+    out_ += '"';
+    out_ += k;  // parity's own keys: plain ASCII
+    out_ += "\": ";
+    first_ = false;
+    return *this;
+  }
+  void number(double v) {  // json_number's spelling: NaN and infinities as strings
+    if (std::isnan(v)) return text("NaN");
+    if (std::isinf(v)) return text(v > 0 ? "Infinity" : "-Infinity");
+    char buf[64];
+    out_.append(buf, nlohmann::detail::to_chars(buf, buf + sizeof buf, v));
+  }
+  void integer(int64_t v) {
+    char buf[24];
+    out_.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+  }
+  void boolean(bool v) { out_ += v ? "true" : "false"; }
+  void null() { out_ += "null"; }
+  void text(std::string_view s) {
+    const bool plain = std::all_of(s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+    if (plain) {
+      out_ += '"';
+      out_ += s;
+      out_ += '"';
+    } else {
+      out_ += json_text(json(std::string(s)));  // escapes and U+FFFD as nlohmann writes them
+    }
+  }
+  void integers(const std::vector<int64_t>& v) {
+    if (v.empty()) {
+      out_ += "[]";
+      return;
+    }
+    out_ += '[';
+    ++depth_;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) out_ += ',';
+      newline();
+      integer(v[i]);
+    }
+    --depth_;
+    newline();
+    out_ += ']';
+  }
+
+ private:
+  void newline() {
+    out_ += '\n';
+    out_ += pad_;
+    out_.append(2 * static_cast<size_t>(depth_), ' ');
+  }
+  std::string& out_;
+  std::string_view pad_;
+  int depth_ = 0;
+  bool first_ = true;
+};
+
+void write_side_stats(RowWriter& w, const SideStats& s) {
+  w.open();
+  w.key("absmax").number(s.absmax);
+  w.key("l2norm").number(s.l2norm);
+  w.key("max").number(s.max);
+  w.key("mean").number(s.mean);
+  w.key("min").number(s.min);
+  w.key("nan_count").integer(s.nan_count);
+  w.key("ninf_count").integer(s.ninf_count);
+  w.key("pinf_count").integer(s.pinf_count);
+  w.key("std").number(s.std);
+  w.key("subnormal_count").integer(s.subnormal_count);
+  w.key("zero_count").integer(s.zero_count);
+  w.close();
 }
 
-json compare_row_to_json(const CompareRow& row) {
+void write_tensor_stats(RowWriter& w, const TensorStats& s) {
+  w.open();
+  w.key("absmax").number(s.absmax);
+  w.key("inf_count").integer(s.inf_count);
+  w.key("l2norm").number(s.l2norm);
+  w.key("max").number(s.max);
+  w.key("mean").number(s.mean);
+  w.key("min").number(s.min);
+  w.key("nan_count").integer(s.nan_count);
+  w.key("numel").integer(s.numel);
+  w.key("subnormal_count").integer(s.subnormal_count);
+  w.key("zero_count").integer(s.zero_count);
+  w.close();
+}
+
+void write_metrics(RowWriter& w, const PairMetrics& m) {
+  w.open();
+  w.key("compared").integer(m.compared);
+  w.key("cosine").number(m.cosine);
+  w.key("euclidean").number(m.euclidean);
+  w.key("five_thousandth_ratio").number(m.five_thousandth_ratio);
+  w.key("frac_abs_gt_1e2").number(m.frac_abs_gt_1e2);
+  w.key("frac_abs_gt_1e4").number(m.frac_abs_gt_1e4);
+  w.key("frac_abs_gt_1e6").number(m.frac_abs_gt_1e6);
+  w.key("frac_ulp_gt1").number(m.frac_ulp_gt1);
+  w.key("ftz_count").integer(m.ftz_count);
+  write_side_stats(w.key("golden_stats"), m.golden);
+  w.key("kl").number(m.kl);
+  w.key("kl_computed").boolean(m.kl_computed);
+  w.key("kl_rows").integer(m.kl_rows);
+  w.key("kl_rows_skipped").integer(m.kl_rows_skipped);
+  w.key("max_abs").number(m.max_abs);
+  w.key("max_abs_index").integer(m.max_abs_index);
+  w.key("max_rel").number(m.max_rel);
+  w.key("max_rel_index").integer(m.max_rel_index);
+  w.key("mean_abs").number(m.mean_abs);
+  w.key("nonfinite_agree").boolean(m.nonfinite_agree);
+  w.key("nonfinite_mismatch").integer(m.nonfinite_mismatch);
+  w.key("numel").integer(m.numel);
+  w.key("rel_l2").number(m.rel_l2);
+  w.key("rmse").number(m.rmse);
+  w.key("sqnr_db").number(m.sqnr_db);
+  write_side_stats(w.key("target_stats"), m.target);
+  w.key("thousandth_ratio").number(m.thousandth_ratio);
+  w.key("ulp_max").number(m.ulp_max);
+  w.key("ulp_mean").number(m.ulp_mean);
+  w.close();
+}
+
+void write_stats_comparison(RowWriter& w, const StatsComparison& s) {
+  w.open();
+  write_tensor_stats(w.key("golden"), s.golden);
+  w.key("max_diff").number(s.max_diff);
+  w.key("max_rel").number(s.max_rel);
+  w.key("mean_diff").number(s.mean_diff);
+  w.key("mean_rel").number(s.mean_rel);
+  w.key("min_diff").number(s.min_diff);
+  w.key("min_rel").number(s.min_rel);
+  w.key("norm_diff").number(s.norm_diff);
+  w.key("norm_rel").number(s.norm_rel);
+  write_tensor_stats(w.key("target"), s.target);
+  w.key("worst_rel").number(s.worst_rel);
+  w.close();
+}
+
+void write_side(RowWriter& w, const Record& r) {
+  w.open();
+  w.key("dtype").text(dtype_name(r.dtype));
+  w.key("file").text(r.file);
+  w.key("shape").integers(r.shape);
+  w.close();
+}
+
+void write_update(RowWriter& w, const ParameterUpdate& u) {
+  w.open();
+  w.key("differs").boolean(u.differs);
+  w.key("from_step").integer(u.from_step);
+  w.key("golden_norm").number(u.golden_norm);
+  w.key("grad_rel_error").number(u.grad_rel_error);
+  w.key("rel_error").number(u.rel_error);
+  w.close();
+}
+
+}  // namespace
+
+void write_compare_row_json(const CompareRow& row, std::string& out, std::string_view pad) {
   const Record& g = *row.golden;
-  json j{{"name", g.name},
-         {"target_name", row.target->name},
-         {"match", match_kind_name(row.match)},
-         {"match_confidence", json_number(row.match_confidence)},
-         {"mode", compare_mode_name(row.mode)},
-         {"golden", {{"dtype", dtype_name(g.dtype)}, {"shape", g.shape}, {"file", g.file}}},
-         {"target", {{"dtype", dtype_name(row.target->dtype)}, {"shape", row.target->shape}, {"file", row.target->file}}},
-         {"module", g.module},
-         {"op", g.op},
-         {"direction", g.direction},
-         {"role", g.role},
-         {"index", g.index},
-         {"step", g.step},
-         {"rank", g.rank},
-         {"order", g.order},
-         {"shape_differs", row.shape_differs},
-         {"threshold_dtype", dtype_name(lower_precision(g.dtype, row.target->dtype))},
-         {"metrics", row.metrics ? metrics_json(*row.metrics) : json(nullptr)},
-         {"stats", row.stats ? stats_comparison_json(*row.stats) : json(nullptr)},
-         {"checksum_equal", row.checksum_equal ? json(*row.checksum_equal) : json(nullptr)},
-         {"update", row.update ? parameter_update_json(*row.update) : json(nullptr)},
-         {"verdict", verdict_name(row.verdict)},
-         {"reason", row.reason},
-         {"fixed_verdict", verdict_name(row.fixed_verdict)},
-         {"fixed_reason", row.fixed_reason},
-         {"noise", noise_class_name(row.noise)},
-         {"noise_ratio", json_number(row.noise_ratio)}};
-  return j;
+  const Record& t = *row.target;
+  RowWriter w(out, pad);
+  w.open();
+  if (row.checksum_equal) w.key("checksum_equal").boolean(*row.checksum_equal);
+  else w.key("checksum_equal").null();
+  w.key("direction").text(g.direction);
+  w.key("fixed_reason").text(row.fixed_reason);
+  w.key("fixed_verdict").text(verdict_name(row.fixed_verdict));
+  write_side(w.key("golden"), g);
+  w.key("index").integer(g.index);
+  w.key("match").text(match_kind_name(row.match));
+  w.key("match_confidence").number(row.match_confidence);
+  if (row.metrics) write_metrics(w.key("metrics"), *row.metrics);
+  else w.key("metrics").null();
+  w.key("mode").text(compare_mode_name(row.mode));
+  w.key("module").text(g.module);
+  w.key("name").text(g.name);
+  w.key("noise").text(noise_class_name(row.noise));
+  w.key("noise_ratio").number(row.noise_ratio);
+  w.key("op").text(g.op);
+  w.key("order").integer(g.order);
+  w.key("rank").integer(g.rank);
+  w.key("reason").text(row.reason);
+  w.key("role").text(g.role);
+  w.key("shape_differs").boolean(row.shape_differs);
+  if (row.stats) write_stats_comparison(w.key("stats"), *row.stats);
+  else w.key("stats").null();
+  w.key("step").integer(g.step);
+  write_side(w.key("target"), t);
+  w.key("target_name").text(t.name);
+  w.key("threshold_dtype").text(dtype_name(lower_precision(g.dtype, t.dtype)));
+  if (row.update) write_update(w.key("update"), *row.update);
+  else w.key("update").null();
+  w.key("verdict").text(verdict_name(row.verdict));
+  w.close();
 }
 
+namespace {
 
 void findings_json(const Findings& f, const CompareResult& result, json& j) {
   json cd = json::array();
@@ -267,7 +396,7 @@ std::vector<std::string> row_texts(const std::vector<CompareRow>& rows, size_t b
   const int64_t n = static_cast<int64_t>(texts.size());
 #pragma omp parallel for schedule(dynamic, 64) if (n > 256)
   for (int64_t k = 0; k < n; ++k)
-    texts[static_cast<size_t>(k)] = indented(json_text(compare_row_to_json(rows[begin + static_cast<size_t>(k)]), 2), "    ");
+    write_compare_row_json(rows[begin + static_cast<size_t>(k)], texts[static_cast<size_t>(k)], "    ");
   return texts;
 }
 
@@ -276,7 +405,12 @@ std::vector<std::string> row_texts(const std::vector<CompareRow>& rows, size_t b
 json compare_report_to_json(const CompareReport& report) {
   json j = compare_report_head_to_json(report);
   json& rows = j["rows"];
-  for (const CompareRow& r : report.result.rows) rows.push_back(compare_row_to_json(r));
+  std::string text;
+  for (const CompareRow& r : report.result.rows) {
+    text.clear();
+    write_compare_row_json(r, text, "");
+    rows.push_back(json::parse(text));
+  }
   return j;
 }
 

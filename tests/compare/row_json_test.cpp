@@ -1,0 +1,174 @@
+// write_compare_row_json (parity/compare_runs.h) writes a row's text directly; it must be, byte for
+// byte, what nlohmann's dump(2) of the row's tree gives — the reference below is the tree the serializer
+// built until it was replaced (commit 85ad354) — for rows with every field in play: NaN, infinities,
+// -0.0, subnormals, extreme integers, missing metrics / statistics / update / checksum, empty shapes,
+// and names with quotes, control characters, non-ASCII and invalid UTF-8.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "parity/compare_runs.h"
+#include "parity/json_number.h"
+
+using namespace parity;
+using nlohmann::json;
+
+namespace {
+
+json num(double v) { return json_number<json>(v); }
+
+json side_stats(const SideStats& s) {
+  return json{{"min", num(s.min)}, {"max", num(s.max)}, {"mean", num(s.mean)}, {"l2norm", num(s.l2norm)},
+              {"std", num(s.std)}, {"absmax", num(s.absmax)}, {"nan_count", s.nan_count},
+              {"pinf_count", s.pinf_count}, {"ninf_count", s.ninf_count}, {"zero_count", s.zero_count},
+              {"subnormal_count", s.subnormal_count}};
+}
+
+json tensor_stats(const TensorStats& s) {
+  return json{{"min", num(s.min)}, {"max", num(s.max)}, {"mean", num(s.mean)}, {"l2norm", num(s.l2norm)},
+              {"absmax", num(s.absmax)}, {"nan_count", s.nan_count}, {"inf_count", s.inf_count},
+              {"zero_count", s.zero_count}, {"subnormal_count", s.subnormal_count}, {"numel", s.numel}};
+}
+
+json metrics(const PairMetrics& m) {
+  return json{{"numel", m.numel}, {"compared", m.compared}, {"cosine", num(m.cosine)},
+              {"euclidean", num(m.euclidean)}, {"rel_l2", num(m.rel_l2)}, {"rmse", num(m.rmse)},
+              {"sqnr_db", num(m.sqnr_db)}, {"max_abs", num(m.max_abs)}, {"max_abs_index", m.max_abs_index},
+              {"mean_abs", num(m.mean_abs)}, {"max_rel", num(m.max_rel)}, {"max_rel_index", m.max_rel_index},
+              {"thousandth_ratio", num(m.thousandth_ratio)}, {"five_thousandth_ratio", num(m.five_thousandth_ratio)},
+              {"frac_abs_gt_1e6", num(m.frac_abs_gt_1e6)}, {"frac_abs_gt_1e4", num(m.frac_abs_gt_1e4)},
+              {"frac_abs_gt_1e2", num(m.frac_abs_gt_1e2)}, {"ulp_max", num(m.ulp_max)},
+              {"ulp_mean", num(m.ulp_mean)}, {"frac_ulp_gt1", num(m.frac_ulp_gt1)},
+              {"nonfinite_agree", m.nonfinite_agree}, {"nonfinite_mismatch", m.nonfinite_mismatch},
+              {"ftz_count", m.ftz_count}, {"kl", num(m.kl)}, {"kl_computed", m.kl_computed},
+              {"kl_rows", m.kl_rows}, {"kl_rows_skipped", m.kl_rows_skipped},
+              {"golden_stats", side_stats(m.golden)}, {"target_stats", side_stats(m.target)}};
+}
+
+json stats_comparison(const StatsComparison& s) {
+  return json{{"golden", tensor_stats(s.golden)}, {"target", tensor_stats(s.target)},
+              {"max_diff", num(s.max_diff)}, {"min_diff", num(s.min_diff)}, {"mean_diff", num(s.mean_diff)},
+              {"norm_diff", num(s.norm_diff)}, {"max_rel", num(s.max_rel)}, {"min_rel", num(s.min_rel)},
+              {"mean_rel", num(s.mean_rel)}, {"norm_rel", num(s.norm_rel)}, {"worst_rel", num(s.worst_rel)}};
+}
+
+json reference_row(const CompareRow& row) {
+  const Record& g = *row.golden;
+  return json{{"name", g.name}, {"target_name", row.target->name}, {"match", match_kind_name(row.match)},
+              {"match_confidence", num(row.match_confidence)}, {"mode", compare_mode_name(row.mode)},
+              {"golden", {{"dtype", dtype_name(g.dtype)}, {"shape", g.shape}, {"file", g.file}}},
+              {"target", {{"dtype", dtype_name(row.target->dtype)}, {"shape", row.target->shape}, {"file", row.target->file}}},
+              {"module", g.module}, {"op", g.op}, {"direction", g.direction}, {"role", g.role}, {"index", g.index},
+              {"step", g.step}, {"rank", g.rank}, {"order", g.order}, {"shape_differs", row.shape_differs},
+              {"threshold_dtype", dtype_name(lower_precision(g.dtype, row.target->dtype))},
+              {"metrics", row.metrics ? metrics(*row.metrics) : json(nullptr)},
+              {"stats", row.stats ? stats_comparison(*row.stats) : json(nullptr)},
+              {"checksum_equal", row.checksum_equal ? json(*row.checksum_equal) : json(nullptr)},
+              {"update", row.update ? json{{"from_step", row.update->from_step}, {"rel_error", num(row.update->rel_error)},
+                                           {"golden_norm", num(row.update->golden_norm)},
+                                           {"grad_rel_error", num(row.update->grad_rel_error)},
+                                           {"differs", row.update->differs}}
+                                    : json(nullptr)},
+              {"verdict", verdict_name(row.verdict)}, {"reason", row.reason},
+              {"fixed_verdict", verdict_name(row.fixed_verdict)}, {"fixed_reason", row.fixed_reason},
+              {"noise", noise_class_name(row.noise)}, {"noise_ratio", num(row.noise_ratio)}};
+}
+
+struct Random {
+  std::mt19937_64 rng{2026};
+  double d() {
+    static const double special[] = {0.0, -0.0, 1.0, 0.1, 1e-7, 1e300, -1e-300, 5e-324, 123456789.0, 1.0 / 3.0,
+                                     std::numeric_limits<double>::quiet_NaN(), INFINITY, -INFINITY, 1e21, 1e-5};
+    if (rng() % 3 == 0) return special[rng() % std::size(special)];
+    return std::ldexp(static_cast<double>(static_cast<int64_t>(rng())), static_cast<int>(rng() % 200) - 160);
+  }
+  int64_t i() {
+    static const int64_t special[] = {0, -1, 1, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+    return rng() % 3 == 0 ? special[rng() % std::size(special)] : static_cast<int64_t>(rng() % 2000000) - 1000000;
+  }
+  bool b() { return rng() % 2; }
+  std::string s() {
+    static const char* special[] = {"", "layers.0.mlp/forward/output/0", "with \"quotes\" and \\", "tab\there\nnl",
+                                    "\x01\x1f ctl", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "bad \xff\xfe utf8 \xc3",
+                                    "/slash/and:colon", "\x7f del"};
+    return special[rng() % std::size(special)];
+  }
+  SideStats side() {
+    SideStats s;
+    s.min = d(); s.max = d(); s.mean = d(); s.l2norm = d(); s.std = d(); s.absmax = d();
+    s.nan_count = i(); s.pinf_count = i(); s.ninf_count = i(); s.zero_count = i(); s.subnormal_count = i();
+    return s;
+  }
+  TensorStats tstats() {
+    TensorStats s;
+    s.min = d(); s.max = d(); s.mean = d(); s.l2norm = d(); s.absmax = d();
+    s.nan_count = i(); s.inf_count = i(); s.zero_count = i(); s.subnormal_count = i(); s.numel = i();
+    return s;
+  }
+};
+
+}  // namespace
+
+TEST(RowJson, TheDirectWriterSpellsRowsAsNlohmannDoes) {
+  Random r;
+  const DType dtypes[] = {DType::kF32, DType::kBF16, DType::kF16, DType::kI32, DType::kF64};
+  for (int k = 0; k < 3000; ++k) {
+    Record g, t;
+    for (Record* rec : {&g, &t}) {
+      rec->name = r.s(); rec->file = r.s(); rec->module = r.s(); rec->op = r.s();
+      rec->direction = r.s(); rec->role = r.s();
+      rec->dtype = dtypes[r.rng() % std::size(dtypes)];
+      rec->index = static_cast<int>(r.i() % 100000);
+      rec->step = r.i(); rec->rank = static_cast<int>(r.i() % 100000); rec->order = r.i();
+      for (uint64_t n = r.rng() % 4; n > 0; --n) rec->shape.push_back(r.i());
+    }
+    CompareRow row;
+    row.golden = &g;
+    row.target = &t;
+    row.match = static_cast<MatchKind>(r.rng() % 3);
+    row.match_confidence = r.d();
+    row.mode = static_cast<CompareMode>(r.rng() % 4);
+    row.shape_differs = r.b();
+    if (r.b()) {
+      PairMetrics m;
+      m.numel = r.i(); m.compared = r.i(); m.cosine = r.d(); m.euclidean = r.d(); m.rel_l2 = r.d(); m.rmse = r.d();
+      m.sqnr_db = r.d(); m.max_abs = r.d(); m.max_abs_index = r.i(); m.mean_abs = r.d(); m.max_rel = r.d();
+      m.max_rel_index = r.i(); m.thousandth_ratio = r.d(); m.five_thousandth_ratio = r.d();
+      m.frac_abs_gt_1e6 = r.d(); m.frac_abs_gt_1e4 = r.d(); m.frac_abs_gt_1e2 = r.d(); m.ulp_max = r.d();
+      m.ulp_mean = r.d(); m.frac_ulp_gt1 = r.d(); m.nonfinite_agree = r.b(); m.nonfinite_mismatch = r.i();
+      m.ftz_count = r.i(); m.kl = r.d(); m.kl_computed = r.b(); m.kl_rows = r.i(); m.kl_rows_skipped = r.i();
+      m.golden = r.side(); m.target = r.side();
+      row.metrics = m;
+    }
+    if (r.b()) {
+      StatsComparison s;
+      s.golden = r.tstats(); s.target = r.tstats();
+      s.max_diff = r.d(); s.min_diff = r.d(); s.mean_diff = r.d(); s.norm_diff = r.d(); s.max_rel = r.d();
+      s.min_rel = r.d(); s.mean_rel = r.d(); s.norm_rel = r.d(); s.worst_rel = r.d();
+      row.stats = s;
+    }
+    if (r.b()) row.checksum_equal = r.b();
+    if (r.b()) row.update = ParameterUpdate{r.i(), r.d(), r.d(), r.d(), r.b()};
+    row.fixed_verdict = static_cast<Verdict>(r.rng() % 4);
+    row.verdict = static_cast<Verdict>(r.rng() % 4);
+    row.reason = r.s();
+    row.fixed_reason = r.s();
+    row.noise = static_cast<NoiseClass>(r.rng() % 4);
+    row.noise_ratio = r.d();
+
+    const std::string want = json_text(reference_row(row), 2);
+    std::string got;
+    write_compare_row_json(row, got, "");
+    ASSERT_EQ(got, want) << "row " << k;
+    // In the document each line after the first sits four spaces in.
+    std::string padded, want_padded;
+    write_compare_row_json(row, padded, "    ");
+    for (char c : want) {
+      want_padded += c;
+      if (c == '\n') want_padded += "    ";
+    }
+    ASSERT_EQ(padded, want_padded) << "row " << k;
+  }
+}
