@@ -6,6 +6,7 @@
 #include <simdjson.h>
 
 #include "dump/event_json.h"
+#include "parity/json_depth.h"
 
 namespace parity::dump::detail {
 
@@ -153,9 +154,22 @@ bool field(std::string_view key, element v, ManifestRecord& out) {
   return true;  // or a key the reader does not use
 }
 
+// simdjson refuses deeper records (DEPTH_ERROR), which then go to the reference path and its depth check
+// (parity/json_depth.h): one level under kMaxJsonDepth, so that whatever simdjson counts as a level,
+// a record it accepts is within the limit.
+constexpr size_t kFastMaxDepth = kMaxJsonDepth - 1;
+
+simdjson::dom::parser& thread_parser() {  // the listing reads parts on several threads
+  thread_local simdjson::dom::parser parser;
+  thread_local const bool ready = parser.allocate(1 << 16, kFastMaxDepth) == simdjson::SUCCESS;
+  (void)ready;
+  return parser;
+}
+
 bool decode_simdjson(std::string& payload, ManifestRecord& out) {
   payload.reserve(payload.size() + simdjson::SIMDJSON_PADDING);  // parsed in place, not copied
-  thread_local simdjson::dom::parser parser;  // the listing reads parts on several threads
+  simdjson::dom::parser& parser = thread_parser();
+  if (parser.max_depth() != kFastMaxDepth) return false;
   element doc;
   if (parser.parse(payload).get(doc) || doc.type() != element_type::OBJECT) return false;
   out = ManifestRecord{};
@@ -165,10 +179,6 @@ bool decode_simdjson(std::string& payload, ManifestRecord& out) {
 }
 
 }  // namespace
-
-bool decode_manifest_record(std::string& payload, ManifestRecord& out) {
-  return decode_simdjson(payload, out) || decode_nlohmann(payload, out);
-}
 
 bool decode_manifest_record_fast(std::string& payload, ManifestRecord& out) { return decode_simdjson(payload, out); }
 

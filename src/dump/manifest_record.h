@@ -1,8 +1,8 @@
 // src/dump/manifest_record.h — one manifest record as the reader sees it (docs/dump-format.md).
 //
 // A million-event run has a million records to decode; building nlohmann's tree for each (a std::map per
-// object) was most of the listing's time. decode_manifest_record reads a well-formed record with
-// simdjson's on-demand parser, and hands anything simdjson does not accept (a syntax error, invalid
+// object) was most of the listing's time. The reader decodes a well-formed record with simdjson's DOM
+// parser (which validates all of it, as nlohmann does), and hands anything simdjson does not accept (a syntax error, invalid
 // UTF-8, bytes after the object, a number it cannot represent) to nlohmann's parser, so that a damaged
 // record is judged exactly as before. Both fill the same struct by the same rules: a field that is
 // absent or of another JSON type reads as absent, and a key given twice keeps its last value.
@@ -31,13 +31,12 @@ struct ManifestRecord {
   std::optional<int64_t> offset, nbytes;
 };
 
-// False when `payload` is not one JSON object. `payload` may grow its capacity (simdjson reads a few
-// bytes past the end of its input).
-bool decode_manifest_record(std::string& payload, ManifestRecord& out);
-
-// Each path alone, for the tests: simdjson's (false also when it hands the record on) and nlohmann's,
-// the reference it is tested against.
+// simdjson's path: false when it hands the record on (a syntax error, invalid UTF-8, bytes after the
+// object, a number beyond 64 bits, nesting deeper than kMaxJsonDepth - 1 levels), and then the caller
+// checks the depth (json_depth_problem) and decodes with the reference. `payload` may grow its capacity
+// (simdjson reads a few bytes past the end of its input).
 bool decode_manifest_record_fast(std::string& payload, ManifestRecord& out);
+// nlohmann's path: false when `payload` is not one JSON object. Recurses: check the depth first.
 bool decode_manifest_record_reference(const std::string& payload, ManifestRecord& out);
 
 }  // namespace parity::dump::detail

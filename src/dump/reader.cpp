@@ -173,14 +173,16 @@ struct PartListing {
     std::set<int64_t> steps;
     bool seen_header = false;
     for (size_t i = 0; i < scan->payloads.size(); ++i) {
-      if (const std::string deep = json_depth_problem(scan->payloads[i]); !deep.empty()) {
-        problems.push_back(Status::Corrupt(fmt::format("{}: record {}: {}; skipped", manifest.string(), i, deep)));
-        continue;
-      }
       detail::ManifestRecord j;
-      if (!detail::decode_manifest_record(scan->payloads[i], j)) {
-        problems.push_back(Status::Corrupt(fmt::format("{}: record {} is not a JSON object", manifest.string(), i)));
-        continue;
+      if (!detail::decode_manifest_record_fast(scan->payloads[i], j)) {  // then: as nlohmann reads it
+        if (const std::string deep = json_depth_problem(scan->payloads[i]); !deep.empty()) {
+          problems.push_back(Status::Corrupt(fmt::format("{}: record {}: {}; skipped", manifest.string(), i, deep)));
+          continue;
+        }
+        if (!detail::decode_manifest_record_reference(scan->payloads[i], j)) {
+          problems.push_back(Status::Corrupt(fmt::format("{}: record {} is not a JSON object", manifest.string(), i)));
+          continue;
+        }
       }
       if (j.kind == "header") {
         if (seen_header)  // only one writer ever writes a part's header: a second one means two interleaved

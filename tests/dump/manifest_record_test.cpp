@@ -9,6 +9,7 @@
 
 #include "dump/event_json.h"
 #include "dump/manifest_record.h"
+#include "parity/json_depth.h"
 
 using namespace parity;
 using parity::dump::detail::ManifestRecord;
@@ -91,7 +92,7 @@ TEST(ManifestRecord, WrittenRecordsReadTheSameBothWays) {
   }
   ManifestRecord r;
   std::string text = written_record(1);
-  ASSERT_TRUE(dump::detail::decode_manifest_record(text, r));
+  ASSERT_TRUE(dump::detail::decode_manifest_record_fast(text, r));
   EXPECT_EQ(r.name, "model.layers.1.mlp/forward/output/0");
   EXPECT_EQ(r.shape, (std::vector<int64_t>{2, 16, 65}));
   ASSERT_TRUE(r.stats.has_value());
@@ -142,6 +143,18 @@ TEST(ManifestRecord, DamagedRecordsAreJudgedByTheReference) {
     bool fast = true;
     EXPECT_EQ(difference(c, &fast), "") << c;
     EXPECT_FALSE(fast) << "the fast path accepted damaged JSON: " << c;
+  }
+  // Nesting: simdjson takes records up to kMaxJsonDepth - 1 levels and hands deeper ones on, to the depth
+  // check (parity/json_depth.h), so nothing it accepts is beyond the limit.
+  for (size_t depth : {kMaxJsonDepth - 3, kMaxJsonDepth - 2, kMaxJsonDepth - 1, kMaxJsonDepth, kMaxJsonDepth + 1, size_t{70000}}) {
+    const size_t inner = depth - 1;  // the record's own object is one level
+    std::string text = R"({"kind":"event","x":)" + std::string(inner, '[') + std::string(inner, ']') + "}";
+    ASSERT_EQ(json_depth_problem(text).empty(), depth <= kMaxJsonDepth) << depth;
+    std::string input = text;
+    ManifestRecord m;
+    const bool fast = dump::detail::decode_manifest_record_fast(input, m);
+    EXPECT_EQ(fast, depth <= kMaxJsonDepth - 1) << depth;
+    if (fast) EXPECT_EQ(m.kind, "event");
   }
   // Random damage to written records: every byte flipped or cut somewhere, seeded.
   std::mt19937 rng(7);
