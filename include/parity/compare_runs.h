@@ -85,6 +85,9 @@ void write_compare_row_json(const CompareRow& row, std::string& out, std::string
 
 // The whole report as a parity.compare/1 object.
 nlohmann::json compare_report_to_json(const CompareReport& report);
+// The same document holding only the rows `rows` (indices into report.result.rows, ascending), for a
+// reader that shows a selection: the other rows are never serialized.
+nlohmann::json compare_report_to_json(const CompareReport& report, const std::vector<size_t>& rows);
 
 // The same document written to `out` (pretty-printed, 2 spaces) one row at a time: memory stays at
 // the report itself plus one row's JSON, where the object above holds every row's JSON tree at once

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "parity/compare_runs.h"
 #include "parity/status.h"
 
 namespace parity {
@@ -35,6 +36,11 @@ struct HtmlReportOptions {
   // the page stays small enough to open (100,000 rows were 135 MB). 0 = every row.
   size_t max_rows = 5000;
 };
+
+// The parity.compare/1 document of `report` as a report embeds it: with more rows than
+// options.max_rows, only the rows the report would keep (the same rule and note as for a saved result),
+// chosen before any row is serialized, so a million-row compare never builds a million-row tree.
+nlohmann::json compare_report_for_html(const CompareReport& report, const HtmlReportOptions& options = {});
 
 // Read a result file written by a parity command; errors name the file and the problem.
 Result<nlohmann::json> load_result_json(const std::string& path);

@@ -21,6 +21,7 @@
 #include "cli/ui.h"
 #include "parity/compare.h"
 #include "parity/compare_runs.h"
+#include "parity/html_report.h"
 #include "parity/diagnosis.h"
 #include "parity/open_source.h"
 #include "parity/thresholds.h"
@@ -199,7 +200,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
       code = kExitUsage;
     }
   }
-  if (!a.html_path.empty() && !write_html_option(a.html_path, compare_report_to_json(*report), "compare", global))
+  if (!a.html_path.empty() && !write_html_option(a.html_path, compare_report_for_html(*report), "compare", global))
     code = kExitUsage;
   if (!a.csv_path.empty()) {
     Status st = Status::OK();

@@ -402,16 +402,22 @@ std::vector<std::string> row_texts(const std::vector<CompareRow>& rows, size_t b
 
 }  // namespace
 
-json compare_report_to_json(const CompareReport& report) {
+json compare_report_to_json(const CompareReport& report, const std::vector<size_t>& rows) {
   json j = compare_report_head_to_json(report);
-  json& rows = j["rows"];
+  json& out = j["rows"];
   std::string text;
-  for (const CompareRow& r : report.result.rows) {
+  for (size_t i : rows) {
     text.clear();
-    write_compare_row_json(r, text, "");
-    rows.push_back(json::parse(text));
+    write_compare_row_json(report.result.rows[i], text, "");
+    out.push_back(json::parse(text));
   }
   return j;
+}
+
+json compare_report_to_json(const CompareReport& report) {
+  std::vector<size_t> all(report.result.rows.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  return compare_report_to_json(report, all);
 }
 
 Status write_compare_report_json(const CompareReport& report, std::FILE* out) {

@@ -151,53 +151,92 @@ Status validate_result(const json& result) {
   return Status::OK();
 }
 
-// Severity of a row for the report's selection: verdict first, then the noise ratio (a number, or the
-// strings "Infinity" / "NaN" of the JSON encoding).
-std::pair<int, double> row_severity(const json& row) {
-  static const std::array<std::string_view, 4> order = {"pass", "warn", "fail", "error"};
-  int v = 0;
-  if (const auto it = row.find("verdict"); it != row.end() && it->is_string())
-    for (size_t k = 0; k < order.size(); ++k)
-      if (*it == order[k]) v = static_cast<int>(k);
-  double r = -1;
-  if (const auto it = row.find("noise_ratio"); it != row.end()) {
-    if (it->is_number()) r = it->get<double>();
-    else if (it->is_string() && *it == "Infinity") r = std::numeric_limits<double>::infinity();
+namespace {
+
+// The selection rule of a report that shows at most max_rows rows (HtmlReportOptions::max_rows): rows
+// named like the first divergence first, then by verdict (error, fail, warn, pass), then by noise ratio
+// (largest first; +inf above every number, NaN and -inf below), then in order. Returns the kept rows'
+// indices in order. `severity(i)` gives row i's {first divergence's name?, verdict rank 0..3, ratio}.
+template <typename Severity>
+std::vector<size_t> worst_rows(size_t n, size_t max_rows, Severity severity) {
+  std::vector<size_t> idx(n);
+  for (size_t i = 0; i < n; ++i) idx[i] = i;
+  std::vector<std::tuple<bool, int, double, size_t>> keys(n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto [first, v, r] = severity(i);
+    keys[i] = {!first, -v, -r, i};
   }
-  return {v, r};
+  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(max_rows), idx.end(),
+                    [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+  idx.resize(max_rows);
+  std::sort(idx.begin(), idx.end());
+  return idx;
 }
 
-// A compare result with at most max_rows rows: the worst ones and the first divergence, kept in their
-// order; every other key as it is, plus "report_rows" and a note.
+// What a trimmed document says of itself: "report_rows" and a note.
+void mark_trimmed(json& out, size_t shown, size_t total) {
+  const std::string rule = "the worst rows by verdict, then noise ratio, and the first divergence";
+  out["report_rows"] = {{"shown", shown}, {"total", total}, {"rule", rule}};
+  if (!out.contains("notes") || !out["notes"].is_array()) out["notes"] = json::array();
+  out["notes"].push_back("this report shows " + std::to_string(shown) + " of " + std::to_string(total) +
+                         " rows (" + rule + "); every row is in the --json and --csv output");
+}
+
+int verdict_rank(std::string_view v) {
+  static const std::array<std::string_view, 4> order = {"pass", "warn", "fail", "error"};
+  for (size_t k = 0; k < order.size(); ++k)
+    if (v == order[k]) return static_cast<int>(k);
+  return 0;
+}
+
+// A saved compare result with at most max_rows rows, the rule above read from its JSON rows; every other
+// key as it is.
 json trim_compare_rows(const json& result, size_t max_rows) {
   const json& rows = result["rows"];
-  std::vector<size_t> idx(rows.size());
-  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
   std::string first_name;
   if (const auto fd = result.find("first_divergence"); fd != result.end() && fd->is_object())
     first_name = fd->value("name", "");
-  auto key = [&](size_t i) {
-    const bool first = !first_name.empty() && rows[i].is_object() && rows[i].value("name", "") == first_name;
-    auto [v, r] = rows[i].is_object() ? row_severity(rows[i]) : std::pair<int, double>{0, -1};
-    return std::tuple{!first, -v, -r, i};
-  };
-  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(max_rows), idx.end(),
-                    [&](size_t a, size_t b) { return key(a) < key(b); });
-  idx.resize(max_rows);
-  std::sort(idx.begin(), idx.end());
+  const std::vector<size_t> kept_rows = worst_rows(rows.size(), max_rows, [&](size_t i) {
+    const json& row = rows[i];
+    if (!row.is_object()) return std::tuple{false, 0, -1.0};
+    const bool first = !first_name.empty() && row.value("name", "") == first_name;
+    int v = 0;
+    if (const auto it = row.find("verdict"); it != row.end() && it->is_string()) v = verdict_rank(it->get<std::string>());
+    double r = -1;  // the JSON encoding: a number, or the strings "Infinity" / "-Infinity" / "NaN"
+    if (const auto it = row.find("noise_ratio"); it != row.end()) {
+      if (it->is_number()) r = it->get<double>();
+      else if (it->is_string() && *it == "Infinity") r = std::numeric_limits<double>::infinity();
+    }
+    return std::tuple{first, v, r};
+  });
   json out = json::object();
   for (const auto& [k, v] : result.items()) {
     if (k == "rows") continue;
     out[k] = v;
   }
   json kept = json::array();
-  for (size_t i : idx) kept.push_back(rows[i]);
+  for (size_t i : kept_rows) kept.push_back(rows[i]);
   out["rows"] = std::move(kept);
-  const std::string rule = "the worst rows by verdict, then noise ratio, and the first divergence";
-  out["report_rows"] = {{"shown", max_rows}, {"total", rows.size()}, {"rule", rule}};
-  if (!out.contains("notes") || !out["notes"].is_array()) out["notes"] = json::array();
-  out["notes"].push_back("this report shows " + std::to_string(max_rows) + " of " + std::to_string(rows.size()) +
-                         " rows (" + rule + "); every row is in the --json and --csv output");
+  mark_trimmed(out, max_rows, rows.size());
+  return out;
+}
+
+}  // namespace
+
+json compare_report_for_html(const CompareReport& report, const HtmlReportOptions& options) {
+  const std::vector<CompareRow>& rows = report.result.rows;
+  if (options.max_rows == 0 || rows.size() <= options.max_rows) return compare_report_to_json(report);
+  const std::optional<FirstDivergence>& fd = report.findings.analysis.first_divergence;
+  const std::string first_name = fd ? fd->name : std::string();
+  const std::vector<size_t> kept = worst_rows(rows.size(), options.max_rows, [&](size_t i) {
+    const CompareRow& row = rows[i];
+    const bool first = !first_name.empty() && row.golden->name == first_name;
+    const double ratio = row.noise_ratio;  // as its JSON spelling reads back: NaN and -inf as -1
+    const double r = std::isnan(ratio) || ratio == -std::numeric_limits<double>::infinity() ? -1.0 : ratio;
+    return std::tuple{first, verdict_rank(verdict_name(row.verdict)), r};
+  });
+  json out = compare_report_to_json(report, kept);
+  mark_trimmed(out, options.max_rows, rows.size());
   return out;
 }
 

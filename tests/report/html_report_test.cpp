@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "analysis/synth.h"
 #include "parity/html_report.h"
 #include "temp_dir.h"
 
@@ -231,4 +232,34 @@ TEST(HtmlReport, LargeCompareResultsEmbedTheWorstRowsAndSaySo) {
   o.max_rows = 0;
   auto all = parity::render_html_report({{"", &r}}, o);
   EXPECT_FALSE(json::parse(data_blob(*all))["inputs"][0]["result"].contains("report_rows"));
+}
+
+// `compare --html` picks the rows from the report before serializing any (compare_report_for_html): the
+// page must be the very page a saved --json of the same report gives, trimmed by render_html_report —
+// with rows named like the first divergence, every verdict, and noise ratios that are NaN or infinite.
+TEST(HtmlReport, ACompareReportTrimmedBeforeSerializingGivesTheSamePage) {
+  parity::test::Synth s;
+  const double ratios[] = {0.5, 3.0, std::nan(""), INFINITY, -INFINITY, 0.0, 12.0, 1e300};
+  for (int i = 0; i < 60; ++i) {
+    parity::CompareRow& row = s.row("layers." + std::to_string(i % 20), "Linear", "forward", "output", 0, 1e-4,
+                                    parity::DType::kF32, parity::DType::kF32, 0, i / 20);
+    row.verdict = static_cast<parity::Verdict>(i % 4);
+    row.noise_ratio = ratios[i % 8];
+  }
+  parity::CompareReport report;
+  report.result = s.result;
+  parity::FirstDivergence fd;
+  fd.name = s.result.rows[27].golden->name;  // three rows (ranks 0-2) share it
+  report.findings.analysis.first_divergence = fd;
+  for (size_t max_rows : {size_t{1}, size_t{7}, size_t{25}, size_t{60}, size_t{100}}) {
+    parity::HtmlReportOptions o;
+    o.max_rows = max_rows;
+    const json whole = parity::compare_report_to_json(report);
+    const json picked = parity::compare_report_for_html(report, o);
+    auto from_whole = parity::render_html_report({{"", &whole}}, o);
+    auto from_picked = parity::render_html_report({{"", &picked}}, o);
+    ASSERT_TRUE(from_whole.ok() && from_picked.ok());
+    EXPECT_EQ(*from_picked, *from_whole) << "max_rows " << max_rows;
+    EXPECT_EQ(picked["rows"].size(), std::min<size_t>(max_rows, 60));
+  }
 }
