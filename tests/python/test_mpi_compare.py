@@ -170,38 +170,39 @@ def test_torn_tail_and_bad_file(inputs, tmp_path):
     assert any("outside data-000000.bin" in p["message"] for p in j["problems"])
 
 
-@pytest.mark.parametrize("run", ["npy_target", "torn", "cap/target"])
-def test_overflow(inputs, tmp_path, run):
+def one_output_every_way(tmp_path, args, files, read=lambda path: path.read_text()):
+    """Runs `parity ARGS` alone and under mpirun -n 2 and -n 4; asserts that the exit status, the terminal
+    output and each of `files` (read by `read`) are the same every way; returns them."""
     outs = {}
     for n in (0, 2, 4):
         cwd = tmp_path / f"n{n}"
         cwd.mkdir()
-        p = run_parity(n, ["overflow", inputs / run, "--json", "out.json"], cwd)
-        assert (cwd / "out.json").exists(), p.stderr[-3000:]
-        outs[n] = (p.returncode, p.stdout, normalised(cwd / "out.json"))
+        p = run_parity(n, args, cwd)
+        assert all((cwd / f).exists() for f in files), p.stderr[-3000:]
+        outs[n] = (p.returncode, p.stdout, *(read(cwd / f) for f in files))
     assert outs[2] == outs[0] and outs[4] == outs[0]
+    return outs[0]
+
+
+@pytest.mark.parametrize("run", ["npy_target", "torn", "cap/target"])
+def test_overflow(inputs, tmp_path, run):
+    _, _, doc = one_output_every_way(tmp_path, ["overflow", inputs / run, "--json", "out.json"], ["out.json"],
+                                     normalised)
     if run == "npy_target":
-        assert json.loads(outs[0][2])["nonfinite_records"] == 1
+        assert json.loads(doc)["nonfinite_records"] == 1
 
 
 @pytest.mark.parametrize("run", ["torn", "cap/target", "cap/target/rank1"])
 def test_info(inputs, tmp_path, run):
     # Each process reads its share of the ranks (-n 4 over 2 ranks: two processes read none); process 0
     # prints the parts, the torn tail and the problems in rank order, exactly as one process does.
-    outs = {}
-    for n in (0, 2, 4):
-        cwd = tmp_path / f"n{n}"
-        cwd.mkdir()
-        p = run_parity(n, ["info", inputs / run, "--json", "out.json"], cwd)
-        assert (cwd / "out.json").exists(), p.stderr[-3000:]
-        outs[n] = (p.returncode, p.stdout, (cwd / "out.json").read_text())
-    assert outs[2] == outs[0] and outs[4] == outs[0]
-    j = json.loads(outs[0][2])
+    rc, _, doc = one_output_every_way(tmp_path, ["info", inputs / run, "--json", "out.json"], ["out.json"])
+    j = json.loads(doc)
     if run == "torn":
-        assert outs[0][0] == 1 and [part["complete"] for part in j["parts"]] == [True, False]
+        assert rc == 1 and [part["complete"] for part in j["parts"]] == [True, False]
         assert any("data-000000.bin" in m for m in j["problems"]), j["problems"]
     else:
-        assert outs[0][0] == 0 and len(j["parts"]) == (1 if run.endswith("rank1") else 2)
+        assert rc == 0 and len(j["parts"]) == (1 if run.endswith("rank1") else 2)
 
 
 @pytest.mark.parametrize("run", ["cap/golden", "cap/target", "torn"])
@@ -209,16 +210,10 @@ def test_ranks(inputs, tmp_path, run):
     # The scalars the training loop logged (loss, grad_norm, lr) of each rank, read in shares: the
     # target's ranks differ (their weights were perturbed differently), the golden's agree, and the torn
     # run's problems come out in rank order.
-    outs = {}
-    for n in (0, 2, 4):
-        cwd = tmp_path / f"n{n}"
-        cwd.mkdir()
-        p = run_parity(n, ["ranks", inputs / run, "--json", "out.json", "--csv", "out.csv"], cwd)
-        assert (cwd / "out.json").exists(), p.stderr[-3000:]
-        outs[n] = (p.returncode, p.stdout, (cwd / "out.json").read_text(), (cwd / "out.csv").read_text())
-    assert outs[2] == outs[0] and outs[4] == outs[0]
-    assert outs[0][0] == (0 if run == "cap/golden" else 1), outs[0][1]
-    assert {m["metric"] for m in json.loads(outs[0][2])["metrics"]} >= {"loss", "grad_norm"}
+    rc, out, doc, _ = one_output_every_way(
+        tmp_path, ["ranks", inputs / run, "--json", "out.json", "--csv", "out.csv"], ["out.json", "out.csv"])
+    assert rc == (0 if run == "cap/golden" else 1), out
+    assert {m["metric"] for m in json.loads(doc)["metrics"]} >= {"loss", "grad_norm"}
 
 
 def test_info_of_no_run_is_a_usage_error_said_once(tmp_path):
