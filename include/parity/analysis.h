@@ -74,8 +74,9 @@ std::optional<FirstDivergence> first_divergence(const CompareResult& result);
 enum class EventRole : uint8_t { kClean, kCarrier, kSource };
 const char* event_role_name(EventRole r);  // "clean" | "carrier" | "source"
 
+// One event (a module call or op of one rank and step: event_key's name, step and rank) and its error.
 struct EventError {
-  std::string key, name, module, op, direction;
+  std::string name, module, op, direction;
   int64_t step = -1;
   int rank = -1;
   int64_t first_order = -1, last_order = -1;  // execution-order span of the event's records

@@ -131,7 +131,7 @@ bool contains(const EventError& outer, const EventError& inner) {
         (outer.first_order != inner.first_order || outer.last_order != inner.last_order))
       return true;
   }
-  if (outer.module.empty()) return !inner.module.empty() && outer.key != inner.key && outer.first_order >= 0 &&
+  if (outer.module.empty()) return !inner.module.empty() && (outer.name != inner.name || outer.step != inner.step || outer.rank != inner.rank) && outer.first_order >= 0 &&
                                    inner.first_order >= outer.first_order && inner.last_order <= outer.last_order;
   return inner.module.size() > outer.module.size() && inner.module.compare(0, outer.module.size(), outer.module) == 0 &&
          inner.module[outer.module.size()] == '.';
@@ -180,7 +180,6 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
     auto [it, inserted] = by_key.emplace(key, a.events.size());
     if (inserted) {
       EventError e;
-      e.key = key;
       e.name = event_name(g);
       e.module = g.module;
       e.op = g.op;

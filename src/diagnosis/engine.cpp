@@ -37,7 +37,6 @@ void refine_suspects_with_nan_origin(Findings& f) {
     });
     if (listed) continue;
     EventError e;
-    e.key = o.event + "@" + std::to_string(o.step) + "/" + std::to_string(o.rank);
     e.name = o.event;
     e.module = o.module;
     e.op = o.op;

@@ -107,9 +107,9 @@ std::vector<std::string> argument_differences(const std::string& op, const json&
 }
 
 const EventError* event_of_row(const DiagnosisContext& ctx, const CompareRow& row) {
-  const std::string key = event_key(*row.golden);
+  const std::string name = event_name(*row.golden);
   for (const EventError& e : ctx.analysis->events)
-    if (e.key == key) return &e;
+    if (e.name == name && e.step == row.golden->step && e.rank == row.golden->rank) return &e;
   return nullptr;
 }
 
