@@ -50,6 +50,26 @@ std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std:
   return w.take();
 }
 
+namespace {
+uint64_t identity_hash(std::string_view identity) { return std::hash<std::string_view>{}(identity); }
+}  // namespace
+
+RowsByIdentity::RowsByIdentity(const std::vector<CompareRow>& rows) {
+  constexpr size_t kShared = SIZE_MAX;
+  index_.reserve(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    auto [it, added] = index_.try_emplace(identity_hash(row_identity(rows[i])), i);
+    if (!added) it->second = kShared;
+  }
+  std::erase_if(index_, [](const auto& entry) { return entry.second == kShared; });
+}
+
+std::optional<size_t> RowsByIdentity::find(std::string_view identity, const std::vector<CompareRow>& rows) const {
+  const auto it = index_.find(identity_hash(identity));
+  if (it == index_.end() || row_identity(rows[it->second]) != identity) return std::nullopt;
+  return it->second;
+}
+
 Result<int64_t> apply_measured_rows(std::string_view message, std::vector<CompareRow>& rows,
                                     const RowsByIdentity* by_identity, std::vector<char>* applied) {
   WireReader r(message);
@@ -72,10 +92,9 @@ Result<int64_t> apply_measured_rows(std::string_view message, std::vector<Compar
       row = &rows[i];
       if (applied) (*applied)[i] = 1;
     } else {
-      const auto it = by_identity->find(r.str());
-      if (it != by_identity->end()) {
-        row = &rows[it->second];
-        if (applied) (*applied)[it->second] = 1;
+      if (const std::optional<size_t> i = by_identity->find(r.str(), rows)) {
+        row = &rows[*i];
+        if (applied) (*applied)[*i] = 1;
       }
     }
     const uint8_t verdict = r.u8();

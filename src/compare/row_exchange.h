@@ -8,6 +8,7 @@
 // or by its identity when each process listed only its own ranks (RankShares): indices then differ.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -23,6 +24,20 @@ enum class RowAddress : uint8_t { kIndex = 0, kIdentity = 1 };
 // the two records' names (as bytes).
 std::string row_identity(const CompareRow& row);
 
+// The rows a message addressed by identity can name, held as 64-bit hashes of their identities (a
+// million identity strings were ~100 MB at process 0). Rows that share an identity — or, far less
+// likely, a hash — are left out: no message can tell them apart, so process 0 measures them itself.
+class RowsByIdentity {
+ public:
+  RowsByIdentity() = default;
+  explicit RowsByIdentity(const std::vector<CompareRow>& rows);
+  // The index of the row whose identity is `identity` (checked in full, not only by its hash), if any.
+  std::optional<size_t> find(std::string_view identity, const std::vector<CompareRow>& rows) const;
+
+ private:
+  std::unordered_map<uint64_t, size_t> index_;
+};
+
 // The measured fields of rows[i] for every i in `which`, and the sender's peak resident memory, as one
 // message.
 std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std::vector<size_t>& which,
@@ -33,7 +48,7 @@ std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std:
 // skipped (the receiver did not plan it), and every row written is marked in `applied` when given.
 // Corrupt when the message is truncated, names an index out of range, or was written by a binary whose
 // measurement structs differ.
-using RowsByIdentity = std::unordered_map<std::string, size_t>;
+class RowsByIdentity;
 Result<int64_t> apply_measured_rows(std::string_view message, std::vector<CompareRow>& rows,
                                     const RowsByIdentity* by_identity = nullptr, std::vector<char>* applied = nullptr);
 

@@ -302,15 +302,11 @@ Status gather_measured_rows(CompareResult& result, const std::vector<RowPlan>& m
   Result<std::vector<std::string>> all =
       group.gather(compare::encode_measured_rows(result.rows, rows, peak_resident_bytes(), address));
   if (!all.ok()) return all.status();
-  compare::RowsByIdentity by_identity;
-  if (address == compare::RowAddress::kIdentity && group.is_root()) {
-    // Rows sharing one identity cannot be told apart in a message: none is taken from it (process 0
-    // measures them itself).
-    std::vector<std::string> shared;
-    for (size_t i = 0; i < result.rows.size(); ++i)
-      if (!by_identity.emplace(compare::row_identity(result.rows[i]), i).second) shared.push_back(compare::row_identity(result.rows[i]));
-    for (const std::string& id : shared) by_identity.erase(id);
-  }
+  // Rows sharing one identity cannot be told apart in a message: none is taken from it (process 0
+  // measures them itself).
+  const compare::RowsByIdentity by_identity = address == compare::RowAddress::kIdentity && group.is_root()
+                                                  ? compare::RowsByIdentity(result.rows)
+                                                  : compare::RowsByIdentity();
   result.peak_resident_bytes.assign(all->size(), 0);
   for (size_t from = 1; from < all->size(); ++from) {
     Result<int64_t> peak = compare::apply_measured_rows((*all)[from], result.rows, &by_identity, received);

@@ -90,3 +90,43 @@ TEST(RowExchange, RejectsTruncatedForeignOrOutOfRangeMessages) {
 
 }  // namespace
 }  // namespace parity
+
+namespace parity {
+namespace {
+
+// Rows addressed by identity: process 0 finds each sent row by its (rank, step, names), never a row that
+// only shares a hash, and leaves out rows that share one identity (no message can tell them apart).
+TEST(RowExchange, RowsByIdentityFindsExactlyTheRowsAMessageCanName) {
+  std::vector<Record> golden(4), target(4);
+  std::vector<CompareRow> rows(4);
+  const char* names[] = {"a/forward/output/0", "b/forward/output/0", "b/forward/output/0", "c/forward/output/0"};
+  for (size_t i = 0; i < 4; ++i) {
+    golden[i].name = target[i].name = names[i];
+    golden[i].rank = 1;
+    golden[i].step = 2;
+    rows[i].golden = &golden[i];
+    rows[i].target = &target[i];
+  }
+  const compare::RowsByIdentity index(rows);
+  EXPECT_EQ(index.find(compare::row_identity(rows[0]), rows), std::optional<size_t>(0));
+  EXPECT_EQ(index.find(compare::row_identity(rows[3]), rows), std::optional<size_t>(3));
+  EXPECT_EQ(index.find(compare::row_identity(rows[1]), rows), std::nullopt);  // rows 1 and 2 share it
+  std::string other = compare::row_identity(rows[0]);
+  other.back() = 'X';
+  EXPECT_EQ(index.find(other, rows), std::nullopt);
+  EXPECT_EQ(compare::RowsByIdentity().find(compare::row_identity(rows[0]), rows), std::nullopt);
+  // A message addressed by identity writes the rows it names, and only those.
+  std::vector<CompareRow> sent = rows;
+  sent[3].verdict = Verdict::kFail;
+  sent[3].reason = "measured by process 1";
+  sent[1].verdict = Verdict::kWarn;
+  const std::string msg = compare::encode_measured_rows(sent, {1, 3}, 0, compare::RowAddress::kIdentity);
+  std::vector<char> applied(4, 0);
+  ASSERT_TRUE(compare::apply_measured_rows(msg, rows, &index, &applied).ok());
+  EXPECT_EQ(applied, (std::vector<char>{0, 0, 0, 1}));
+  EXPECT_EQ(rows[3].reason, "measured by process 1");
+  EXPECT_NE(rows[1].verdict, Verdict::kWarn);
+}
+
+}  // namespace
+}  // namespace parity
