@@ -51,10 +51,12 @@ struct RankShares {
 std::optional<RankShares> plan_rank_shares(const std::vector<std::vector<RankPart>>& sources, int processes);
 
 // The sources of one command (a path and a forced format, "" = detect, each), opened as the processes of
-// `group` need them (nullptr or one process: whole). When every source is a multi-rank capture and the
-// group has several processes, the ranks are divided (plan_rank_shares) and each process other than 0
-// opens only its own ranks' parts, so it lists and maps only those; process 0 opens everything (its
-// analyses need the whole picture). The commands pass `shares` on to their pipelines.
+// `group` need them (nullptr or one process: whole). When every source is a multi-rank capture, the
+// group has several processes and each of them gets at least one rank, the ranks are divided
+// (plan_rank_shares) and each process other than 0 opens only its own ranks' parts, so it lists and maps
+// only those; process 0 opens everything (its analyses need the whole picture). Otherwise `shares` is
+// empty and every process opens everything (the pipelines then split the rows by bytes). The commands
+// pass `shares` on to their pipelines.
 struct DividedSources {
   std::vector<std::unique_ptr<RecordSource>> sources;  // one per path; empty when one could not be opened
   Status status;       // why a source could not be opened (its error, naming the path)

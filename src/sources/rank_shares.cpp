@@ -1,5 +1,6 @@
 // plan_rank_shares and open_divided_sources (parity/open_source.h): which ranks of multi-rank captures
 // each process of a group lists and measures, and opening them so.
+#include <algorithm>
 #include <map>
 
 #include "parity/open_source.h"
@@ -34,6 +35,12 @@ DividedSources open_divided_sources(const std::vector<std::pair<std::string, std
     std::vector<std::vector<RankPart>> parts;
     for (const auto& [path, format] : paths_and_formats) parts.push_back(source_rank_parts(path, format));
     d.shares = plan_rank_shares(parts, group->size());
+    // Dividing by rank pays only when every process gets a rank. With fewer ranks than processes (or a
+    // rank holding most of the bytes) the others would idle: the rows are then split by bytes instead,
+    // every process listing everything, which for so few ranks costs little next to their bytes.
+    if (d.shares && std::any_of(d.shares->ranks.begin(), d.shares->ranks.end(),
+                                [](const std::vector<int>& ranks) { return ranks.empty(); }))
+      d.shares.reset();
   }
   for (const auto& [path, format] : paths_and_formats) {
     d.failed = d.sources.size();

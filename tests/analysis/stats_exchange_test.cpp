@@ -93,7 +93,7 @@ TEST(StatsExchange, OverflowOfACaptureDividedByRankIsTheOneProcessReport) {
   ASSERT_TRUE(whole.status.ok()) << whole.status.ToString();
   const std::string alone = overflow_to_json(analyse_overflow(*whole.sources[0])).dump();
   ASSERT_NE(alone.find("\"nonfinite_records\":2"), std::string::npos) << alone;
-  for (int size : {2, 3, 5}) {
+  for (int size : {2, 3, 4}) {  // (more processes than ranks split the records by bytes instead)
     for (bool silent_process : {false, true}) {
       std::map<int, std::string> mailbox;
       for (int rank = size - 1; rank >= 0; --rank) {
