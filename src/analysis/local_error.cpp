@@ -131,8 +131,9 @@ bool contains(const EventError& outer, const EventError& inner) {
         (outer.first_order != inner.first_order || outer.last_order != inner.last_order))
       return true;
   }
-  if (outer.module.empty()) return !inner.module.empty() && (outer.name != inner.name || outer.step != inner.step || outer.rank != inner.rank) && outer.first_order >= 0 &&
-                                   inner.first_order >= outer.first_order && inner.last_order <= outer.last_order;
+  if (outer.module.empty())  // (same rank and step here: another event is another name)
+    return !inner.module.empty() && outer.name != inner.name && outer.first_order >= 0 &&
+           inner.first_order >= outer.first_order && inner.last_order <= outer.last_order;
   return inner.module.size() > outer.module.size() && inner.module.compare(0, outer.module.size(), outer.module) == 0 &&
          inner.module[outer.module.size()] == '.';
 }
@@ -291,16 +292,26 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
     }
   }
 
-  // A module whose error is created by an event it contains is explained by that event.
-  for (EventError& outer : a.events) {
-    if (outer.role != EventRole::kSource) continue;
-    const double outer_score = log2_score(outer.amplification);
-    for (const EventError& inner : a.events) {
-      if (inner.role != EventRole::kSource || !contains(outer, inner)) continue;
-      const double inner_score = log2_score(inner.amplification);
-      if (inner_score >= options.child_explains * outer_score) {
-        outer.explained_by = inner.name;
-        break;
+  // A module whose error is created by an event it contains is explained by that event. Only events of
+  // one rank, step and direction can contain each other, and the events are sorted by those: each source
+  // is checked against the sources of its own stretch (a thousand-rank run would otherwise compare every
+  // source with every other).
+  for (size_t lo = 0, hi = 0; lo < a.events.size(); lo = hi) {
+    const auto stretch = [&](const EventError& e) { return std::make_tuple(e.rank, e.step, direction_rank(e.direction)); };
+    while (hi < a.events.size() && stretch(a.events[hi]) == stretch(a.events[lo])) ++hi;
+    std::vector<size_t> sources;
+    for (size_t k = lo; k < hi; ++k)
+      if (a.events[k].role == EventRole::kSource) sources.push_back(k);
+    for (size_t o : sources) {
+      EventError& outer = a.events[o];
+      const double outer_score = log2_score(outer.amplification);
+      for (size_t i : sources) {
+        const EventError& inner = a.events[i];
+        if (!contains(outer, inner)) continue;
+        if (log2_score(inner.amplification) >= options.child_explains * outer_score) {
+          outer.explained_by = inner.name;
+          break;
+        }
       }
     }
   }
