@@ -93,5 +93,7 @@ nlohmann::json compare_report_to_json(const CompareReport& report, const std::ve
 // the report itself plus one row's JSON, where the object above holds every row's JSON tree at once
 // (about 8x the row table: 1.4 GB for 100,000 rows). Non-UTF-8 bytes are replaced (json_text).
 Status write_compare_report_json(const CompareReport& report, std::FILE* out);
+// The same text as one string (the Python binding's result), never a tree of every row.
+std::string compare_report_json_text(const CompareReport& report);
 
 }  // namespace parity

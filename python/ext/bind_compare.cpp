@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "parity/json_number.h"
 #include "parity/compare_runs.h"
 #include "parity/open_source.h"
 #include "raise_status.h"
@@ -55,7 +54,7 @@ std::string compare_json(const std::string& golden, const std::string& target, i
       py::gil_scoped_acquire acquire;
       raise_status(r.status());
     }
-    text = json_text(compare_report_to_json(*r));
+    text = compare_report_json_text(*r);
   }
   return text;
 }

@@ -420,12 +420,16 @@ json compare_report_to_json(const CompareReport& report) {
   return compare_report_to_json(report, all);
 }
 
-Status write_compare_report_json(const CompareReport& report, std::FILE* out) {
+namespace {
+
+// The document, pretty-printed, handed to `emit` in pieces of about 1 MiB.
+template <typename Emit>
+void write_report_text(const CompareReport& report, Emit emit) {
   const json head = compare_report_head_to_json(report);
   std::string buf = "{";
   bool first = true;
   auto flush = [&] {
-    std::fwrite(buf.data(), 1, buf.size(), out);
+    emit(std::string_view(buf));
     buf.clear();
   };
   for (auto it = head.begin(); it != head.end(); ++it) {  // keys in the object's (sorted) order
@@ -455,7 +459,19 @@ Status write_compare_report_json(const CompareReport& report, std::FILE* out) {
   }
   buf += "\n}\n";
   flush();
+}
+
+}  // namespace
+
+Status write_compare_report_json(const CompareReport& report, std::FILE* out) {
+  write_report_text(report, [out](std::string_view piece) { std::fwrite(piece.data(), 1, piece.size(), out); });
   return std::ferror(out) ? Status::IOError(std::string("write failed: ") + std::strerror(errno)) : Status::OK();
+}
+
+std::string compare_report_json_text(const CompareReport& report) {
+  std::string text;
+  write_report_text(report, [&text](std::string_view piece) { text += piece; });
+  return text;
 }
 
 }  // namespace parity
