@@ -165,8 +165,8 @@ simdjson::dom::parser& thread_parser() {  // the listing reads parts on several 
 
 }  // namespace
 
-bool decode_manifest_record_fast(std::string& payload, ManifestRecord& out) {
-  payload.reserve(payload.size() + simdjson::SIMDJSON_PADDING);  // parsed in place, not copied
+bool decode_manifest_record_fast(const std::string& payload, ManifestRecord& out) {
+  // (Without padding after it, simdjson copies the record into its own reused buffer: no allocation.)
   simdjson::dom::parser& parser = thread_parser();
   if (parser.max_depth() != kFastMaxDepth) return false;
   simdjson::dom::element doc;

@@ -33,9 +33,8 @@ struct ManifestRecord {
 
 // simdjson's path: false when it hands the record on (a syntax error, invalid UTF-8, bytes after the
 // object, a number beyond 64 bits, nesting deeper than kMaxJsonDepth - 1 levels), and then the caller
-// checks the depth (json_depth_problem) and decodes with the reference. `payload` may grow its capacity
-// (simdjson reads a few bytes past the end of its input).
-bool decode_manifest_record_fast(std::string& payload, ManifestRecord& out);
+// checks the depth (json_depth_problem) and decodes with the reference.
+bool decode_manifest_record_fast(const std::string& payload, ManifestRecord& out);
 // nlohmann's path: false when `payload` is not one JSON object. Recurses: check the depth first.
 bool decode_manifest_record_reference(const std::string& payload, ManifestRecord& out);
 
