@@ -10,7 +10,9 @@
 //   → NaN/Inf origins of both sides, diagnoses        analyse_and_diagnose (parity/diagnosis.h)
 //   → exit code                                       here
 //
-// compare_report_to_json() is the one serializer of schema parity.compare/1 (docs/compare-json.md).
+// Schema parity.compare/1 (docs/compare-json.md) has one serializer, src/pipeline/compare_json.cpp:
+// write_compare_row_json writes a row, and the --json file, the Python binding's text and the
+// in-memory tree (compare_report_to_json) are assembled from it and the document's head.
 #pragma once
 
 #include <cstdio>

@@ -1,6 +1,6 @@
 // report/compare_report.h — the human and table outputs of `parity compare`: CSV
 // (parity.compare.csv/2) and the terminal sections (header, table, unmatched, problems, notes, verdict
-// line). The JSON (parity.compare/1) is written by compare_report_to_json (parity/compare_runs.h).
+// line). The JSON (parity.compare/1) is written by src/pipeline/compare_json.cpp (parity/compare_runs.h).
 #pragma once
 
 #include <cstdio>
