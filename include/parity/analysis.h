@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "parity/compare.h"
@@ -25,8 +26,20 @@ namespace parity {
 // ---- events ------------------------------------------------------------------------------------------
 // An event is one call of a module or an op: all records that share a name stem (the record name without
 // its ".<role>.<index>" suffix), step and rank.
-std::string event_key(const Record& r);
-// The event name shown to users: the name stem (without step/rank).
+// The stem is a view into the record's name, which is interned (parity/interned_string.h): a key
+// allocates nothing and stays valid for the life of the process.
+struct EventKey {
+  std::string_view name;
+  int64_t step = -1;
+  int rank = -1;
+  bool operator==(const EventKey&) const = default;
+};
+struct EventKeyHash {
+  size_t operator()(const EventKey& k) const noexcept;
+};
+EventKey event_key(const Record& r);
+// The event name shown to users: the name stem (without step/rank), as a view into the record's name.
+std::string_view event_stem(const Record& r);
 std::string event_name(const Record& r);
 
 // Is `op` (a module class or an op name) numerically sensitive to low precision: normalisations,
@@ -76,7 +89,7 @@ const char* event_role_name(EventRole r);  // "clean" | "carrier" | "source"
 
 // One event (a module call or op of one rank and step: event_key's name, step and rank) and its error.
 struct EventError {
-  std::string name, module, op, direction;
+  InternedString name, module, op, direction;  // interned: a thousand-rank run repeats them in every rank
   int64_t step = -1;
   int rank = -1;
   int64_t first_order = -1, last_order = -1;  // execution-order span of the event's records
@@ -95,7 +108,7 @@ struct EventError {
   bool statistics_only = false;  // measured on statistics, not tensors: weaker evidence
   bool aligned_only = false;     // every measured output row was paired by order alignment: weaker evidence
   bool nonfinite_born = false;   // the target's outputs hold NaN/Inf that its inputs and the golden do not
-  std::string explained_by;      // a contained event that creates the same error ("" = none)
+  InternedString explained_by;   // a contained event that creates the same error ("" = none)
   size_t worst_output_row = SIZE_MAX;
 };
 

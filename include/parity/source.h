@@ -18,22 +18,25 @@
 #include <vector>
 
 #include "parity/dtype.h"
+#include "parity/interned_string.h"
 #include "parity/status.h"
 #include "parity/tensor.h"
 
 namespace parity {
 
+// Texts are interned (parity/interned_string.h): a run repeats the same names, modules and ops in every
+// rank, and a listing of a million records held each copy.
 struct Record {
-  std::string name;   // the matching key: relative path, "file:key", or a capture event name
-  std::string file;   // file that holds it (for messages)
+  InternedString name;   // the matching key: relative path, "file:key", or a capture event name
+  InternedString file;   // file that holds it (for messages)
   DType dtype = DType::kF32;
   Shape shape;
 
   // Capture metadata (defaults for plain tensor files, where only `order` is set: listing order).
-  std::string module;     // module path as named_modules() gives it ("" for plain files)
-  std::string op;         // op name for op-level events ("softmax"), module class for module events
-  std::string direction;  // "forward" | "backward" | ""
-  std::string role;       // "input" | "output" | "parameter" | "grad" | ""
+  InternedString module;     // module path as named_modules() gives it ("" for plain files)
+  InternedString op;         // op name for op-level events ("softmax"), module class for module events
+  InternedString direction;  // "forward" | "backward" | ""
+  InternedString role;       // "input" | "output" | "parameter" | "grad" | ""
   int index = -1;         // position among the args / outputs
   int64_t step = -1;
   int rank = -1;

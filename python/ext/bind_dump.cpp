@@ -156,8 +156,8 @@ class PyReader {
     py::list out;
     for (const Record& r : r_->records()) {
       py::dict d;
-      d["name"] = r.name; d["module"] = r.module; d["op"] = r.op; d["direction"] = r.direction;
-      d["role"] = r.role; d["index"] = r.index; d["step"] = r.step; d["rank"] = r.rank; d["order"] = r.order;
+      d["name"] = r.name.str(); d["module"] = r.module.str(); d["op"] = r.op.str(); d["direction"] = r.direction.str();
+      d["role"] = r.role.str(); d["index"] = r.index; d["step"] = r.step; d["rank"] = r.rank; d["order"] = r.order;
       d["dtype"] = dtype_name(r.dtype);
       d["shape"] = py::tuple(py::cast(r.shape));
       d["stride"] = py::tuple(py::cast(r_->stride(r)));

@@ -74,12 +74,12 @@ void classify_rows(CompareResult& result, const AnalysisOptions& options) {
   const bool capture = has_capture_metadata(result);
 
   // First floating input of each event (for the reduction length and the cancellation floor).
-  std::unordered_map<std::string, size_t> first_input;
+  std::unordered_map<EventKey, size_t, EventKeyHash> first_input;
   if (capture) {
     for (size_t i = 0; i < result.rows.size(); ++i) {
       const CompareRow& row = result.rows[i];
       if (slot_of(*row.golden) != Slot::kInput || !dtype_is_float(row.golden->dtype)) continue;
-      const std::string key = event_key(*row.golden);
+      const EventKey key = event_key(*row.golden);
       auto it = first_input.find(key);
       if (it == first_input.end() || row.golden->index < result.rows[it->second].golden->index) first_input[key] = i;
     }

@@ -78,15 +78,23 @@ static std::vector<std::string> name_tokens(const std::string& s) {
   return out;
 }
 
-std::string event_name(const Record& r) {
-  if (r.role.empty()) return r.name;
-  const size_t cut = role_suffix_start(r.name, r.role);
-  if (cut == std::string::npos || cut == 0) return r.name;
-  return r.name.substr(0, cut);
+std::string_view event_stem(const Record& r) {
+  const std::string_view name = r.name;
+  if (r.role.empty()) return name;
+  const size_t cut = role_suffix_start(name, r.role);
+  if (cut == std::string::npos || cut == 0) return name;
+  return name.substr(0, cut);
 }
 
-std::string event_key(const Record& r) {
-  return event_name(r) + "@" + std::to_string(r.step) + "/" + std::to_string(r.rank);
+std::string event_name(const Record& r) { return std::string(event_stem(r)); }
+
+EventKey event_key(const Record& r) { return EventKey{event_stem(r), r.step, r.rank}; }
+
+size_t EventKeyHash::operator()(const EventKey& k) const noexcept {
+  size_t h = std::hash<std::string_view>{}(k.name);
+  h ^= std::hash<int64_t>{}(k.step) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= std::hash<int>{}(k.rank) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  return h;
 }
 
 bool is_sensitive_op(const std::string& op_or_module) {

@@ -134,7 +134,7 @@ bool contains(const EventError& outer, const EventError& inner) {
   if (outer.module.empty())  // (same rank and step here: another event is another name)
     return !inner.module.empty() && outer.name != inner.name && outer.first_order >= 0 &&
            inner.first_order >= outer.first_order && inner.last_order <= outer.last_order;
-  return inner.module.size() > outer.module.size() && inner.module.compare(0, outer.module.size(), outer.module) == 0 &&
+  return inner.module.size() > outer.module.size() && inner.module.starts_with(outer.module) &&
          inner.module[outer.module.size()] == '.';
 }
 
@@ -171,17 +171,16 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
   if (!a.has_events) return a;  // plain tensor files: no inputs/outputs to relate
 
   // ---- group rows into events, in execution order -------------------------------------------------------
-  std::unordered_map<std::string, size_t> by_key;
+  std::unordered_map<EventKey, size_t, EventKeyHash> by_key;
   std::unordered_set<size_t> inputs_nonfinite;               // events whose target inputs hold NaN/Inf
   std::unordered_map<size_t, int> aligned_outputs, measured_outputs;
   for (size_t i : rows_in_execution_order(result)) {
     const CompareRow& row = result.rows[i];
     const Record& g = *row.golden;
-    const std::string key = event_key(g);
-    auto [it, inserted] = by_key.emplace(key, a.events.size());
+    auto [it, inserted] = by_key.emplace(event_key(g), a.events.size());
     if (inserted) {
       EventError e;
-      e.name = event_name(g);
+      e.name = event_stem(g);
       e.module = g.module;
       e.op = g.op;
       e.direction = g.direction;

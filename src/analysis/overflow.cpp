@@ -109,13 +109,12 @@ OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records, cons
 
   // Events in execution order per (rank, step).
   struct Ev {
-    std::string name;
-    const Record* first = nullptr;
+    const Record* first = nullptr;  // its first record: the event's name, direction, op
     int64_t first_order = -1;
     std::vector<const MeasuredRecord*> inputs, outputs;
   };
   std::map<std::tuple<int, int64_t>, std::vector<Ev>> streams;
-  std::map<std::tuple<int, int64_t>, std::unordered_map<std::string, size_t>> index;
+  std::map<std::tuple<int, int64_t>, std::unordered_map<std::string_view, size_t>> index;  // by event stem
   std::vector<const MeasuredRecord*> sorted;
   for (const MeasuredRecord& m : records) sorted.push_back(&m);
   std::stable_sort(sorted.begin(), sorted.end(), [](const MeasuredRecord* a, const MeasuredRecord* b) {
@@ -159,9 +158,8 @@ OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records, cons
     const auto sk = std::make_tuple(r.rank, r.step);
     auto& evs = streams[sk];
     auto& idx = index[sk];
-    const std::string key = event_key(r);
-    auto [it, inserted] = idx.emplace(key, evs.size());
-    if (inserted) evs.push_back(Ev{event_name(r), &r, r.order, {}, {}});
+    auto [it, inserted] = idx.emplace(event_stem(r), evs.size());
+    if (inserted) evs.push_back(Ev{&r, r.order, {}, {}});
     Ev& ev = evs[it->second];
     if (slot_of(r) == Slot::kInput || slot_of(r) == Slot::kParameter) ev.inputs.push_back(m);
     else ev.outputs.push_back(m);
@@ -225,7 +223,7 @@ OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records, cons
     if (!born) continue;
     const Ev& ev = evs[*born];
     NanOrigin o;
-    o.event = ev.name;
+    o.event = event_name(*ev.first);
     o.module = ev.first->module;
     o.op = ev.first->op;
     o.direction = ev.first->direction;

@@ -371,7 +371,7 @@ bool is_module_io_event(const Record& r) {
   if (r.module.empty() || r.module == "<root>" || (r.role != "input" && r.role != "output") || is_op_event(r))
     return false;
   const size_t n = r.module.size();
-  return r.name.size() > n && r.name.compare(0, n, r.module) == 0 && (r.name[n] == '/' || r.name[n] == '#');
+  return r.name.size() > n && r.name.starts_with(r.module) && (r.name[n] == '/' || r.name[n] == '#');
 }
 
 }  // namespace

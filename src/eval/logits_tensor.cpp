@@ -21,7 +21,7 @@ Result<const Record*> pick_record(const RecordSource& src, const std::string& ke
     if (r.has_data) usable.push_back(&r);
   if (!key.empty()) {
     for (const Record* r : usable)
-      if (r->name == key || (r->name.size() > key.size() && r->name.compare(r->name.size() - key.size() - 1, std::string::npos, ":" + key) == 0))
+      if (r->name == key || (r->name.size() > key.size() && r->name.ends_with(":" + key)))
         return r;
     return Status::NotFound(fmt::format("{}: no tensor named '{}' for the {}", src.describe(), key, what));
   }

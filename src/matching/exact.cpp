@@ -25,17 +25,17 @@ bool RecordFilter::keeps(const Record& r) const {
 
 namespace {
 
+// Names are interned (parity/interned_string.h): equal names are one address, so a key compares and
+// hashes the address, not the text.
 struct Key {
   int rank;
   int64_t step;
   const std::string* name;
-  bool operator==(const Key& o) const {
-    return rank == o.rank && step == o.step && *name == *o.name;
-  }
+  bool operator==(const Key& o) const { return rank == o.rank && step == o.step && name == o.name; }
 };
 struct KeyHash {
   size_t operator()(const Key& k) const {
-    size_t h = std::hash<std::string>{}(*k.name);
+    size_t h = std::hash<const void*>{}(k.name);
     h ^= std::hash<int64_t>{}(k.step) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
     h ^= std::hash<int>{}(k.rank) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
     return h;
@@ -58,7 +58,7 @@ ExactPairing pair_exact(const std::vector<Record>& golden, const std::vector<Rec
       target_used[i] = true;  // neither paired nor reported unmatched: it was filtered out
       continue;
     }
-    by_key[Key{r.rank, r.step, &r.name}].push_back(i);
+    by_key[Key{r.rank, r.step, &r.name.str()}].push_back(i);
   }
   out.pairs.reserve(golden.size());
   for (size_t i = 0; i < golden.size(); ++i) {
@@ -67,7 +67,7 @@ ExactPairing pair_exact(const std::vector<Record>& golden, const std::vector<Rec
       ++out.filtered_golden;
       continue;
     }
-    auto it = by_key.find(Key{r.rank, r.step, &r.name});
+    auto it = by_key.find(Key{r.rank, r.step, &r.name.str()});
     if (it == by_key.end() || it->second.empty()) {
       out.unmatched_golden.push_back(i);
       continue;

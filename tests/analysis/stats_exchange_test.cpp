@@ -110,7 +110,9 @@ TEST(StatsExchange, OverflowOfACaptureDividedByRankIsTheOneProcessReport) {
         o.group = &group;
         o.rank_shares = &*s.shares;
         const OverflowReport rep = analyse_overflow(*s.sources[0], o);
-        if (rank == 0) EXPECT_EQ(overflow_to_json(rep).dump(), alone) << "group of " << size << (silent_process ? ", process 1 silent" : "");
+        if (rank == 0) {
+          EXPECT_EQ(overflow_to_json(rep).dump(), alone) << "group of " << size << (silent_process ? ", process 1 silent" : "");
+        }
       }
     }
   }

@@ -130,7 +130,9 @@ TEST(DistributedCompare, SharesAreDisjointAndBalancedByBytes) {
     Result<CompareResult> r = run_compare(*g, *t, o);
     ASSERT_TRUE(r.ok());
     for (const CompareRow& row : r->rows)
-      if (row.metrics) EXPECT_TRUE(measured_by.emplace(row.golden->name, rank).second) << row.golden->name << " twice";
+      if (row.metrics) {
+        EXPECT_TRUE(measured_by.emplace(row.golden->name, rank).second) << row.golden->name << " twice";
+      }
   }
   // big.npy holds 96 % of the bytes: by bytes, its process measures it alone (by counts it would get a
   // third of the 22 rows); it sorts first, and its midpoint falls in the second third.
@@ -138,7 +140,9 @@ TEST(DistributedCompare, SharesAreDisjointAndBalancedByBytes) {
   const int big_owner = measured_by["big.npy"];
   EXPECT_EQ(big_owner, 1);
   for (const auto& [name, rank] : measured_by)
-    if (name != "big.npy") EXPECT_NE(rank, big_owner) << name;
+    if (name != "big.npy") {
+      EXPECT_NE(rank, big_owner) << name;
+    }
   EXPECT_GT(measured_by.size(), 5u);  // process 2 took the small rows after it
 }
 

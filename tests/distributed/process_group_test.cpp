@@ -47,7 +47,9 @@ TEST(PartitionByBytes, NoPartExceedsItsShareByMoreThanOneItem) {
     for (size_t i = 0; i < owner.size(); ++i) {
       ASSERT_GE(owner[i], 0);
       ASSERT_LT(owner[i], parts);
-      if (i > 0) ASSERT_LE(owner[i - 1], owner[i]);
+      if (i > 0) {
+        ASSERT_LE(owner[i - 1], owner[i]);
+      }
     }
     for (int64_t s : part_bytes(bytes, owner, parts)) EXPECT_LE(s, total / parts + biggest + 1);
     EXPECT_EQ(owner, partition_by_bytes(bytes, parts)) << "deterministic";

@@ -152,7 +152,9 @@ TEST(ManifestRecord, DamagedRecordsAreJudgedByTheReference) {
     ManifestRecord m;
     const bool fast = dump::detail::decode_manifest_record_fast(text, m);
     EXPECT_EQ(fast, depth <= kMaxJsonDepth - 1) << depth;
-    if (fast) EXPECT_EQ(m.kind, "event");
+    if (fast) {
+      EXPECT_EQ(m.kind, "event");
+    }
   }
   // Random damage to written records: every byte flipped or cut somewhere, seeded.
   std::mt19937 rng(7);

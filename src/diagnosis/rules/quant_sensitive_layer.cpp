@@ -35,7 +35,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     if (!e.module.empty() && e.module != "<root>" && e.module != "<global>") {
       for (const Record& r : ctx.result->unmatched_target) {
         const bool inside = r.module == e.module ||
-                            (r.module.size() > e.module.size() && r.module.compare(0, e.module.size(), e.module) == 0 &&
+                            (r.module.size() > e.module.size() && r.module.starts_with(e.module) &&
                              r.module[e.module.size()] == '.');
         if (inside && r.step == e.step && r.rank == e.rank && (quantised(r.dtype) || name_says_quant(r.module))) {
           target_only = fmt::format("{} ({}), recorded in the target only", r.module, quantised(r.dtype)
