@@ -50,25 +50,26 @@ struct CompareRow {
   // must outlive the result — compare_runs' callers hold them while they render.
   const Record* golden = nullptr;
   const Record* target = nullptr;
-  MatchKind match = MatchKind::kExact;
   double match_confidence = 1.0;  // < 1 only for order-aligned pairs (matching/mapping.h PairMatch)
-  CompareMode mode = CompareMode::kNone;
-  bool shape_differs = false;  // same element count, different shape: compared flat, flagged
-  std::string layout_note;     // how a differing layout was compared when not flat ("target stored transposed ...")
 
+  // The one-byte fields sit together (a comparison may hold a million rows; 240 bytes a row before).
+  MatchKind match = MatchKind::kExact;
+  CompareMode mode = CompareMode::kNone;
+  bool shape_differs = false;             // same element count, different shape: compared flat, flagged
+  std::optional<bool> checksum_equal;     // mode == kChecksum
+  // The fixed-threshold judgement (compare/judge.h) and the final verdict under the policy in effect
+  // (parity/verdict_policy.h is their only writer after measurement), with their reasons below.
+  Verdict fixed_verdict = Verdict::kError;
+  Verdict verdict = Verdict::kError;
+  NoiseClass noise = NoiseClass::kUnknown;
+
+  InternedString layout_note;  // how a differing layout was compared when not flat ("target stored transposed ...")
   Boxed<PairMetrics> metrics;             // mode == kTensor
   Boxed<StatsComparison> stats;           // mode == kStatistics
-  std::optional<bool> checksum_equal;     // mode == kChecksum
-  std::optional<ParameterUpdate> update;  // parameters at a later step, tensor data on both sides
+  Boxed<ParameterUpdate> update;          // parameters at a later step, tensor data on both sides
 
-  // The fixed-threshold judgement (compare/judge.h) and the final verdict under the policy in effect
-  // (parity/verdict_policy.h is their only writer after measurement).
-  Verdict fixed_verdict = Verdict::kError;
   std::string fixed_reason;
-  Verdict verdict = Verdict::kError;
   std::string reason;          // why this verdict ("beyond rounding (410 u); fixed thresholds pass: ...")
-
-  NoiseClass noise = NoiseClass::kUnknown;
   double noise_ratio = kNaN;   // observed relative error / expected rounding noise (docs/judgement.md)
 };
 

@@ -30,6 +30,7 @@ struct Record {
   InternedString name;   // the matching key: relative path, "file:key", or a capture event name
   InternedString file;   // file that holds it (for messages)
   DType dtype = DType::kF32;
+  bool has_data = false;  // tensor bytes are available through RecordSource::load
   Shape shape;
 
   // Capture metadata (defaults for plain tensor files, where only `order` is set: listing order).
@@ -38,13 +39,12 @@ struct Record {
   InternedString direction;  // "forward" | "backward" | ""
   InternedString role;       // "input" | "output" | "parameter" | "grad" | ""
   int index = -1;         // position among the args / outputs
-  int64_t step = -1;
   int rank = -1;
+  int64_t step = -1;
   int64_t order = -1;     // position in execution order within (rank, step)
 
   std::optional<TensorStats> stats;  // stored statistics (statistics-mode dumps)
   std::optional<uint32_t> crc32c;    // stored checksum (checksum-mode dumps)
-  bool has_data = false;             // tensor bytes are available through RecordSource::load
   uint64_t handle = 0;               // source-private locator
 };
 

@@ -9,7 +9,7 @@ namespace parity {
 void apply_verdict_policy(CompareResult& result, VerdictPolicy policy) {
   for (CompareRow& row : result.rows) {
     const std::string layout =
-        !row.layout_note.empty() ? row.layout_note
+        !row.layout_note.empty() ? row.layout_note.str()
         : row.shape_differs      ? "shapes differ (" + shape_to_string(row.golden->shape) + " vs " +
                                        shape_to_string(row.target->shape) + ", same element count, compared flat)"
                                  : "";
