@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -224,12 +225,19 @@ struct OverflowReport {
   std::vector<Status> problems;
 };
 
-// A record plus the statistics known for it (stored, computed, or taken from a compare row). The record
-// stays where it is (a source's listing, a compare result's row): a million-row comparison does not copy
-// its records once more for the analysis.
+// A record plus the statistics known for it (stored, computed, or taken from a compare row). Both stay
+// where they are (a source's listing, a compare row's statistics, the caller's derived statistics): a
+// million-row comparison copies neither once more for the analysis. stats == nullptr: none known.
 struct MeasuredRecord {
   const Record* record = nullptr;
-  std::optional<TensorStats> stats;
+  const TensorStats* stats = nullptr;
+};
+
+// One side of a compare result as the overflow analysis reads it: `records` point into the result and
+// into `derived`, the statistics taken from rows' tensor metrics (a deque: its elements never move).
+struct MeasuredSide {
+  std::vector<MeasuredRecord> records;
+  std::deque<TensorStats> derived;
 };
 
 // The analysis over records with statistics (shared by `parity overflow` and `compare`).
@@ -238,7 +246,8 @@ OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records,
 // One run: statistics as stored, else computed from the tensor data. Under a group of several processes
 // every process calls it; process 0 returns the report, the others an empty one.
 OverflowReport analyse_overflow(const RecordSource& run, const OverflowOptions& options = {});
-// The target (or golden) side of a compare result, measured from the rows (no re-reading).
-std::vector<MeasuredRecord> measured_records(const CompareResult& result, bool target_side);
+// The target (or golden) side of a compare result, measured from the rows (no re-reading); it points
+// into the result, which must outlive it.
+MeasuredSide measured_records(const CompareResult& result, bool target_side);
 
 }  // namespace parity

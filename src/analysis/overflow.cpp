@@ -341,13 +341,13 @@ OverflowReport analyse_overflow(const RecordSource& run, const OverflowOptions& 
         (options.rank >= 0 && r.rank >= 0 && r.rank != options.rank))
       continue;
     if (!r.stats && r.has_data && options.load_missing_stats) to_load.push_back(measured.size());
-    measured.push_back(MeasuredRecord{&r, r.stats});
+    measured.push_back(MeasuredRecord{&r, r.stats ? &*r.stats : nullptr});
   }
   std::vector<analysis_detail::LoadedStats> loaded = load_missing_stats(run, measured, to_load, options);
   if (!is_output_process(options.group)) return {};  // its statistics went to process 0
   std::vector<Status> problems;
-  for (analysis_detail::LoadedStats& l : loaded) {
-    if (l.stats) measured[l.index].stats = l.stats;
+  for (analysis_detail::LoadedStats& l : loaded) {  // `loaded` outlives the analysis below
+    if (l.stats) measured[l.index].stats = &*l.stats;
     else problems.push_back(std::move(l.problem));
   }
   OverflowReport rep = analyse_overflow(measured, options);
@@ -357,14 +357,15 @@ OverflowReport analyse_overflow(const RecordSource& run, const OverflowOptions& 
   return rep;
 }
 
-std::vector<MeasuredRecord> measured_records(const CompareResult& result, bool target_side) {
-  std::vector<MeasuredRecord> out;
-  out.reserve(result.rows.size());
+MeasuredSide measured_records(const CompareResult& result, bool target_side) {
+  MeasuredSide out;
+  out.records.reserve(result.rows.size());
   for (const CompareRow& row : result.rows) {
-    MeasuredRecord m{target_side ? row.target : row.golden, std::nullopt};
+    const Record* record = target_side ? row.target : row.golden;
+    const TensorStats* stats = record->stats ? &*record->stats : nullptr;  // checksum rows: stored, if any
     if (row.metrics) {
       const SideStats& s = target_side ? row.metrics->target : row.metrics->golden;
-      TensorStats t;
+      TensorStats& t = out.derived.emplace_back();
       t.min = s.min;
       t.max = s.max;
       t.mean = s.mean;
@@ -380,19 +381,16 @@ std::vector<MeasuredRecord> measured_records(const CompareResult& result, bool t
       t.zero_count = s.zero_count;
       t.subnormal_count = s.subnormal_count;
       t.numel = row.metrics->numel;
-      m.stats = t;
+      stats = &t;
     } else if (row.stats) {
-      m.stats = target_side ? row.stats->target : row.stats->golden;
-    } else if (m.record->stats) {
-      // checksum-only rows: statistics stored with the record, if any
+      stats = target_side ? &row.stats->target : &row.stats->golden;
     }
-    if (!m.stats && m.record->stats) m.stats = m.record->stats;
-    out.push_back(std::move(m));
+    out.records.push_back(MeasuredRecord{record, stats});
   }
   // Records of this side that found no partner still say where NaN/Inf appear (an op that exists only
   // in the target is often the one that overflows).
   for (const Record& r : target_side ? result.unmatched_target : result.unmatched_golden)
-    if (r.stats) out.push_back(MeasuredRecord{&r, r.stats});
+    if (r.stats) out.records.push_back(MeasuredRecord{&r, &*r.stats});
   return out;
 }
 

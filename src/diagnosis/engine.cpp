@@ -75,9 +75,9 @@ Findings analyse_and_diagnose(CompareResult& result, const RecordSource* golden,
   classify_rows(result, options);
   f.analysis = analyse(result, options, golden, target);
   f.config = config_diff(result.golden_fingerprint, result.target_fingerprint);
-  f.target_overflow = analyse_overflow(measured_records(result, /*target_side=*/true));
+  f.target_overflow = analyse_overflow(measured_records(result, /*target_side=*/true).records);
   f.target_overflow.source = result.target_source;
-  f.golden_overflow = analyse_overflow(measured_records(result, /*target_side=*/false));
+  f.golden_overflow = analyse_overflow(measured_records(result, /*target_side=*/false).records);
   f.golden_overflow.source = result.golden_source;
   refine_suspects_with_nan_origin(f);
   DiagnosisContext ctx;

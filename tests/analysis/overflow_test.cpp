@@ -13,7 +13,7 @@ MeasuredRecord rec(const std::string& name, const std::string& module, const std
                    const std::string& direction, const std::string& role, int64_t order, DType dt,
                    double absmax, int64_t nan = 0, int64_t inf = 0, int64_t zeros = 0, int64_t numel = 100,
                    int64_t step = 0, int rank = 0) {
-  static std::deque<Record> records;  // MeasuredRecord points at its record: these outlive every test
+  static std::deque<Record> records;  // MeasuredRecord points at its record and its statistics: these outlive every test
   Record& r = records.emplace_back();
   r.name = name;
   r.module = module;
@@ -27,7 +27,8 @@ MeasuredRecord rec(const std::string& name, const std::string& module, const std
   TensorStats s;  // what matters here: the range and the non-finite / zero counts
   s.min = -absmax, s.max = s.absmax = absmax, s.numel = numel;
   s.nan_count = nan, s.inf_count = inf, s.zero_count = zeros;
-  return MeasuredRecord{&r, s};
+  r.stats = s;
+  return MeasuredRecord{&r, &*r.stats};
 }
 
 TEST(Overflow, OriginIsTheFirstEventWithFiniteInputsAndNonFiniteOutputs) {
@@ -82,8 +83,10 @@ TEST(Overflow, GradientsDriveTheLossScaleAdvice) {
 TEST(Overflow, MeasuredFromCompareRows) {
   test::Synth s;
   s.row("a", "Linear", "forward", "output", 0, 0, DType::kF32, DType::kF32, 0, 0, /*nan_t=*/5);
-  auto t = measured_records(s.result, true);
-  auto g = measured_records(s.result, false);
+  const MeasuredSide target = measured_records(s.result, true);  // the records point into it
+  const MeasuredSide golden = measured_records(s.result, false);
+  const std::vector<MeasuredRecord>& t = target.records;
+  const std::vector<MeasuredRecord>& g = golden.records;
   ASSERT_EQ(t.size(), 1u);
   EXPECT_EQ(t[0].stats->nan_count, 5);
   EXPECT_EQ(g[0].stats->nan_count, 0);
