@@ -20,7 +20,7 @@ namespace parity {
 // reads a record's name needs no change; assigning any text interns it. The pool is thread-safe (listing
 // runs on all threads) and keeps every text for the life of the process: it holds each distinct text
 // once, so it grows with the distinct names a process has seen, not with records or runs of the same
-// model (docs/architecture.md "Interned texts").
+// model (docs/architecture.md "Memory: records point, texts are interned").
 class InternedString {
  public:
   InternedString() noexcept : s_(&empty_text()) {}

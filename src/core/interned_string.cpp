@@ -36,14 +36,14 @@ std::array<Shard, kShards>& shards() {
 }  // namespace
 
 const std::string& InternedString::empty_text() noexcept {
-  static const std::string empty;
-  return empty;
+  static const std::string* empty = new std::string();  // never destroyed, like the pool: a record in a
+  return *empty;                                        // static object may still be read at exit
 }
 
 const std::string* InternedString::intern(std::string_view text) {
   if (text.empty()) return &empty_text();
   const size_t hash = TextHash()(text);
-  Shard& shard = shards()[(hash >> 7) % kShards];  // the low bits pick the set's bucket; use others here
+  Shard& shard = shards()[hash % kShards];
   std::lock_guard<std::mutex> lock(shard.mutex);
   auto it = shard.texts.find(text);
   if (it == shard.texts.end()) {
