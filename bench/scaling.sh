@@ -4,14 +4,18 @@
 # (minus timing fields), for N = 1, 2, 4 (mpirun --oversubscribe) on
 #   (a) a synthetic tensor-mode run of RANKS ranks x EVENTS events (MIB MiB per rank and side), and
 #   (b) a statistics-mode run of META_RANKS ranks x META_EVENTS events: the metadata of a large job without
-#       its bytes, which exercises listing, partitioning and the gather of many rows.
+#       its bytes, which exercises listing, partitioning and the gather of many rows; and
+#   (c) the size of issue 13 §2's memory bound, BOUND_RANKS x BOUND_EVENTS in statistics mode, one process:
+#       its peak RSS and bytes per row against the 256 MiB bound (BOUND_RANKS=0 skips it).
 #   bash bench/scaling.sh BUILD_DIR        env: RANKS=64 EVENTS=500 MIB=48 META_RANKS=1024 META_EVENTS=200 NS="1 2 4"
+#                                               BOUND_RANKS=1000 BOUND_EVENTS=1000
 set -eu -o pipefail
 BUILD=$(cd "${1:-build}" && pwd)
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 PY=${PARITY_VENV_PYTHON:-$SRC/.venv/bin/python}
 RANKS=${RANKS:-64} EVENTS=${EVENTS:-500} MIB=${MIB:-48} META_RANKS=${META_RANKS:-1024} META_EVENTS=${META_EVENTS:-200}
 NS=${NS:-"1 2 4"}
+BOUND_RANKS=${BOUND_RANKS:-1000} BOUND_EVENTS=${BOUND_EVENTS:-1000}
 DATA=${SCALING_DATA:-$BUILD/bench-data/scaling}
 export PYTHONPATH="$SRC/python:$BUILD/python" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 command -v mpirun >/dev/null || { echo "scaling: no mpirun (openmpi-bin): skipped"; exit 0; }
@@ -57,3 +61,19 @@ run_case() {
 echo "case       N      wall     input rate   (tensor: $(awk -v b="$BYTES" 'BEGIN { printf "%.2f", b / 2^30 }') GiB both sides)"
 for n in $NS; do run_case tensor "$n" "$DATA/tensor"; done
 for n in $NS; do run_case stats "$n" "$DATA/stats"; done
+
+# (c) One process on the size §2 bounds. The peak falls in the analyses, before any output is written, so
+# the terminal table alone is asked for (the 1,000,000-row JSON is 2.2 GB); /usr/bin/time's peak RSS.
+if [ "$BOUND_RANKS" -gt 0 ]; then
+  rm -rf "$DATA/tensor" "$DATA/stats"  # room for the bound's run (≈ 1 GB at 1,000 x 1,000)
+  "$PY" "$SRC/bench/scaling/gen_dump.py" "$DATA/bound" --ranks "$BOUND_RANKS" --events "$BOUND_EVENTS" \
+    --mib-per-rank 0.25 --mode statistics >/dev/null
+  cat "$DATA"/bound/golden/*/* "$DATA"/bound/target/*/* >/dev/null 2>&1 || true
+  /usr/bin/time -f "%e %M" -o "$DATA/bound.time" "$BUILD/parity" -q compare "$DATA/bound/golden" \
+    "$DATA/bound/target" >/dev/null || true  # exit 1: the generated fault
+  read -r wall kib < <(tail -n 1 "$DATA/bound.time")
+  rows=$(( BOUND_RANKS * BOUND_EVENTS ))
+  printf 'bound      1  %8.2f s  %d rows, peak RSS %d MiB = %.2f KB a row; the bound is 256 MiB: %s\n' "$wall" "$rows" \
+    $(( kib / 1024 )) "$(awk -v k="$kib" -v r="$rows" 'BEGIN { print k * 1024 / r / 1000 }')" \
+    "$([ "$kib" -le $(( 256 * 1024 )) ] && echo met || echo "NOT met")"
+fi

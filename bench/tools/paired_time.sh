@@ -3,8 +3,8 @@
 # so a drift of the shared machine's speed hits both alike; prints each one's median wall, CPU and
 # peak RSS and the median of the pairwise ratios A/B. Uses GNU time (/usr/bin/time, Debian's `time`).
 #
-#   bench/paired_time.sh RUNS 'COMMAND A' 'COMMAND B'
-#   bench/paired_time.sh 5 'build/parity -q compare g t --json a.json' 'old/parity -q compare g t --json b.json'
+#   bench/tools/paired_time.sh RUNS 'COMMAND A' 'COMMAND B'
+#   bench/tools/paired_time.sh 5 'build/parity -q compare g t --json a.json' 'old/parity -q compare g t --json b.json'
 set -euo pipefail
 runs=${1:?usage: paired_time.sh RUNS 'COMMAND A' 'COMMAND B'}
 a=${2:?command A}
