@@ -33,7 +33,9 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   pip=("$venv/bin/python" -m pip --disable-pip-version-check)
   if ! "${pip[@]}" install -q --no-index --find-links "$wheels" -r "$req" 2>/dev/null; then
     echo "make-venv: fetching missing wheels from PyPI into $wheels" >&2
-    "${pip[@]}" wheel -q --find-links "$wheels" -w "$wheels" -r "$req"
+    # --use-pep517: sdist-only packages build in an isolated environment with a current setuptools
+    # (the venv's own setuptools 65 has no bdist_wheel once wheel >= 0.45 has dropped it).
+    "${pip[@]}" wheel -q --use-pep517 --find-links "$wheels" -w "$wheels" -r "$req"
     "${pip[@]}" install -q --no-index --find-links "$wheels" -r "$req"
   fi
   echo "$want" > "$stamp"
