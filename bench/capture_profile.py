@@ -2,7 +2,7 @@
 Llama-style bench model (29.5 M parameters, 2,048 tokens) with capture at module level, statistics
 mode. Used for the overhead analysis in docs/benchmarks.md ("Capture overhead").
 
-usage: PYTHONPATH=python:build/python /usr/bin/python3 bench/capture_profile.py [--level module]
+usage: PYTHONPATH=python:build/python .venv/bin/python bench/capture_profile.py [--level module]
 """
 import argparse
 import cProfile

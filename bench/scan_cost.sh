@@ -6,7 +6,7 @@ set -euo pipefail
 BUILD=${1:-build}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "$BUILD" && pwd)
-export PARITY_PYTHON=${PARITY_PYTHON:-/usr/bin/python3} OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+export PARITY_PYTHON=${PARITY_PYTHON:-${PARITY_VENV_PYTHON:-$ROOT/.venv/bin/python}} OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}  # the venv: torch 2.x
 for mode in int8 bf16; do
   out="$BUILD/bench-results/scan-$mode.json"
   mkdir -p "$BUILD/bench-results"

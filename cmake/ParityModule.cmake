@@ -138,6 +138,7 @@ function(parity_test_dir dir)
   target_include_directories(test_${dir} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_CURRENT_SOURCE_DIR})
   target_link_libraries(test_${dir} PRIVATE parity_all GTest::gtest GTest::gtest_main)
   target_compile_definitions(test_${dir} PRIVATE
-    PARITY_SOURCE_DIR="${CMAKE_SOURCE_DIR}" PARITY_BINARY_DIR="${CMAKE_BINARY_DIR}")
+    PARITY_SOURCE_DIR="${CMAKE_SOURCE_DIR}" PARITY_BINARY_DIR="${CMAKE_BINARY_DIR}"
+    PARITY_TEST_PYTHON="${PARITY_TEST_PYTHON}")  # the venv's python: numpy writes reference files
   add_test(NAME cpp_${dir} COMMAND test_${dir} WORKING_DIRECTORY ${CMAKE_BINARY_DIR})
 endfunction()

@@ -1,5 +1,5 @@
 // Helpers for tests/formats: a scratch directory (temp_dir.h), byte-level file writers (.npy, .safetensors) and a
-// way to run numpy (/usr/bin/python3) to write reference files.
+// way to run numpy (the venv's python, PARITY_TEST_PYTHON) to write reference files.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -73,11 +73,11 @@ inline std::string npy_bytes(const std::string& dict, const std::string& data, i
   return s + h + data;
 }
 
-// Runs a Python snippet with numpy (Debian's /usr/bin/python3) in `cwd`; returns its exit status.
+// Runs a Python snippet with numpy (the project's venv, PARITY_TEST_PYTHON) in `cwd`; returns its exit status.
 inline int run_python(const fs::path& cwd, const std::string& code) {
   const fs::path script = cwd / "_gen.py";
   write_file(script, "import numpy as np\n" + code + "\n");
-  const std::string cmd = "cd '" + cwd.string() + "' && /usr/bin/python3 '" + script.string() + "'";
+  const std::string cmd = "cd '" + cwd.string() + "' && '" PARITY_TEST_PYTHON "' '" + script.string() + "'";
   const int rc = std::system(cmd.c_str());
   fs::remove(script);
   return rc;

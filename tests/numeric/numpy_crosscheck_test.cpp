@@ -1,6 +1,6 @@
 // Cross-check fp16 encoding of random doubles (including ties and the subnormal/overflow ranges)
 // against numpy's float16 cast, an independent implementation (npy_double_to_half, RNE). numpy runs in
-// Debian's /usr/bin/python3; raw little-endian files are exchanged through a temporary directory.
+// the project's venv python (PARITY_TEST_PYTHON); raw little-endian files are exchanged through a temporary directory.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -35,7 +35,7 @@ TEST(NumpyCrossCheck, F16EncodeOfRandomDoublesMatchesNumpy) {
     std::ofstream out(dir / "x.f64", std::ios::binary);
     out.write(reinterpret_cast<const char*>(xs.data()), static_cast<std::streamsize>(xs.size() * 8));
   }
-  const std::string cmd = "/usr/bin/python3 -c \"import numpy as np; np.seterr(all='ignore'); "
+  const std::string cmd = "'" PARITY_TEST_PYTHON "' -c \"import numpy as np; np.seterr(all='ignore'); "
                           "np.fromfile('" + (dir / "x.f64").string() + "', dtype='<f8').astype('<f2').tofile('" +
                           (dir / "x.f16").string() + "')\"";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
