@@ -50,8 +50,8 @@ int64_t target_extra_nonfinite(const CompareRow& row) {
     return std::max<int64_t>(0, (t.nan_count + t.pinf_count + t.ninf_count) - (g.nan_count + g.pinf_count + g.ninf_count));
   }
   if (row.stats) {
-    const TensorStats& g = row.stats->golden;
-    const TensorStats& t = row.stats->target;
+    const TensorStats& g = golden_stats(row);
+    const TensorStats& t = target_stats(row);
     return std::max<int64_t>(0, (t.nan_count + t.inf_count) - (g.nan_count + g.inf_count));
   }
   return 0;

@@ -383,7 +383,7 @@ MeasuredSide measured_records(const CompareResult& result, bool target_side) {
       t.numel = row.metrics->numel;
       stats = &t;
     } else if (row.stats) {
-      stats = target_side ? &row.stats->target : &row.stats->golden;
+      stats = target_side ? &target_stats(row) : &golden_stats(row);
     }
     out.records.push_back(MeasuredRecord{record, stats});
   }

@@ -114,8 +114,6 @@ double stat_rel(double g, double t) {
 
 StatsComparison compare_stats(const TensorStats& golden, const TensorStats& target) {
   StatsComparison s;
-  s.golden = golden;
-  s.target = target;
   s.max_diff = target.max - golden.max;
   s.min_diff = target.min - golden.min;
   s.mean_diff = target.mean - golden.mean;
@@ -135,26 +133,27 @@ StatsComparison compare_stats(const TensorStats& golden, const TensorStats& targ
   return s;
 }
 
-Judgement judge_stats(const StatsComparison& s, const DTypeThresholds& th) {
+Judgement judge_stats(const TensorStats& golden, const TensorStats& target, const StatsComparison& s,
+                      const DTypeThresholds& th) {
   // Record shapes were checked before; this catches statistics that disagree with them. A writer that
   // left numel at 0 has not stated a count, which is not a disagreement.
-  if (s.golden.numel > 0 && s.target.numel > 0 && s.golden.numel != s.target.numel) {
-    return {Verdict::kError, "element counts differ: " + std::to_string(s.golden.numel) + " vs " +
-                                 std::to_string(s.target.numel)};
+  if (golden.numel > 0 && target.numel > 0 && golden.numel != target.numel) {
+    return {Verdict::kError, "element counts differ: " + std::to_string(golden.numel) + " vs " +
+                                 std::to_string(target.numel)};
   }
   std::vector<std::string> fails, warns;
   // msprobe highlights NaN/Inf in red: a changed count of non-finite values is a failure.
-  if (s.golden.nan_count != s.target.nan_count) {
-    fails.push_back("NaN count " + std::to_string(s.golden.nan_count) + " vs " + std::to_string(s.target.nan_count));
+  if (golden.nan_count != target.nan_count) {
+    fails.push_back("NaN count " + std::to_string(golden.nan_count) + " vs " + std::to_string(target.nan_count));
   }
-  if (s.golden.inf_count != s.target.inf_count) {
-    fails.push_back("Inf count " + std::to_string(s.golden.inf_count) + " vs " + std::to_string(s.target.inf_count));
+  if (golden.inf_count != target.inf_count) {
+    fails.push_back("Inf count " + std::to_string(golden.inf_count) + " vs " + std::to_string(target.inf_count));
   }
   struct Item { const char* name; double g, t, rel; };
-  const Item items[] = {{"Max", s.golden.max, s.target.max, s.max_rel},
-                        {"Min", s.golden.min, s.target.min, s.min_rel},
-                        {"Mean", s.golden.mean, s.target.mean, s.mean_rel},
-                        {"Norm", s.golden.l2norm, s.target.l2norm, s.norm_rel}};
+  const Item items[] = {{"Max", golden.max, target.max, s.max_rel},
+                        {"Min", golden.min, target.min, s.min_rel},
+                        {"Mean", golden.mean, target.mean, s.mean_rel},
+                        {"Norm", golden.l2norm, target.l2norm, s.norm_rel}};
   for (const Item& it : items) {
     if (std::isnan(it.rel)) {
       warns.push_back(std::string(it.name) + " " + format_metric(it.g) + " vs " + format_metric(it.t));

@@ -23,7 +23,8 @@ double row_observed_error(const CompareRow& row) {
     case CompareMode::kStatistics: {
       if (!row.stats) return kNaN;
       const StatsComparison& s = *row.stats;
-      if (s.golden.nan_count != s.target.nan_count || s.golden.inf_count != s.target.inf_count)
+      const TensorStats &golden = golden_stats(row), &target = target_stats(row);
+      if (golden.nan_count != target.nan_count || golden.inf_count != target.inf_count)
         return kInf;
       // A lower bound of rel_l2 = ‖t − g‖₂ / ‖g‖₂ from the statistics alone (docs/judgement.md
       // "Statistics mode"), with d = t − g:
@@ -32,10 +33,10 @@ double row_observed_error(const CompareRow& row) {
       //   √n · |mean t − mean g| = |Σd| / √n ≤ ‖d‖₂  (Cauchy–Schwarz)
       // Each difference is measured against ‖g‖₂, never against its own statistic (a Min near 0 would
       // turn any rounding into a huge "relative" change).
-      const double g_norm = s.golden.l2norm;
+      const double g_norm = golden.l2norm;
       double bound = std::fabs(s.norm_diff);
       for (double v : {s.max_diff, s.min_diff}) if (!std::isnan(v)) bound = std::max(bound, std::fabs(v));
-      const int64_t n = s.golden.numel > 0 ? s.golden.numel : s.target.numel;
+      const int64_t n = golden.numel > 0 ? golden.numel : target.numel;
       if (n > 0 && !std::isnan(s.mean_diff)) bound = std::max(bound, std::sqrt(static_cast<double>(n)) * std::fabs(s.mean_diff));
       if (std::isnan(bound) || std::isnan(g_norm)) return kNaN;
       if (g_norm == 0.0) return bound > 0 ? kInf : 0.0;

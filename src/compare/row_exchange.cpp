@@ -1,6 +1,8 @@
 // Encoding of measured rows (compare/row_exchange.h).
 #include "compare/row_exchange.h"
 
+#include <array>
+
 #include "parity/process_group.h"
 
 namespace parity::compare {
@@ -9,6 +11,31 @@ namespace {
 
 constexpr uint64_t kMagic = 0x31574f5259544150ull;  // "PATYROW1" as little-endian bytes
 enum : uint8_t { kHasMetrics = 1, kHasStats = 2, kHasUpdate = 4 };
+enum : uint8_t { kGoldenComputed = 1, kTargetComputed = 2 };
+
+// A StatsComparison's numbers in wire order (S: StatsComparison, const or not). Its sides' statistics
+// travel only where they were computed from tensor data; the receiver reads the others from its records.
+template <typename S>
+auto stats_numbers(S& s) {
+  return std::array{&s.max_diff, &s.min_diff, &s.mean_diff, &s.norm_diff, &s.max_rel,
+                    &s.min_rel,  &s.mean_rel, &s.norm_rel,  &s.worst_rel};
+}
+
+void write_stats(WireWriter& w, const StatsComparison& s) {
+  for (const double* v : stats_numbers(s)) w.pod(*v);
+  w.u8(static_cast<uint8_t>((s.golden_computed ? kGoldenComputed : 0) | (s.target_computed ? kTargetComputed : 0)));
+  if (s.golden_computed) w.pod(*s.golden_computed);
+  if (s.target_computed) w.pod(*s.target_computed);
+}
+
+StatsComparison read_stats(WireReader& r) {
+  StatsComparison s;
+  for (double* v : stats_numbers(s)) *v = r.pod<double>();
+  const uint8_t computed = r.u8();
+  if (computed & kGoldenComputed) s.golden_computed = r.pod<TensorStats>();
+  if (computed & kTargetComputed) s.target_computed = r.pod<TensorStats>();
+  return s;
+}
 
 }  // namespace
 
@@ -26,7 +53,7 @@ std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std:
   WireWriter w;
   w.u64(kMagic);
   w.u64(sizeof(PairMetrics));
-  w.u64(sizeof(StatsComparison));
+  w.u64(sizeof(TensorStats));
   w.u64(sizeof(ParameterUpdate));
   w.u64(static_cast<uint64_t>(peak_resident_bytes));
   w.u8(static_cast<uint8_t>(address));
@@ -44,7 +71,7 @@ std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std:
     w.u8(static_cast<uint8_t>((row.metrics ? kHasMetrics : 0) | (row.stats ? kHasStats : 0) |
                               (row.update ? kHasUpdate : 0)));
     if (row.metrics) w.pod(*row.metrics);
-    if (row.stats) w.pod(*row.stats);
+    if (row.stats) write_stats(w, *row.stats);
     if (row.update) w.pod(*row.update);
   }
   return w.take();
@@ -73,7 +100,7 @@ std::optional<size_t> RowsByIdentity::find(std::string_view identity, const std:
 Result<int64_t> apply_measured_rows(std::string_view message, std::vector<CompareRow>& rows,
                                     const RowsByIdentity* by_identity, std::vector<char>* applied) {
   WireReader r(message);
-  if (r.u64() != kMagic || r.u64() != sizeof(PairMetrics) || r.u64() != sizeof(StatsComparison) ||
+  if (r.u64() != kMagic || r.u64() != sizeof(PairMetrics) || r.u64() != sizeof(TensorStats) ||
       r.u64() != sizeof(ParameterUpdate))
     return Status::Corrupt("measured rows from another process: not written by this build of parity");
   const int64_t peak_resident_bytes = static_cast<int64_t>(r.u64());
@@ -105,7 +132,15 @@ Result<int64_t> apply_measured_rows(std::string_view message, std::vector<Compar
     row->layout_note = r.str();
     const uint8_t has = r.u8();
     if (has & kHasMetrics) row->metrics = r.pod<PairMetrics>();
-    if (has & kHasStats) row->stats = r.pod<StatsComparison>();
+    if (has & kHasStats) {
+      row->stats = read_stats(r);
+      // A side's statistics that did not travel are read from this process's record (golden_stats).
+      const auto stored = [](const Record* rec) { return rec != nullptr && rec->stats.has_value(); };
+      if (row != &skipped && ((!row->stats->golden_computed && !stored(row->golden)) ||
+                              (!row->stats->target_computed && !stored(row->target))))
+        return Status::Corrupt("measured rows from another process: statistics of a record this process lists "
+                               "without them (every process must see the same inputs)");
+    }
     if (has & kHasUpdate) row->update = r.pod<ParameterUpdate>();
   }
   if (!r.ok() || !r.at_end()) return Status::Corrupt("measured rows from another process: truncated message");

@@ -139,23 +139,24 @@ void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golde
       row.verdict = j.verdict;
       row.reason = std::move(j.reason);
     } else if (row.mode == CompareMode::kStatistics) {
-      TensorStats gs, ts;
+      // A side whose record stores no statistics is compared by those of its tensor data, kept in the row.
+      Boxed<TensorStats> golden_computed, target_computed;
       if (plan.load_golden) {
         Result<TensorView> g = load_checked(golden, *row.golden, numel);
         if (!g.ok()) return set_error(row, g.status());
-        gs = compute_stats(*g);
-      } else {
-        gs = *row.golden->stats;
+        golden_computed = compute_stats(*g);
       }
       if (plan.load_target) {
         Result<TensorView> t = load_checked(target, *row.target, numel);
         if (!t.ok()) return set_error(row, t.status());
-        ts = compute_stats(*t);
-      } else {
-        ts = *row.target->stats;
+        target_computed = compute_stats(*t);
       }
+      const TensorStats& gs = golden_computed ? *golden_computed : *row.golden->stats;
+      const TensorStats& ts = target_computed ? *target_computed : *row.target->stats;
       row.stats = compare::compare_stats(gs, ts);
-      compare::Judgement j = compare::judge_stats(*row.stats, th);
+      compare::Judgement j = compare::judge_stats(gs, ts, *row.stats, th);
+      row.stats->golden_computed = std::move(golden_computed);
+      row.stats->target_computed = std::move(target_computed);
       row.verdict = j.verdict;
       row.reason = std::move(j.reason);
     }

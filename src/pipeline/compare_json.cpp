@@ -178,9 +178,10 @@ void write_metrics(RowWriter& w, const PairMetrics& m) {
   w.close();
 }
 
-void write_stats_comparison(RowWriter& w, const StatsComparison& s) {
+void write_stats_comparison(RowWriter& w, const CompareRow& row) {
+  const StatsComparison& s = *row.stats;
   w.open();
-  write_tensor_stats(w.key("golden"), s.golden);
+  write_tensor_stats(w.key("golden"), golden_stats(row));
   w.key("max_diff").number(s.max_diff);
   w.key("max_rel").number(s.max_rel);
   w.key("mean_diff").number(s.mean_diff);
@@ -189,7 +190,7 @@ void write_stats_comparison(RowWriter& w, const StatsComparison& s) {
   w.key("min_rel").number(s.min_rel);
   w.key("norm_diff").number(s.norm_diff);
   w.key("norm_rel").number(s.norm_rel);
-  write_tensor_stats(w.key("target"), s.target);
+  write_tensor_stats(w.key("target"), target_stats(row));
   w.key("worst_rel").number(s.worst_rel);
   w.close();
 }
@@ -241,7 +242,7 @@ void write_compare_row_json(const CompareRow& row, std::string& out, std::string
   w.key("reason").text(row.reason);
   w.key("role").text(g.role);
   w.key("shape_differs").boolean(row.shape_differs);
-  if (row.stats) write_stats_comparison(w.key("stats"), *row.stats);
+  if (row.stats) write_stats_comparison(w.key("stats"), row);
   else w.key("stats").null();
   w.key("step").integer(g.step);
   write_side(w.key("target"), t);

@@ -68,9 +68,14 @@ TEST(NoiseModel, ObservedErrorOfEachRowKind) {
   s.mode = CompareMode::kStatistics;
   // A proven lower bound of rel_l2, every difference against ‖golden‖ = 10: |Δnorm| 0.02, |Δmax| 0.04,
   // √n·|Δmean| = 10 × 0.001; Min's own relative change (0.1/1e-6) must not count.
+  Record golden_record, target_record;  // both store statistics (a statistics-mode dump)
+  golden_record.stats = TensorStats{};
+  golden_record.stats->l2norm = 10;
+  golden_record.stats->numel = 100;
+  target_record.stats = TensorStats{};
+  s.golden = &golden_record;
+  s.target = &target_record;
   StatsComparison sc;
-  sc.golden.l2norm = 10;
-  sc.golden.numel = 100;
   sc.norm_diff = 0.02;
   sc.max_diff = 0.04;
   sc.min_diff = 1e-7;

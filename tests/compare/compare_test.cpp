@@ -404,11 +404,12 @@ TEST(CompareStatistics, MsprobeRuleOnStoredStatistics) {
 }
 
 TEST(CompareStatistics, GoldenZeroStatisticIsUnboundedRelativeError) {
-  StatsComparison s = compare::compare_stats(stats(0, 1, 0, 2), stats(0, 1, 0.01, 2));
+  const TensorStats g = stats(0, 1, 0, 2), t = stats(0, 1, 0.01, 2);
+  StatsComparison s = compare::compare_stats(g, t);
   EXPECT_EQ(s.min_rel, 0.0);  // both 0
   EXPECT_TRUE(std::isnan(s.mean_rel));
   EXPECT_TRUE(std::isnan(s.worst_rel));
-  EXPECT_EQ(compare::judge_stats(s, default_thresholds().for_dtype(DType::kF32)).verdict, Verdict::kWarn);
+  EXPECT_EQ(compare::judge_stats(g, t, s, default_thresholds().for_dtype(DType::kF32)).verdict, Verdict::kWarn);
 }
 
 TEST(CompareStatistics, AllNanOnBothSidesAgrees) {
@@ -416,7 +417,7 @@ TEST(CompareStatistics, AllNanOnBothSidesAgrees) {
   g.nan_count = 10;
   StatsComparison s = compare::compare_stats(g, g);
   EXPECT_EQ(s.worst_rel, 0.0);
-  EXPECT_EQ(compare::judge_stats(s, default_thresholds().for_dtype(DType::kF32)).verdict, Verdict::kPass);
+  EXPECT_EQ(compare::judge_stats(g, g, s, default_thresholds().for_dtype(DType::kF32)).verdict, Verdict::kPass);
 }
 
 TEST(CompareStatistics, DataOnOneSideIsSummarisedThenCompared) {
@@ -430,7 +431,12 @@ TEST(CompareStatistics, DataOnOneSideIsSummarisedThenCompared) {
   const CompareRow& row = r->rows.at(0);
   EXPECT_EQ(row.mode, CompareMode::kStatistics);
   EXPECT_EQ(row.verdict, Verdict::kPass) << row.reason;
-  EXPECT_NEAR(row.stats->golden.l2norm, std::sqrt(30.0), 1e-9);
+  // The golden side's statistics were computed from its data and are held by the row; the target's
+  // are its record's.
+  ASSERT_TRUE(row.stats->golden_computed.has_value());
+  EXPECT_FALSE(row.stats->target_computed.has_value());
+  EXPECT_NEAR(golden_stats(row).l2norm, std::sqrt(30.0), 1e-9);
+  EXPECT_EQ(&target_stats(row), &*row.target->stats);
   ASSERT_FALSE(r->notes.empty());
   EXPECT_NE(r->notes[0].find("statistics"), std::string::npos);
 }

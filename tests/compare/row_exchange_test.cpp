@@ -24,8 +24,11 @@ std::vector<CompareRow> measured_rows() {
   rows[0].reason = "beyond rounding (410 u)";
   rows[0].layout_note = "target stored transposed";
   StatsComparison s;
-  s.golden.max = 2;
-  s.target.numel = 9;
+  TensorStats computed;  // the golden side's, from its tensor data; the target's record stores its own
+  computed.max = 2;
+  computed.numel = 9;
+  s.golden_computed = computed;
+  s.mean_diff = -0.5;
   s.worst_rel = INFINITY;
   rows[2].stats = s;
   rows[2].verdict = Verdict::kWarn;
@@ -38,10 +41,25 @@ std::vector<CompareRow> measured_rows() {
   return rows;
 }
 
+// Process 0's rows before the message: they point at its own listing, where row 2's target record stores
+// its statistics (the golden side's were computed from data by the sender and travel in the message).
+struct ReceivingRows {
+  Record golden, target;
+  std::vector<CompareRow> rows{3};
+  ReceivingRows() {
+    target.stats = TensorStats{};
+    for (CompareRow& row : rows) {
+      row.golden = &golden;
+      row.target = &target;
+    }
+  }
+};
+
 TEST(RowExchange, RoundTripsTheMeasuredFields) {
   const std::vector<CompareRow> src = measured_rows();
   const std::string msg = compare::encode_measured_rows(src, {0, 2}, int64_t{5} << 30);
-  std::vector<CompareRow> dst(3);
+  ReceivingRows receiving;
+  std::vector<CompareRow>& dst = receiving.rows;
   Result<int64_t> peak = compare::apply_measured_rows(msg, dst);
   ASSERT_TRUE(peak.ok());
   EXPECT_EQ(*peak, int64_t{5} << 30);  // the sender's peak resident memory travels with its rows
@@ -62,8 +80,12 @@ TEST(RowExchange, RoundTripsTheMeasuredFields) {
   EXPECT_FALSE(dst[1].metrics.has_value());
   EXPECT_EQ(dst[1].verdict, Verdict::kError);
   ASSERT_TRUE(dst[2].stats.has_value());
-  EXPECT_EQ(dst[2].stats->golden.max, 2);
-  EXPECT_EQ(dst[2].stats->target.numel, 9);
+  ASSERT_TRUE(dst[2].stats->golden_computed.has_value());
+  EXPECT_EQ(dst[2].stats->golden_computed->max, 2);
+  EXPECT_EQ(dst[2].stats->golden_computed->numel, 9);
+  EXPECT_FALSE(dst[2].stats->target_computed.has_value());  // the receiver reads it from its record
+  EXPECT_EQ(dst[2].stats->mean_diff, -0.5);
+  EXPECT_TRUE(std::isnan(dst[2].stats->max_diff));
   EXPECT_TRUE(std::isinf(dst[2].stats->worst_rel));
   EXPECT_EQ(dst[2].verdict, Verdict::kWarn);
   EXPECT_EQ(dst[2].reason, std::string("bytes \0 inside", 14));
@@ -77,7 +99,8 @@ TEST(RowExchange, RoundTripsTheMeasuredFields) {
 TEST(RowExchange, RejectsTruncatedForeignOrOutOfRangeMessages) {
   const std::vector<CompareRow> src = measured_rows();
   const std::string msg = compare::encode_measured_rows(src, {0, 2}, 0);
-  std::vector<CompareRow> dst(3);
+  ReceivingRows receiving;
+  std::vector<CompareRow>& dst = receiving.rows;
   EXPECT_EQ(compare::apply_measured_rows(std::string_view(msg).substr(0, msg.size() - 3), dst).status().code(),
             StatusCode::kCorrupt);
   std::string foreign = msg;
@@ -86,6 +109,17 @@ TEST(RowExchange, RejectsTruncatedForeignOrOutOfRangeMessages) {
   std::vector<CompareRow> too_few(1);
   EXPECT_EQ(compare::apply_measured_rows(msg, too_few).status().code(), StatusCode::kCorrupt);
   EXPECT_TRUE(compare::apply_measured_rows(compare::encode_measured_rows(src, {}, 0), dst).ok());
+}
+
+// A row whose statistics the sender read from its record, where process 0's record stores none (the
+// processes saw different inputs): refused, never read through a missing record.
+TEST(RowExchange, StatisticsTheReceiverDoesNotListAreRefused) {
+  const std::string msg = compare::encode_measured_rows(measured_rows(), {2}, 0);
+  ReceivingRows receiving;
+  receiving.target.stats.reset();
+  Result<int64_t> applied = compare::apply_measured_rows(msg, receiving.rows);
+  EXPECT_EQ(applied.status().code(), StatusCode::kCorrupt);
+  EXPECT_NE(applied.status().message().find("same inputs"), std::string::npos) << applied.status().message();
 }
 
 }  // namespace

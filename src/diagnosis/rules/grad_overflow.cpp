@@ -18,7 +18,7 @@ std::optional<Counts> nonfinite_of(const CompareRow& row, bool target) {
     return Counts{s.nan_count, s.pinf_count + s.ninf_count};
   }
   if (row.stats) {
-    const TensorStats& s = target ? row.stats->target : row.stats->golden;
+    const TensorStats& s = target ? target_stats(row) : golden_stats(row);
     return Counts{s.nan_count, s.inf_count};
   }
   return std::nullopt;

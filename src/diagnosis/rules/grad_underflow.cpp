@@ -30,9 +30,10 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
       const double n = static_cast<double>(row.metrics->numel);
       tz = (row.metrics->target.zero_count + row.metrics->target.subnormal_count) / n;
       gz = (row.metrics->golden.zero_count + row.metrics->golden.subnormal_count) / n;
-    } else if (row.stats && row.stats->target.numel > 0) {
-      tz = static_cast<double>(row.stats->target.zero_count + row.stats->target.subnormal_count) / row.stats->target.numel;
-      gz = static_cast<double>(row.stats->golden.zero_count + row.stats->golden.subnormal_count) / row.stats->golden.numel;
+    } else if (row.stats && target_stats(row).numel > 0) {
+      const TensorStats &t = target_stats(row), &g = golden_stats(row);
+      tz = static_cast<double>(t.zero_count + t.subnormal_count) / t.numel;
+      gz = static_cast<double>(g.zero_count + g.subnormal_count) / g.numel;
     }
     if (std::isnan(tz) || tz < kUnderflowShare || tz - gz < kExcess) continue;
     worst = std::max(worst, tz);

@@ -1,0 +1,15 @@
+// The statistics a statistics-mode row compared on each side (golden_stats / target_stats,
+// parity/compare.h): computed from tensor data and held by the row, or stored in the side's record.
+#include "parity/compare.h"
+
+namespace parity {
+
+const TensorStats& golden_stats(const CompareRow& row) {
+  return row.stats->golden_computed ? *row.stats->golden_computed : *row.golden->stats;
+}
+
+const TensorStats& target_stats(const CompareRow& row) {
+  return row.stats->target_computed ? *row.stats->target_computed : *row.target->stats;
+}
+
+}  // namespace parity
