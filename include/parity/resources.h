@@ -9,4 +9,9 @@ namespace parity {
 // a memory-mapped input it has touched. 0 where the system does not say.
 int64_t peak_resident_bytes();
 
+// Hands memory the heap holds free back to the system, between the phases of a large job (a compare
+// frees its listing's and measurement's temporaries before the analyses allocate theirs): mimalloc's
+// mi_collect where the tool links mimalloc (it keeps freed pages for reuse), glibc's malloc_trim else.
+void release_free_memory();
+
 }  // namespace parity

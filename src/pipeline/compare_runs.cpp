@@ -84,6 +84,7 @@ Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSourc
   // the whole picture, and the replay run there alone.
   if (!is_output_process(options.compare.group)) return report;
   CompareResult& result = report.result;
+  release_free_memory();  // the measurement's temporaries, before the analyses' own
   classify_rows(result, options.analysis);
   apply_verdict_policy(result, options.compare.thresholds.policy);
   report.findings = analyse_and_diagnose(result, &golden, &target, options.analysis);
