@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "parity/boxed.h"
@@ -72,8 +73,14 @@ struct CompareRow {
   Boxed<StatsComparison> stats;           // mode == kStatistics
   Boxed<ParameterUpdate> update;          // parameters at a later step, tensor data on both sides
 
-  std::string fixed_reason;
   std::string reason;          // why this verdict ("beyond rounding (410 u); fixed thresholds pass: ...")
+  // The fixed-threshold judgement's reason: every final reason quotes it whole (parity/verdict_policy.h),
+  // so a row keeps it as this span of `reason` rather than as a second string (80 bytes a row).
+  uint32_t fixed_reason_at = 0, fixed_reason_size = 0;
+  std::string_view fixed_reason() const {
+    return fixed_reason_at <= reason.size() ? std::string_view(reason).substr(fixed_reason_at, fixed_reason_size)
+                                            : std::string_view();
+  }
   double noise_ratio = kNaN;   // observed relative error / expected rounding noise (docs/judgement.md)
 };
 

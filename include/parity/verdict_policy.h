@@ -16,6 +16,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "parity/thresholds.h"
 #include "parity/verdict.h"
@@ -27,13 +28,16 @@ namespace parity {
 struct RowVerdict {
   Verdict verdict = Verdict::kError;
   std::string reason;
+  // Where the fixed-threshold reason stands in `reason`: every final reason quotes it whole, so a row
+  // keeps it as a span of its reason rather than as a second string (CompareRow::fixed_reason).
+  size_t fixed_reason_at = 0;
 };
 
 // The final verdict of one row. `fixed`/`fixed_reason` are the fixed-threshold judgement, `noise` and
 // `ratio` the noise class and ratio (NoiseClass::kUnknown when the model could not measure the row),
 // `layout_change` describes a same-count shape change, "" when none (never better than warn: compared
 // flat, a layout change is worth a look).
-RowVerdict decide_row_verdict(Verdict fixed, const std::string& fixed_reason, NoiseClass noise, double ratio,
+RowVerdict decide_row_verdict(Verdict fixed, std::string_view fixed_reason, NoiseClass noise, double ratio,
                               const std::string& layout_change, VerdictPolicy policy);
 
 // apply_verdict_policy (parity/compare.h) applies it to every row of a compared result.

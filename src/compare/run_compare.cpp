@@ -539,7 +539,8 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
   // (a same-count shape change is never better than warn: compared flat, but worth a look).
   for (CompareRow& row : res.rows) {
     row.fixed_verdict = row.verdict;
-    row.fixed_reason = std::move(row.reason);
+    row.fixed_reason_at = 0;  // the reason so far is the fixed judgement's
+    row.fixed_reason_size = static_cast<uint32_t>(row.reason.size());
   }
   // Parameters at a later step: whether their updates differ beyond what the gradients explain (the
   // noise-model policy fails those that do).

@@ -14,17 +14,20 @@ namespace parity {
 
 namespace {
 
-// "; fixed thresholds: fail (max abs 16 > 1)" — the other judgement, kept in the reason so that the
-// user sees both when they disagree.
-std::string fixed_note(Verdict fixed, const std::string& reason) {
-  return fmt::format("; fixed thresholds {}: {}", verdict_name(fixed), reason);
+// `head` + "; fixed thresholds fail: max abs 16 > 1" — the other judgement, kept in the reason so that
+// the user sees both when they disagree — and where the fixed reason starts in it.
+void quote_fixed(RowVerdict& v, std::string head, Verdict fixed, std::string_view fixed_reason) {
+  head += fmt::format("; fixed thresholds {}: ", verdict_name(fixed));
+  v.fixed_reason_at = head.size();
+  v.reason = std::move(head);
+  v.reason += fixed_reason;
 }
 
 }  // namespace
 
-RowVerdict decide_row_verdict(Verdict fixed, const std::string& fixed_reason, NoiseClass noise, double ratio,
+RowVerdict decide_row_verdict(Verdict fixed, std::string_view fixed_reason, NoiseClass noise, double ratio,
                               const std::string& layout_change, VerdictPolicy policy) {
-  RowVerdict v{fixed, fixed_reason};
+  RowVerdict v{fixed, std::string(fixed_reason), 0};
   if (fixed != Verdict::kError && policy == VerdictPolicy::kNoiseModel) {
     switch (noise) {
       case NoiseClass::kNoise:
@@ -32,16 +35,16 @@ RowVerdict decide_row_verdict(Verdict fixed, const std::string& fixed_reason, No
         if (fixed == Verdict::kPass) {
           if (ratio > 0) v.reason += (v.reason.empty() ? "" : "; ") + std::string("within rounding noise (") + noise_ratio_text(ratio) + ")";
         } else {
-          v.reason = "within rounding noise (" + noise_ratio_text(ratio) + ")" + fixed_note(fixed, fixed_reason);
+          quote_fixed(v, "within rounding noise (" + noise_ratio_text(ratio) + ")", fixed, fixed_reason);
         }
         break;
       case NoiseClass::kElevated:
         v.verdict = Verdict::kWarn;
-        v.reason = "above rounding noise (" + noise_ratio_text(ratio) + ")" + fixed_note(fixed, fixed_reason);
+        quote_fixed(v, "above rounding noise (" + noise_ratio_text(ratio) + ")", fixed, fixed_reason);
         break;
       case NoiseClass::kStructural:
         v.verdict = Verdict::kFail;
-        v.reason = "beyond rounding (" + noise_ratio_text(ratio) + ")" + fixed_note(fixed, fixed_reason);
+        quote_fixed(v, "beyond rounding (" + noise_ratio_text(ratio) + ")", fixed, fixed_reason);
         break;
       case NoiseClass::kUnknown:
         break;  // nothing measured by the model: the fixed judgement stands
@@ -50,6 +53,7 @@ RowVerdict decide_row_verdict(Verdict fixed, const std::string& fixed_reason, No
   if (!layout_change.empty() && v.verdict != Verdict::kError) {
     if (v.verdict == Verdict::kPass) v.verdict = Verdict::kWarn;
     v.reason = layout_change + "; " + v.reason;
+    v.fixed_reason_at += layout_change.size() + 2;
   }
   return v;
 }

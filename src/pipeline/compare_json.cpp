@@ -223,7 +223,7 @@ void write_compare_row_json(const CompareRow& row, std::string& out, std::string
   if (row.checksum_equal) w.key("checksum_equal").boolean(*row.checksum_equal);
   else w.key("checksum_equal").null();
   w.key("direction").text(g.direction);
-  w.key("fixed_reason").text(row.fixed_reason);
+  w.key("fixed_reason").text(row.fixed_reason());
   w.key("fixed_verdict").text(verdict_name(row.fixed_verdict));
   write_side(w.key("golden"), g);
   w.key("index").integer(g.index);

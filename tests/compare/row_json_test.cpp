@@ -57,7 +57,7 @@ json stats_comparison(const CompareRow& row) {
               {"mean_rel", num(s.mean_rel)}, {"norm_rel", num(s.norm_rel)}, {"worst_rel", num(s.worst_rel)}};
 }
 
-json reference_row(const CompareRow& row) {
+json reference_row(const CompareRow& row, const std::string& fixed_reason) {
   const Record& g = *row.golden;
   return json{{"name", g.name}, {"target_name", row.target->name}, {"match", match_kind_name(row.match)},
               {"match_confidence", num(row.match_confidence)}, {"mode", compare_mode_name(row.mode)},
@@ -75,7 +75,7 @@ json reference_row(const CompareRow& row) {
                                            {"differs", row.update->differs}}
                                     : json(nullptr)},
               {"verdict", verdict_name(row.verdict)}, {"reason", row.reason},
-              {"fixed_verdict", verdict_name(row.fixed_verdict)}, {"fixed_reason", row.fixed_reason},
+              {"fixed_verdict", verdict_name(row.fixed_verdict)}, {"fixed_reason", fixed_reason},
               {"noise", noise_class_name(row.noise)}, {"noise_ratio", num(row.noise_ratio)}};
 }
 
@@ -158,12 +158,15 @@ TEST(RowJson, TheDirectWriterSpellsRowsAsNlohmannDoes) {
     if (r.b()) row.update = ParameterUpdate{r.i(), r.d(), r.d(), r.d(), r.b()};
     row.fixed_verdict = static_cast<Verdict>(r.rng() % 4);
     row.verdict = static_cast<Verdict>(r.rng() % 4);
-    row.reason = r.s();
-    row.fixed_reason = r.s();
+    // The fixed reason is a span of the final reason (CompareRow::fixed_reason), anywhere in it.
+    const std::string before = r.s(), fixed = r.s();
+    row.reason = before + fixed + r.s();
+    row.fixed_reason_at = static_cast<uint32_t>(before.size());
+    row.fixed_reason_size = static_cast<uint32_t>(fixed.size());
     row.noise = static_cast<NoiseClass>(r.rng() % 4);
     row.noise_ratio = r.d();
 
-    const std::string want = json_text(reference_row(row), 2);
+    const std::string want = json_text(reference_row(row, fixed), 2);
     std::string got;
     write_compare_row_json(row, got, "");
     ASSERT_EQ(got, want) << "row " << k;
