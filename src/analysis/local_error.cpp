@@ -173,7 +173,7 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
   // ---- group rows into events, in execution order -------------------------------------------------------
   std::unordered_map<EventKey, size_t, EventKeyHash> by_key;
   std::unordered_set<size_t> inputs_nonfinite;               // events whose target inputs hold NaN/Inf
-  std::unordered_map<size_t, int> aligned_outputs, measured_outputs;
+  std::vector<int> aligned_outputs, measured_outputs;          // per event (a million events: no hash maps)
   for (size_t i : rows_in_execution_order(result)) {
     const CompareRow& row = result.rows[i];
     const Record& g = *row.golden;
@@ -189,6 +189,8 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
       e.first_order = e.last_order = g.order;
       e.statistics_only = true;
       a.events.push_back(std::move(e));
+      aligned_outputs.push_back(0);
+      measured_outputs.push_back(0);
     }
     EventError& e = a.events[it->second];
     e.rows.push_back(i);
@@ -220,15 +222,20 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
         break;
     }
   }
+  by_key = {};  // what the analyses below allocate may reuse its memory
   for (size_t k = 0; k < a.events.size(); ++k) {
     EventError& e = a.events[k];
     if (inputs_nonfinite.count(k)) e.nonfinite_born = false;  // carried in, not born here
     e.aligned_only = measured_outputs[k] > 0 && aligned_outputs[k] == measured_outputs[k];
   }
-  std::stable_sort(a.events.begin(), a.events.end(), [](const EventError& x, const EventError& y) {
+  const auto in_stream_order = [](const EventError& x, const EventError& y) {
     return std::make_tuple(x.rank, x.step, direction_rank(x.direction), x.first_order) <
            std::make_tuple(y.rank, y.step, direction_rank(y.direction), y.first_order);
-  });
+  };
+  // Usually sorted already (rows come in execution order, backward after forward); stable_sort would
+  // still take a buffer the size of the events.
+  if (!std::is_sorted(a.events.begin(), a.events.end(), in_stream_order))
+    std::stable_sort(a.events.begin(), a.events.end(), in_stream_order);
 
   // Parameters of sub-modules count as inputs of every module that contains them: a decoder layer (or the
   // root) whose weights differ only through its children does not create that error itself.

@@ -494,6 +494,7 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
   for (size_t i : pairing.unmatched_golden) res.unmatched_golden.push_back(grecs[i]);
   for (size_t j : pairing.unmatched_target) res.unmatched_target.push_back(trecs[j]);
 
+  release_free_memory();  // the pairing's hash tables, before the rows and their measurement
   // Plan every row.
   res.rows.resize(pairing.pairs.size());
   std::vector<RowPlan> plans;

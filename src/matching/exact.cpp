@@ -1,7 +1,7 @@
 #include "parity/matching.h"
 
 #include <algorithm>
-#include <deque>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <tuple>
@@ -47,9 +47,16 @@ struct KeyHash {
 ExactPairing pair_exact(const std::vector<Record>& golden, const std::vector<Record>& target,
                         const RecordFilter& filter) {
   ExactPairing out;
-  // Target occurrences per key, in listing order; each golden record takes the first one left.
-  std::unordered_map<Key, std::deque<size_t>, KeyHash> by_key;
+  // Target occurrences per key in listing order, a list threaded through `next`; each golden record takes
+  // the first one left. (A key nearly always has one occurrence: a std::deque per key took 600 bytes and
+  // made the pairing the peak of a million-record compare.)
+  constexpr size_t kNone = SIZE_MAX;
+  struct Occurrences {
+    size_t first = kNone, last = kNone;
+  };
+  std::unordered_map<Key, Occurrences, KeyHash> by_key;
   by_key.reserve(target.size());
+  std::vector<size_t> next(target.size(), kNone);
   std::vector<bool> target_used(target.size(), false);
   for (size_t i = 0; i < target.size(); ++i) {
     const Record& r = target[i];
@@ -58,7 +65,9 @@ ExactPairing pair_exact(const std::vector<Record>& golden, const std::vector<Rec
       target_used[i] = true;  // neither paired nor reported unmatched: it was filtered out
       continue;
     }
-    by_key[Key{r.rank, r.step, &r.name.str()}].push_back(i);
+    Occurrences& o = by_key[Key{r.rank, r.step, &r.name.str()}];
+    (o.first == kNone ? o.first : next[o.last]) = i;
+    o.last = i;
   }
   out.pairs.reserve(golden.size());
   for (size_t i = 0; i < golden.size(); ++i) {
@@ -68,12 +77,12 @@ ExactPairing pair_exact(const std::vector<Record>& golden, const std::vector<Rec
       continue;
     }
     auto it = by_key.find(Key{r.rank, r.step, &r.name.str()});
-    if (it == by_key.end() || it->second.empty()) {
+    if (it == by_key.end() || it->second.first == kNone) {
       out.unmatched_golden.push_back(i);
       continue;
     }
-    const size_t j = it->second.front();
-    it->second.pop_front();
+    const size_t j = it->second.first;
+    it->second.first = next[j];
     target_used[j] = true;
     out.pairs.emplace_back(i, j);
   }

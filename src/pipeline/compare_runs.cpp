@@ -79,6 +79,7 @@ Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSourc
                                    const CompareRunOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   CompareReport report;
+  release_free_memory();  // the listing's temporaries (manifest texts, parse buffers), before the rows
   PARITY_ASSIGN_OR_RETURN(report.result, run_compare(golden, target, options.compare));
   // Under a group of processes the other processes' rows went to process 0: the analyses, which need
   // the whole picture, and the replay run there alone.
