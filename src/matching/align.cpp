@@ -8,10 +8,11 @@
 // the failure of plain position matching (TroubleShooter aligns by shape-sequence edit distance for the
 // same reason; anchors.md).
 #include <algorithm>
-#include <deque>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 #include "parity/matching.h"
@@ -125,19 +126,31 @@ std::vector<PairMatch> extend_pairing(const std::vector<Record>& golden, const s
 
   // 1. Mapping rules.
   if (map != nullptr && !map->rules.empty()) {
-    std::map<std::tuple<int, int64_t, std::string>, std::deque<size_t>> by_name;
-    for (size_t g : pairing.unmatched_golden) by_name[{golden[g].rank, golden[g].step, golden[g].name}].push_back(g);
+    // Unmatched golden records per (rank, step, name) in listing order, a list threaded through `next`
+    // (as pair_exact does: a std::deque per name holds a 512-byte block, and a renamed model has a
+    // name per record).
+    constexpr size_t kNone = SIZE_MAX;
+    struct Occurrences {
+      size_t first = kNone, last = kNone;
+    };
+    std::map<std::tuple<int, int64_t, std::string_view>, Occurrences> by_name;  // names are interned
+    std::vector<size_t> next(golden.size(), kNone);
+    for (size_t g : pairing.unmatched_golden) {
+      Occurrences& o = by_name[{golden[g].rank, golden[g].step, golden[g].name.str()}];
+      (o.first == kNone ? o.first : next[o.last]) = g;
+      o.last = g;
+    }
     int64_t mapped = 0, unresolved = 0;
     for (size_t t : pairing.unmatched_target) {
       const std::string want = map->apply(target[t].name);
       if (want.empty()) continue;
       auto it = by_name.find({target[t].rank, target[t].step, want});
-      if (it == by_name.end() || it->second.empty()) {
+      if (it == by_name.end() || it->second.first == kNone) {
         ++unresolved;
         continue;
       }
-      const size_t g = it->second.front();
-      it->second.pop_front();
+      const size_t g = it->second.first;
+      it->second.first = next[g];
       all.emplace_back(g, t, MatchKind::kMapped);
       g_free[g] = t_free[t] = false;
       ++mapped;
