@@ -188,6 +188,23 @@ TEST(ComparePairing, DuplicateKeysPairInOrderAndExtrasStayUnmatched) {
   EXPECT_EQ(p.unmatched_golden[0], 2u);
 }
 
+// Occurrences of several names interleaved (a module called twice, its ops repeated): each golden
+// record takes the earliest target record of its name still free, whatever lies between them.
+TEST(ComparePairing, InterleavedRepeatsPairInListingOrderPerName) {
+  const char* golden_names[] = {"b", "a", "a", "b", "a", "a"};
+  const char* target_names[] = {"a", "b", "a", "c", "a", "b"};
+  std::vector<Record> g(6), t(6);
+  for (size_t i = 0; i < 6; ++i) {
+    g[i].name = golden_names[i];
+    t[i].name = target_names[i];
+  }
+  matching::ExactPairing p = matching::pair_exact(g, t, {});
+  const std::vector<std::pair<size_t, size_t>> want = {{0, 1}, {1, 0}, {2, 2}, {3, 5}, {4, 4}};
+  EXPECT_EQ(p.pairs, want);
+  EXPECT_EQ(p.unmatched_golden, std::vector<size_t>{5});
+  EXPECT_EQ(p.unmatched_target, std::vector<size_t>{3});
+}
+
 TEST(ComparePairing, TwoSingleTensorSourcesPairDespiteTheirNames) {
   MemorySource g, t;
   g.add("golden.npy", ramp(8));
