@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "parity/dtype.h"
+#include "parity/interned_shape.h"
 #include "parity/interned_string.h"
 #include "parity/status.h"
 #include "parity/tensor.h"
@@ -31,7 +32,7 @@ struct Record {
   InternedString file;   // file that holds it (for messages)
   DType dtype = DType::kF32;
   bool has_data = false;  // tensor bytes are available through RecordSource::load
-  Shape shape;
+  InternedShape shape;  // interned: a thousand-rank run repeats its shapes in every rank
 
   // Capture metadata (defaults for plain tensor files, where only `order` is set: listing order).
   InternedString module;     // module path as named_modules() gives it ("" for plain files)

@@ -159,7 +159,7 @@ class PyReader {
       d["name"] = r.name.str(); d["module"] = r.module.str(); d["op"] = r.op.str(); d["direction"] = r.direction.str();
       d["role"] = r.role.str(); d["index"] = r.index; d["step"] = r.step; d["rank"] = r.rank; d["order"] = r.order;
       d["dtype"] = dtype_name(r.dtype);
-      d["shape"] = py::tuple(py::cast(r.shape));
+      d["shape"] = py::tuple(py::cast(r.shape.vec()));
       d["stride"] = py::tuple(py::cast(r_->stride(r)));
       d["device"] = r_->device(r);
       d["stats"] = r.stats ? py::object(stats_dict(*r.stats)) : py::object(py::none());

@@ -1,9 +1,7 @@
 // The process-wide pool of interned texts (parity/interned_string.h).
 #include "parity/interned_string.h"
 
-#include <array>
-#include <mutex>
-#include <unordered_set>
+#include "parity/intern_pool.h"
 
 namespace parity {
 
@@ -17,20 +15,11 @@ struct TextEqual {
   using is_transparent = void;
   bool operator()(std::string_view a, std::string_view b) const noexcept { return a == b; }
 };
+using TextPool = InternPool<std::string, TextHash, TextEqual>;
 
-// Texts are spread over shards by hash, each with its own lock, so the listing threads rarely wait on
-// one another. An unordered_set's elements never move (rehashing relinks nodes), so the address handed
-// out stays valid for the life of the process.
-struct Shard {
-  std::mutex mutex;
-  std::unordered_set<std::string, TextHash, TextEqual> texts;
-  size_t characters = 0;
-};
-constexpr size_t kShards = 64;
-
-std::array<Shard, kShards>& shards() {
-  static auto* pool = new std::array<Shard, kShards>();  // never destroyed: texts outlive static objects
-  return *pool;
+TextPool& pool() {
+  static auto* texts = new TextPool();  // never destroyed: texts outlive static objects
+  return *texts;
 }
 
 }  // namespace
@@ -42,15 +31,7 @@ const std::string& InternedString::empty_text() noexcept {
 
 const std::string* InternedString::intern(std::string_view text) {
   if (text.empty()) return &empty_text();
-  const size_t hash = TextHash()(text);
-  Shard& shard = shards()[hash % kShards];
-  std::lock_guard<std::mutex> lock(shard.mutex);
-  auto it = shard.texts.find(text);
-  if (it == shard.texts.end()) {
-    it = shard.texts.emplace(text).first;
-    shard.characters += text.size();
-  }
-  return &*it;
+  return pool().intern(text);
 }
 
 std::string InternedString::concat(std::string_view a, std::string_view b) {
@@ -61,11 +42,10 @@ std::string InternedString::concat(std::string_view a, std::string_view b) {
 
 InternedString::PoolSize InternedString::pool_size() {
   PoolSize size;
-  for (Shard& shard : shards()) {
-    std::lock_guard<std::mutex> lock(shard.mutex);
-    size.texts += shard.texts.size();
-    size.characters += shard.characters;
-  }
+  pool().for_each([&size](const std::string& text) {
+    ++size.texts;
+    size.characters += text.size();
+  });
   return size;
 }
 

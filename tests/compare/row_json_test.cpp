@@ -61,8 +61,8 @@ json reference_row(const CompareRow& row, const std::string& fixed_reason) {
   const Record& g = *row.golden;
   return json{{"name", g.name}, {"target_name", row.target->name}, {"match", match_kind_name(row.match)},
               {"match_confidence", num(row.match_confidence)}, {"mode", compare_mode_name(row.mode)},
-              {"golden", {{"dtype", dtype_name(g.dtype)}, {"shape", g.shape}, {"file", g.file}}},
-              {"target", {{"dtype", dtype_name(row.target->dtype)}, {"shape", row.target->shape}, {"file", row.target->file}}},
+              {"golden", {{"dtype", dtype_name(g.dtype)}, {"shape", g.shape.vec()}, {"file", g.file}}},
+              {"target", {{"dtype", dtype_name(row.target->dtype)}, {"shape", row.target->shape.vec()}, {"file", row.target->file}}},
               {"module", g.module}, {"op", g.op}, {"direction", g.direction}, {"role", g.role}, {"index", g.index},
               {"step", g.step}, {"rank", g.rank}, {"order", g.order}, {"shape_differs", row.shape_differs},
               {"threshold_dtype", dtype_name(lower_precision(g.dtype, row.target->dtype))},
@@ -125,7 +125,9 @@ TEST(RowJson, TheDirectWriterSpellsRowsAsNlohmannDoes) {
       rec->dtype = dtypes[r.rng() % std::size(dtypes)];
       rec->index = static_cast<int>(r.i() % 100000);
       rec->step = r.i(); rec->rank = static_cast<int>(r.i() % 100000); rec->order = r.i();
-      for (uint64_t n = r.rng() % 4; n > 0; --n) rec->shape.push_back(r.i());
+      Shape shape;
+      for (uint64_t n = r.rng() % 4; n > 0; --n) shape.push_back(r.i());
+      rec->shape = shape;
     }
     CompareRow row;
     row.golden = &g;
