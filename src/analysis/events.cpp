@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "parity/analysis.h"
+#include "parity/hash_combine.h"
 
 namespace parity {
 namespace {
@@ -91,10 +92,8 @@ std::string event_name(const Record& r) { return std::string(event_stem(r)); }
 EventKey event_key(const Record& r) { return EventKey{event_stem(r), r.step, r.rank}; }
 
 size_t EventKeyHash::operator()(const EventKey& k) const noexcept {
-  size_t h = std::hash<std::string_view>{}(k.name);
-  h ^= std::hash<int64_t>{}(k.step) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h ^= std::hash<int>{}(k.rank) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  return h;
+  const size_t h = hash_combine(std::hash<std::string_view>{}(k.name), std::hash<int64_t>{}(k.step));
+  return hash_combine(h, std::hash<int>{}(k.rank));
 }
 
 bool is_sensitive_op(const std::string& op_or_module) {

@@ -7,6 +7,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "parity/hash_combine.h"
+
 namespace parity::matching {
 
 bool RecordFilter::keeps(const Record& r) const {
@@ -35,10 +37,8 @@ struct Key {
 };
 struct KeyHash {
   size_t operator()(const Key& k) const {
-    size_t h = std::hash<const void*>{}(k.name);
-    h ^= std::hash<int64_t>{}(k.step) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    h ^= std::hash<int>{}(k.rank) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    return h;
+    const size_t h = hash_combine(std::hash<const void*>{}(k.name), std::hash<int64_t>{}(k.step));
+    return hash_combine(h, std::hash<int>{}(k.rank));
   }
 };
 

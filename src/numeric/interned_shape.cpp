@@ -2,6 +2,7 @@
 #include "parity/interned_shape.h"
 
 #include "parity/intern_pool.h"
+#include "parity/hash_combine.h"
 
 namespace parity {
 
@@ -10,7 +11,7 @@ namespace {
 struct ShapeHash {
   size_t operator()(const Shape& s) const noexcept {
     size_t h = s.size();
-    for (int64_t d : s) h ^= std::hash<int64_t>()(d) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    for (int64_t d : s) h = hash_combine(h, std::hash<int64_t>()(d));
     return h;
   }
 };
