@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -171,12 +172,19 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
   if (!a.has_events) return a;  // plain tensor files: no inputs/outputs to relate
 
   // ---- group rows into events, in execution order -------------------------------------------------------
+  // Keys of the current (rank, step) stream only: rows come stream by stream, and an event's key holds
+  // its rank and step, so no event spans two streams (a map of every event held 0.07 GB at a million).
   std::unordered_map<EventKey, size_t, EventKeyHash> by_key;
+  std::optional<std::pair<int, int64_t>> stream;
   std::unordered_set<size_t> inputs_nonfinite;               // events whose target inputs hold NaN/Inf
   std::vector<int> aligned_outputs, measured_outputs;          // per event (a million events: no hash maps)
   for (size_t i : rows_in_execution_order(result)) {
     const CompareRow& row = result.rows[i];
     const Record& g = *row.golden;
+    if (stream != std::pair{g.rank, g.step}) {
+      by_key.clear();
+      stream = std::pair{g.rank, g.step};
+    }
     auto [it, inserted] = by_key.emplace(event_key(g), a.events.size());
     if (inserted) {
       EventError e;

@@ -101,28 +101,114 @@ std::string explain_origin(const NanOrigin& o) {
   return s;
 }
 
+// An event of one (rank, step) stream as the NaN/Inf origin search reads it.
+struct StreamEvent {
+  const Record* first = nullptr;  // its first record: the event's name, direction, op
+  int64_t first_order = -1;
+  std::vector<const MeasuredRecord*> inputs, outputs;
+};
+
+// Where NaN/Inf are born in one (rank, step) stream: the earliest event whose outputs hold NaN/Inf
+// that its inputs do not (fill ops' masks aside), or nullopt.
+std::optional<NanOrigin> stream_origin(std::vector<StreamEvent>& evs) {
+  std::stable_sort(evs.begin(), evs.end(), [](const StreamEvent& a, const StreamEvent& b) {
+    return std::make_tuple(analysis_detail::direction_rank(a.first->direction), a.first_order) <
+           std::make_tuple(analysis_detail::direction_rank(b.first->direction), b.first_order);
+  });
+  // Events are ranked by when their first non-finite output was recorded, not by when they started: a
+  // module's outputs are recorded after everything it contains, so the op inside it where NaN/Inf
+  // appear comes first.
+  std::optional<size_t> born;
+  int64_t born_at = 0;
+  std::vector<int64_t> bad_at(evs.size(), -1);
+  for (size_t k = 0; k < evs.size(); ++k) {
+    for (const MeasuredRecord* m : evs[k].outputs)
+      if (nonfinite(*m->stats) && (bad_at[k] < 0 || m->record->order < bad_at[k])) bad_at[k] = m->record->order;
+  }
+  // Fill ops (masked_fill, where, full, triu, ...) write ±Inf on purpose (attention masks). They are not
+  // origins, and a later input holding exactly that many Inf (no NaN) is the mask travelling on.
+  std::set<int64_t> mask_infs;
+  for (size_t k = 0; k < evs.size(); ++k) {
+    if (bad_at[k] < 0 || !is_fill_op(evs[k].first->op)) continue;
+    for (const MeasuredRecord* m : evs[k].outputs)
+      if (m->stats->nan_count == 0 && m->stats->inf_count > 0) mask_infs.insert(m->stats->inf_count);
+    bad_at[k] = -1;
+  }
+  auto input_ok = [&](const MeasuredRecord* m) {
+    const TensorStats& st = *m->stats;
+    return st.nan_count == 0 && (st.inf_count == 0 || mask_infs.count(st.inf_count) > 0);
+  };
+  for (size_t k = 0; k < evs.size(); ++k) {
+    if (bad_at[k] < 0) continue;
+    const StreamEvent& ev = evs[k];
+    // An event whose only non-finite outputs are the mask passing through is not an origin either.
+    const bool only_mask = std::all_of(ev.outputs.begin(), ev.outputs.end(), [&](const MeasuredRecord* m) {
+      return !nonfinite(*m->stats) || input_ok(m);
+    });
+    if (only_mask) {
+      bad_at[k] = -1;
+      continue;
+    }
+    const bool in_ok = std::all_of(ev.inputs.begin(), ev.inputs.end(), input_ok);
+    const auto key = std::make_pair(analysis_detail::direction_rank(ev.first->direction), bad_at[k]);
+    if (in_ok && (!born || key < std::make_pair(analysis_detail::direction_rank(evs[*born].first->direction), born_at))) {
+      born = k;
+      born_at = bad_at[k];
+    }
+  }
+  int64_t contaminated = 0;
+  if (born) {
+    const int born_dir = analysis_detail::direction_rank(evs[*born].first->direction);
+    for (size_t k = 0; k < evs.size(); ++k) {
+      if (k == *born || bad_at[k] < 0) continue;
+      const int dir = analysis_detail::direction_rank(evs[k].first->direction);
+      if (std::make_pair(dir, bad_at[k]) > std::make_pair(born_dir, born_at)) ++contaminated;
+    }
+  }
+  if (!born) return std::nullopt;
+  const StreamEvent& ev = evs[*born];
+  NanOrigin o;
+  o.event = event_name(*ev.first);
+  o.module = ev.first->module;
+  o.op = ev.first->op;
+  o.direction = ev.first->direction;
+  o.step = ev.first->step;
+  o.rank = ev.first->rank;
+  o.order = ev.first_order;
+  for (const MeasuredRecord* m : ev.inputs) o.inputs.push_back(range_of(*m));
+  for (const MeasuredRecord* m : ev.outputs) o.outputs.push_back(range_of(*m));
+  o.contaminated = contaminated;
+  o.role_is_grad = std::all_of(ev.outputs.begin(), ev.outputs.end(), [](const MeasuredRecord* m) {
+    return !nonfinite(*m->stats) || is_param_grad(*m->record);
+  });
+  o.explanation = explain_origin(o);
+  return o;
+}
+
 }  // namespace
 
 OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records, const OverflowOptions& options) {
   OverflowReport rep;
   rep.records = static_cast<int64_t>(records.size());
 
-  // Events in execution order per (rank, step).
-  struct Ev {
-    const Record* first = nullptr;  // its first record: the event's name, direction, op
-    int64_t first_order = -1;
-    std::vector<const MeasuredRecord*> inputs, outputs;
-  };
-  std::map<std::tuple<int, int64_t>, std::vector<Ev>> streams;
-  std::map<std::tuple<int, int64_t>, std::unordered_map<std::string_view, size_t>> index;  // by event stem
+  // Records in execution order; the events of one (rank, step) stream at a time (a million-event run
+  // grouped every stream at once: 0.1 GB more at the peak of `compare`).
   std::vector<const MeasuredRecord*> sorted;
+  sorted.reserve(records.size());
   for (const MeasuredRecord& m : records) sorted.push_back(&m);
   std::stable_sort(sorted.begin(), sorted.end(), [](const MeasuredRecord* a, const MeasuredRecord* b) {
     return std::make_tuple(a->record->rank, a->record->step, a->record->order) <
            std::make_tuple(b->record->rank, b->record->step, b->record->order);
   });
+  std::vector<StreamEvent> evs;
+  std::unordered_map<std::string_view, size_t> index;  // by event stem
+  std::optional<std::tuple<int, int64_t>> stream;
+  auto close_stream = [&] {
+    if (std::optional<NanOrigin> o = stream_origin(evs)) rep.origins.push_back(std::move(*o));
+    evs.clear();
+    index.clear();
+  };
 
-  int64_t grads_total = 0;
   for (const MeasuredRecord* m : sorted) {
     const Record& r = *m->record;
     if (!m->stats) continue;
@@ -138,7 +224,6 @@ OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records, cons
     }
 
     if (is_param_grad(r)) {
-      ++grads_total;
       if (nonfinite(s)) rep.grads_overflow = true;
       if (s.numel > 0) {
         GradUnderflow g{r.name, r.module, r.step, r.rank, r.dtype, s.numel,
@@ -156,94 +241,21 @@ OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records, cons
     }
 
     const auto sk = std::make_tuple(r.rank, r.step);
-    auto& evs = streams[sk];
-    auto& idx = index[sk];
-    auto [it, inserted] = idx.emplace(event_stem(r), evs.size());
-    if (inserted) evs.push_back(Ev{&r, r.order, {}, {}});
-    Ev& ev = evs[it->second];
+    if (stream != sk) {
+      if (stream) close_stream();
+      stream = sk;
+    }
+    auto [it, inserted] = index.emplace(event_stem(r), evs.size());
+    if (inserted) evs.push_back(StreamEvent{&r, r.order, {}, {}});
+    StreamEvent& ev = evs[it->second];
     if (slot_of(r) == Slot::kInput || slot_of(r) == Slot::kParameter) ev.inputs.push_back(m);
     else ev.outputs.push_back(m);
   }
-
-  for (auto& [sk, evs] : streams) {
-    std::stable_sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) {
-      return std::make_tuple(analysis_detail::direction_rank(a.first->direction), a.first_order) <
-             std::make_tuple(analysis_detail::direction_rank(b.first->direction), b.first_order);
-    });
-    // Events are ranked by when their first non-finite output was recorded, not by when they started: a
-    // module's outputs are recorded after everything it contains, so the op inside it where NaN/Inf
-    // appear comes first.
-    std::optional<size_t> born;
-    int64_t born_at = 0;
-    std::vector<int64_t> bad_at(evs.size(), -1);
-    for (size_t k = 0; k < evs.size(); ++k) {
-      for (const MeasuredRecord* m : evs[k].outputs)
-        if (nonfinite(*m->stats) && (bad_at[k] < 0 || m->record->order < bad_at[k])) bad_at[k] = m->record->order;
-    }
-    // Fill ops (masked_fill, where, full, triu, ...) write ±Inf on purpose (attention masks). They are not
-    // origins, and a later input holding exactly that many Inf (no NaN) is the mask travelling on.
-    std::set<int64_t> mask_infs;
-    for (size_t k = 0; k < evs.size(); ++k) {
-      if (bad_at[k] < 0 || !is_fill_op(evs[k].first->op)) continue;
-      for (const MeasuredRecord* m : evs[k].outputs)
-        if (m->stats->nan_count == 0 && m->stats->inf_count > 0) mask_infs.insert(m->stats->inf_count);
-      bad_at[k] = -1;
-    }
-    auto input_ok = [&](const MeasuredRecord* m) {
-      const TensorStats& st = *m->stats;
-      return st.nan_count == 0 && (st.inf_count == 0 || mask_infs.count(st.inf_count) > 0);
-    };
-    for (size_t k = 0; k < evs.size(); ++k) {
-      if (bad_at[k] < 0) continue;
-      const Ev& ev = evs[k];
-      // An event whose only non-finite outputs are the mask passing through is not an origin either.
-      const bool only_mask = std::all_of(ev.outputs.begin(), ev.outputs.end(), [&](const MeasuredRecord* m) {
-        return !nonfinite(*m->stats) || input_ok(m);
-      });
-      if (only_mask) {
-        bad_at[k] = -1;
-        continue;
-      }
-      const bool in_ok = std::all_of(ev.inputs.begin(), ev.inputs.end(), input_ok);
-      const auto key = std::make_pair(analysis_detail::direction_rank(ev.first->direction), bad_at[k]);
-      if (in_ok && (!born || key < std::make_pair(analysis_detail::direction_rank(evs[*born].first->direction), born_at))) {
-        born = k;
-        born_at = bad_at[k];
-      }
-    }
-    int64_t contaminated = 0;
-    if (born) {
-      const int born_dir = analysis_detail::direction_rank(evs[*born].first->direction);
-      for (size_t k = 0; k < evs.size(); ++k) {
-        if (k == *born || bad_at[k] < 0) continue;
-        const int dir = analysis_detail::direction_rank(evs[k].first->direction);
-        if (std::make_pair(dir, bad_at[k]) > std::make_pair(born_dir, born_at)) ++contaminated;
-      }
-    }
-    if (!born) continue;
-    const Ev& ev = evs[*born];
-    NanOrigin o;
-    o.event = event_name(*ev.first);
-    o.module = ev.first->module;
-    o.op = ev.first->op;
-    o.direction = ev.first->direction;
-    o.step = ev.first->step;
-    o.rank = ev.first->rank;
-    o.order = ev.first_order;
-    for (const MeasuredRecord* m : ev.inputs) o.inputs.push_back(range_of(*m));
-    for (const MeasuredRecord* m : ev.outputs) o.outputs.push_back(range_of(*m));
-    o.contaminated = contaminated;
-    o.role_is_grad = std::all_of(ev.outputs.begin(), ev.outputs.end(), [](const MeasuredRecord* m) {
-      return !nonfinite(*m->stats) || is_param_grad(*m->record);
-    });
-    o.explanation = explain_origin(o);
-    rep.origins.push_back(std::move(o));
-  }
+  if (stream) close_stream();
 
   // Loss-scale direction (seed 004 §3.2): overflowing gradients → lower it; underflowing → raise it.
   if (rep.grads_overflow) rep.loss_scale_advice = "lower";
   else if (rep.grads_underflow) rep.loss_scale_advice = "raise";
-  (void)grads_total;
   return rep;
 }
 

@@ -22,6 +22,7 @@
 
 #include "dump/event_json.h"
 #include "dump/manifest_record.h"
+#include "dump/page_allocator.h"
 #include "parity/dump.h"
 #include "parity/json_depth.h"
 #include "parity/json_number.h"
@@ -136,12 +137,13 @@ struct PartTables {
 // What one part (rank folder) lists, on its own: parts are read in parallel and merged in rank order, so
 // record handles and part indices are local here (RunReader::Impl::add makes them global).
 struct PartListing {
-  std::vector<Record> records;  // handle: index into entries
+  // Page-allocated: freed as soon as they are merged into the run's lists (dump/page_allocator.h).
+  std::vector<Record, detail::PageAllocator<Record>> records;  // handle: index into entries
   std::vector<Status> problems;
   PartSummary part;
   std::vector<ScalarRecord> scalars;
   std::optional<std::string> fingerprint;
-  std::vector<Entry> entries;
+  std::vector<Entry, detail::PageAllocator<Entry>> entries;
   PartTables tables;
 
   void read(int rank, const fs::path& dir) {
@@ -172,6 +174,10 @@ struct PartListing {
     };
     std::set<int64_t> steps;
     bool seen_header = false;
+    // At most one record a frame: one allocation for each list (pages of its own when large), not a
+    // series of doublings.
+    records.reserve(scan->payloads.size());
+    entries.reserve(scan->payloads.size());
     for (size_t i = 0; i < scan->payloads.size(); ++i) {
       detail::ManifestRecord j;
       if (!detail::decode_manifest_record_fast(scan->payloads[i], j)) {  // then: as nlohmann reads it

@@ -90,6 +90,7 @@ Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSourc
   apply_verdict_policy(result, options.compare.thresholds.policy);
   report.findings = analyse_and_diagnose(result, &golden, &target, options.analysis);
   if (options.replay != nullptr) replay_suspects(report, options);
+  keep_suspect_events(report.findings.analysis);
 
   report.no_input = no_usable_input(golden, target);
   if (report.no_input.empty()) report.no_input = filters_match_nothing(result, options.compare, golden);

@@ -3,6 +3,8 @@
 // failing row is downstream), differing inputs and parameters, NaN born at an op.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <cmath>
 
 #include "analysis/synth.h"
@@ -216,6 +218,61 @@ TEST(Analysis, EventNamesStripRoleAndIndex) {
   EXPECT_EQ(event_name(r), "Functional.softmax.0.forward");
   r.name = "layers.0.input_layernorm/forward/input/0";
   EXPECT_EQ(event_name(r), "layers.0.input_layernorm/forward");
+}
+
+// Rows listed with ranks and steps interleaved (as a merged multi-rank listing can be): each event
+// gathers the rows of its own rank and step, and events come stream by stream in execution order.
+TEST(Analysis, EventsOfInterleavedRanksAndStepsKeepTheirOwnRows) {
+  test::Synth f;
+  for (int64_t step : {0, 1})
+    for (int rank : {1, 0}) {
+      f.module("l0", "Linear", 0, 1e-7, DType::kF32, -1, step, rank);
+      f.module("l1", "Linear", 1e-7, rank == 1 && step == 1 ? 0.5 : 1e-7, DType::kF32, -1, step, rank);
+    }
+  Analysis a = analyse(f.result);
+  ASSERT_EQ(a.events.size(), 8u);
+  size_t k = 0;
+  for (int rank : {0, 1})
+    for (int64_t step : {0, 1})
+      for (const char* name : {"l0/forward", "l1/forward"}) {
+        const EventError& e = a.events[k++];
+        EXPECT_EQ(e.name, name);
+        EXPECT_EQ(e.rank, rank);
+        EXPECT_EQ(e.step, step);
+        ASSERT_EQ(e.rows.size(), 2u) << e.name << " rank " << rank << " step " << step;
+        for (size_t i : e.rows) {
+          EXPECT_EQ(f.result.rows[i].golden->rank, rank);
+          EXPECT_EQ(f.result.rows[i].golden->step, step);
+        }
+      }
+  ASSERT_FALSE(a.suspects.empty());
+  EXPECT_EQ(a.suspects[0].name, "l1/forward");
+  EXPECT_EQ(a.suspects[0].rank, 1);
+  EXPECT_EQ(a.suspects[0].step, 1);
+}
+
+// After the diagnoses only the suspects' events are kept, and each suspect still names its own event.
+TEST(Analysis, KeepSuspectEventsRenumbersTheSuspects) {
+  test::Synth f;
+  f.module("l0", "Linear", 0, 1e-7);
+  f.module("l1", "Linear", 1e-7, 0.5);
+  f.module("l2", "Linear", 0.5, 0.5);
+  f.module("l3", "Linear", 0.5, 40.0);
+  Analysis a = analyse(f.result);
+  ASSERT_EQ(a.events.size(), 4u);
+  ASSERT_GE(a.suspects.size(), 2u);
+  std::vector<std::string> named;
+  for (const Suspect& s : a.suspects) named.push_back(std::string(a.events[s.event].name));
+  keep_suspect_events(a);
+  std::set<size_t> distinct;
+  for (size_t k = 0; k < a.suspects.size(); ++k) {
+    ASSERT_LT(a.suspects[k].event, a.events.size());
+    EXPECT_EQ(a.events[a.suspects[k].event].name, named[k]);
+    EXPECT_EQ(a.events[a.suspects[k].event].name, a.suspects[k].name);
+    distinct.insert(a.suspects[k].event);
+  }
+  EXPECT_EQ(a.events.size(), distinct.size());  // nothing but the suspects' events
+  EXPECT_LT(a.events.size(), 4u);
 }
 
 TEST(Analysis, OpKinds) {

@@ -114,6 +114,37 @@ TEST(ConfigDiff, CategoriesAndIgnoredIdentities) {
   EXPECT_EQ(bad[0].golden, "unparsable JSON");
 }
 
+// Records of several ranks and steps, listed interleaved, one event name in every stream: each (rank,
+// step) stream is searched on its own, and the origins come in (rank, step) order.
+TEST(Overflow, EachRankAndStepHasItsOwnOrigin) {
+  std::vector<MeasuredRecord> v;
+  for (int64_t step : {1, 0})
+    for (int rank : {1, 0}) {
+      const bool nan_here = (rank == 0 && step == 1) || (rank == 1 && step == 0);
+      v.push_back(rec("l0/exp#0/forward/input/0", "l0", "exp", "forward", "input", 0, DType::kF16, 3, 0, 0, 0, 100, step, rank));
+      v.push_back(rec("l0/exp#0/forward/output/0", "l0", "exp", "forward", "output", 1, DType::kF16, 20, nan_here ? 5 : 0,
+                      0, 0, 100, step, rank));
+      v.push_back(rec("l0/div#0/forward/input/0", "l0", "div", "forward", "input", 2, DType::kF16, 20, nan_here ? 5 : 0,
+                      0, 0, 100, step, rank));
+      v.push_back(rec("l0/div#0/forward/output/0", "l0", "div", "forward", "output", 3, DType::kF16, 1, rank == 1 ? 3 : 0,
+                      0, 0, 100, step, rank));
+    }
+  OverflowReport r = analyse_overflow(v);
+  ASSERT_EQ(r.origins.size(), 3u);
+  EXPECT_EQ(r.origins[0].rank, 0);  // rank 0 step 1: born at exp
+  EXPECT_EQ(r.origins[0].step, 1);
+  EXPECT_EQ(r.origins[0].event, "l0/exp#0/forward");
+  EXPECT_EQ(r.origins[0].contaminated, 0);  // the div carries it on, its output stays finite
+  EXPECT_EQ(r.origins[1].rank, 1);  // rank 1 step 0: born at exp, carried through div
+  EXPECT_EQ(r.origins[1].step, 0);
+  EXPECT_EQ(r.origins[1].event, "l0/exp#0/forward");
+  EXPECT_EQ(r.origins[1].contaminated, 1);
+  EXPECT_EQ(r.origins[2].rank, 1);  // rank 1 step 1: finite inputs, NaN from the div itself
+  EXPECT_EQ(r.origins[2].step, 1);
+  EXPECT_EQ(r.origins[2].event, "l0/div#0/forward");
+  EXPECT_EQ(r.nonfinite_records, 2 * 2 + 2);  // exp output and div input of two streams, rank 1's div outputs
+}
+
 }  // namespace
 }  // namespace parity
 
