@@ -24,16 +24,20 @@
 
 namespace parity {
 
-// Statistics-mode comparison (msprobe's rule): per statistic, diff = target − golden and
-// relative error |diff| / |golden| (NaN when golden is 0 and diff ≠ 0; 0 when both 0).
-// The two sides' statistics are not held here: a side reads its record's stored statistics
-// (golden_stats / target_stats below), and only a side whose record stores none, compared by
-// statistics computed from its tensor data, keeps them in `*_computed` (a million rows held a copy of
-// both sides, 0.16 KB a row).
-struct StatsComparison {
+// Statistics-mode differences (msprobe's rule): per statistic, diff = target − golden and relative
+// error |diff| / |golden| (NaN when golden is 0 and diff ≠ 0; 0 when both 0). Not held by a row:
+// stats_differences() computes them from the statistics each side was compared by.
+struct StatsDifferences {
   double max_diff = kNaN, min_diff = kNaN, mean_diff = kNaN, norm_diff = kNaN;
   double max_rel = kNaN, min_rel = kNaN, mean_rel = kNaN, norm_rel = kNaN;
   double worst_rel = kNaN;  // the largest of the four relative errors
+};
+
+// A row compared by statistics: the statistics of a side whose record stores none, computed from its
+// tensor data. A side with stored statistics is read from its record (golden_stats / target_stats),
+// and the differences are computed when read (a million rows held both sides' statistics, then their
+// differences: 0.16, then 0.09 KB a row).
+struct StatsComparison {
   Boxed<TensorStats> golden_computed, target_computed;
 };
 
@@ -88,6 +92,8 @@ struct CompareRow {
 // data, else its record's stored statistics.
 const TensorStats& golden_stats(const CompareRow& row);
 const TensorStats& target_stats(const CompareRow& row);
+// The differences of a row with `stats`: compare_stats(golden_stats(row), target_stats(row)).
+StatsDifferences stats_differences(const CompareRow& row);
 
 // Observed relative error of a compared row, for the rounding-noise model (parity/noise.h): rel_l2 for
 // tensors (structural +inf when non-finite values disagree); for statistics a proven *lower bound* of

@@ -112,8 +112,8 @@ double stat_rel(double g, double t) {
 
 }  // namespace
 
-StatsComparison compare_stats(const TensorStats& golden, const TensorStats& target) {
-  StatsComparison s;
+StatsDifferences compare_stats(const TensorStats& golden, const TensorStats& target) {
+  StatsDifferences s;
   s.max_diff = target.max - golden.max;
   s.min_diff = target.min - golden.min;
   s.mean_diff = target.mean - golden.mean;
@@ -133,7 +133,7 @@ StatsComparison compare_stats(const TensorStats& golden, const TensorStats& targ
   return s;
 }
 
-Judgement judge_stats(const TensorStats& golden, const TensorStats& target, const StatsComparison& s,
+Judgement judge_stats(const TensorStats& golden, const TensorStats& target, const StatsDifferences& s,
                       const DTypeThresholds& th) {
   // Record shapes were checked before; this catches statistics that disagree with them. A writer that
   // left numel at 0 has not stated a count, which is not a disagreement.

@@ -18,9 +18,9 @@ struct Judgement {
 Judgement judge_tensor(const PairMetrics& m, const DTypeThresholds& th);
 
 // msprobe's statistics-mode comparison of two summaries: differences and relative errors of Max,
-// Min, Mean and Norm (the sides themselves are not copied: StatsComparison, parity/compare.h).
-StatsComparison compare_stats(const TensorStats& golden, const TensorStats& target);
-Judgement judge_stats(const TensorStats& golden, const TensorStats& target, const StatsComparison& s,
+// Min, Mean and Norm.
+StatsDifferences compare_stats(const TensorStats& golden, const TensorStats& target);
+Judgement judge_stats(const TensorStats& golden, const TensorStats& target, const StatsDifferences& s,
                       const DTypeThresholds& th);
 
 // Checksum mode: equal CRC32C of the raw bytes means bit-identical.

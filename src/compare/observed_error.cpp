@@ -22,7 +22,7 @@ double row_observed_error(const CompareRow& row) {
     }
     case CompareMode::kStatistics: {
       if (!row.stats) return kNaN;
-      const StatsComparison& s = *row.stats;
+      const StatsDifferences s = stats_differences(row);
       const TensorStats &golden = golden_stats(row), &target = target_stats(row);
       if (golden.nan_count != target.nan_count || golden.inf_count != target.inf_count)
         return kInf;

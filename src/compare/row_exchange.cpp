@@ -1,28 +1,19 @@
 // Encoding of measured rows (compare/row_exchange.h).
 #include "compare/row_exchange.h"
 
-#include <array>
-
 #include "parity/process_group.h"
 
 namespace parity::compare {
 
 namespace {
 
-constexpr uint64_t kMagic = 0x31574f5259544150ull;  // "PATYROW1" as little-endian bytes
+constexpr uint64_t kMagic = 0x32574f5259544150ull;  // "PATYROW2" as little-endian bytes (2: no statistics differences)
 enum : uint8_t { kHasMetrics = 1, kHasStats = 2, kHasUpdate = 4 };
 enum : uint8_t { kGoldenComputed = 1, kTargetComputed = 2 };
 
-// A StatsComparison's numbers in wire order (S: StatsComparison, const or not). Its sides' statistics
-// travel only where they were computed from tensor data; the receiver reads the others from its records.
-template <typename S>
-auto stats_numbers(S& s) {
-  return std::array{&s.max_diff, &s.min_diff, &s.mean_diff, &s.norm_diff, &s.max_rel,
-                    &s.min_rel,  &s.mean_rel, &s.norm_rel,  &s.worst_rel};
-}
-
+// A statistics row's sides travel only where they were computed from tensor data; the receiver reads
+// the others from its records, and the differences are computed from both (stats_differences).
 void write_stats(WireWriter& w, const StatsComparison& s) {
-  for (const double* v : stats_numbers(s)) w.pod(*v);
   w.u8(static_cast<uint8_t>((s.golden_computed ? kGoldenComputed : 0) | (s.target_computed ? kTargetComputed : 0)));
   if (s.golden_computed) w.pod(*s.golden_computed);
   if (s.target_computed) w.pod(*s.target_computed);
@@ -30,7 +21,6 @@ void write_stats(WireWriter& w, const StatsComparison& s) {
 
 StatsComparison read_stats(WireReader& r) {
   StatsComparison s;
-  for (double* v : stats_numbers(s)) *v = r.pod<double>();
   const uint8_t computed = r.u8();
   if (computed & kGoldenComputed) s.golden_computed = r.pod<TensorStats>();
   if (computed & kTargetComputed) s.target_computed = r.pod<TensorStats>();

@@ -1,5 +1,7 @@
 // The statistics a statistics-mode row compared on each side (golden_stats / target_stats,
-// parity/compare.h): computed from tensor data and held by the row, or stored in the side's record.
+// parity/compare.h): computed from tensor data and held by the row, or stored in the side's record;
+// and their differences, computed from them when read.
+#include "compare/judge.h"
 #include "parity/compare.h"
 
 namespace parity {
@@ -10,6 +12,10 @@ const TensorStats& golden_stats(const CompareRow& row) {
 
 const TensorStats& target_stats(const CompareRow& row) {
   return row.stats->target_computed ? *row.stats->target_computed : *row.target->stats;
+}
+
+StatsDifferences stats_differences(const CompareRow& row) {
+  return compare::compare_stats(golden_stats(row), target_stats(row));
 }
 
 }  // namespace parity

@@ -153,10 +153,8 @@ void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golde
       }
       const TensorStats& gs = golden_computed ? *golden_computed : *row.golden->stats;
       const TensorStats& ts = target_computed ? *target_computed : *row.target->stats;
-      row.stats = compare::compare_stats(gs, ts);
-      compare::Judgement j = compare::judge_stats(gs, ts, *row.stats, th);
-      row.stats->golden_computed = std::move(golden_computed);
-      row.stats->target_computed = std::move(target_computed);
+      compare::Judgement j = compare::judge_stats(gs, ts, compare::compare_stats(gs, ts), th);
+      row.stats = StatsComparison{std::move(golden_computed), std::move(target_computed)};
       row.verdict = j.verdict;
       row.reason = std::move(j.reason);
     }
@@ -208,7 +206,7 @@ bool plan_row(CompareRow& row, RowPlan& plan, const std::vector<NamePattern>& kl
   if (g.crc32c && t.crc32c && g.dtype == t.dtype) {
     row.mode = CompareMode::kChecksum;
     row.checksum_equal = *g.crc32c == *t.crc32c;
-    if (g.stats && t.stats) row.stats = compare::compare_stats(*g.stats, *t.stats);
+    if (g.stats && t.stats) row.stats = StatsComparison{};  // both stored: stats_differences reads them
     compare::Judgement j = compare::judge_checksum(*g.crc32c, *t.crc32c);
     row.verdict = j.verdict;
     row.reason = std::move(j.reason);

@@ -11,9 +11,9 @@ std::string row_summary(const CompareRow& row) {
     return s + fmt::format(" ({})", units(row.noise_ratio));
   }
   if (row.stats) {
+    const StatsDifferences s = stats_differences(row);
     return fmt::format("statistics: norm rel {}, max rel {}, min rel {} ({}; statistics only, weaker evidence)",
-                       num(row.stats->norm_rel), num(row.stats->max_rel), num(row.stats->min_rel),
-                       units(row.noise_ratio));
+                       num(s.norm_rel), num(s.max_rel), num(s.min_rel), units(row.noise_ratio));
   }
   if (row.checksum_equal) return *row.checksum_equal ? "checksums equal" : "checksums differ";
   return row.reason;

@@ -179,7 +179,7 @@ void write_metrics(RowWriter& w, const PairMetrics& m) {
 }
 
 void write_stats_comparison(RowWriter& w, const CompareRow& row) {
-  const StatsComparison& s = *row.stats;
+  const StatsDifferences s = stats_differences(row);
   w.open();
   write_tensor_stats(w.key("golden"), golden_stats(row));
   w.key("max_diff").number(s.max_diff);

@@ -54,7 +54,8 @@ void write_compare_csv(const CompareResult& result, std::FILE* out) {
       cells.insert(cells.end(), 21, std::string());
     }
     if (r.stats) {
-      for (double v : {r.stats->max_rel, r.stats->min_rel, r.stats->mean_rel, r.stats->norm_rel}) cells.push_back(num(v));
+      const StatsDifferences s = stats_differences(r);
+      for (double v : {s.max_rel, s.min_rel, s.mean_rel, s.norm_rel}) cells.push_back(num(v));
     } else {
       cells.insert(cells.end(), 4, std::string());
     }

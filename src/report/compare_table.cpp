@@ -74,7 +74,7 @@ std::string dtypes_cell(const CompareRow& r) {
 // The value of a sortable metric for a row, oriented so that larger = worse; NaN when absent.
 double badness(const CompareRow& r, const std::string& metric) {
   if (!r.metrics) {
-    if (r.stats && (metric == "rel_l2" || metric == "max_rel")) return r.stats->worst_rel;
+    if (r.stats && (metric == "rel_l2" || metric == "max_rel")) return stats_differences(r).worst_rel;
     return kNaN;
   }
   const PairMetrics& m = *r.metrics;
@@ -86,6 +86,14 @@ double badness(const CompareRow& r, const std::string& metric) {
   if (metric == "kl") return m.kl_computed ? m.kl : kNaN;
   if (metric == "ulp_max") return m.ulp_max;
   return kNaN;
+}
+
+// badness() of every row, once: a sort compares each row many times, and a statistics row's value is
+// computed from its statistics.
+std::vector<double> badness_of_rows(const std::vector<CompareRow>& rows, const std::string& metric) {
+  std::vector<double> bad(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) bad[i] = badness(rows[i], metric);
+  return bad;
 }
 
 // Worse first; rows without the value go last.
@@ -117,22 +125,24 @@ std::vector<size_t> sort_rows(const CompareResult& result, const TableOptions& o
     case SortKey::kOrder:
       std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return by_order(rows[a], rows[b]); });
       break;
-    case SortKey::kMetric:
-      std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
-        return worse(badness(rows[a], options.sort_metric), badness(rows[b], options.sort_metric));
-      });
+    case SortKey::kMetric: {
+      const std::vector<double> bad = badness_of_rows(rows, options.sort_metric);
+      std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return worse(bad[a], bad[b]); });
       break;
-    case SortKey::kWorst:
+    }
+    case SortKey::kWorst: {
       // Verdict first (error, fail, warn, pass), then the relative L2 error (statistics rows: their
       // worst relative error), then execution order.
+      const std::vector<double> bad = badness_of_rows(rows, "rel_l2");
       std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
         if (rows[a].verdict != rows[b].verdict) return rows[a].verdict > rows[b].verdict;
-        const double ba = badness(rows[a], "rel_l2"), bb = badness(rows[b], "rel_l2");
+        const double ba = bad[a], bb = bad[b];
         if (worse(ba, bb)) return true;
         if (worse(bb, ba)) return false;
         return by_order(rows[a], rows[b]);
       });
       break;
+    }
   }
   return idx;
 }

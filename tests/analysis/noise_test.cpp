@@ -71,19 +71,18 @@ TEST(NoiseModel, ObservedErrorOfEachRowKind) {
   Record golden_record, target_record;  // both store statistics (a statistics-mode dump)
   golden_record.stats = TensorStats{};
   golden_record.stats->l2norm = 10;
+  golden_record.stats->min = 1e-6;
   golden_record.stats->numel = 100;
-  target_record.stats = TensorStats{};
+  target_record.stats = golden_record.stats;
+  target_record.stats->l2norm = 10.02;
+  target_record.stats->max = 0.04;
+  target_record.stats->min = 1.1e-6;  // a relative change of 0.1
+  target_record.stats->mean = 0.001;
   s.golden = &golden_record;
   s.target = &target_record;
-  StatsComparison sc;
-  sc.norm_diff = 0.02;
-  sc.max_diff = 0.04;
-  sc.min_diff = 1e-7;
-  sc.min_rel = 0.1;
-  sc.mean_diff = 0.001;
-  s.stats = sc;
+  s.stats = StatsComparison{};
   EXPECT_DOUBLE_EQ(row_observed_error(s), 0.004);
-  s.stats->mean_diff = 0.01;  // √100 × 0.01 = 0.1 > 0.04
+  target_record.stats->mean = 0.01;  // √100 × 0.01 = 0.1 > 0.04
   EXPECT_DOUBLE_EQ(row_observed_error(s), 0.01);
 
   CompareRow c;
