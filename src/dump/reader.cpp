@@ -92,14 +92,20 @@ int64_t jint(const nlohmann::json& j, const char* k, int64_t dflt) {
 
 namespace {
 
-// Where a record's bytes lie, and what else the manifest says that a Record does not hold. A million
-// records repeat a handful of shard names, devices, argument lists and strides: each is kept once per
-// part (PartTables) and an entry holds their numbers (40 bytes, where four strings and a vector took 136
-// and a heap block or two).
+// What the manifest says of a record that a Record does not hold. A million records repeat a handful
+// of shard names, devices, argument lists and strides: each is kept once per part (PartTables) and an
+// entry holds their numbers (20 bytes, where four strings and a vector took 136 and a heap block or two).
+// Where the bytes lie is a DataEntry of its own, which only records with tensor data have (a
+// statistics-mode dump has none: its entries took 40 bytes a record when every entry had room for one).
 struct Entry {
+  static constexpr uint32_t kNoData = UINT32_MAX;
   uint32_t part = 0;
-  uint32_t shard = 0, device = 0, args = 0;  // into the part's texts (0 = "")
-  uint32_t stride = 0;                       // into the part's strides (0 = none)
+  uint32_t device = 0, args = 0;  // into the part's texts (0 = "")
+  uint32_t stride = 0;            // into the part's strides (0 = none)
+  uint32_t data = kNoData;        // into the data entries
+};
+struct DataEntry {
+  uint32_t shard = 0;  // into the part's texts
   uint64_t offset = 0, nbytes = 0;
 };
 
@@ -144,6 +150,7 @@ struct PartListing {
   std::vector<ScalarRecord> scalars;
   std::optional<std::string> fingerprint;
   std::vector<Entry, detail::PageAllocator<Entry>> entries;
+  std::vector<DataEntry, detail::PageAllocator<DataEntry>> data;
   PartTables tables;
 
   void read(int rank, const fs::path& dir) {
@@ -178,6 +185,7 @@ struct PartListing {
     // series of doublings.
     records.reserve(scan->payloads.size());
     entries.reserve(scan->payloads.size());
+    data.reserve(scan->payloads.size());  // pages of its own when large: those never touched cost nothing
     for (size_t i = 0; i < scan->payloads.size(); ++i) {
       detail::ManifestRecord j;
       if (!detail::decode_manifest_record_fast(scan->payloads[i], j)) {  // then: as nlohmann reads it
@@ -247,27 +255,30 @@ struct PartListing {
       }
       if (j.has_data) {
         const std::string& shard = j.shard;
-        e.shard = tables.text(std::string(shard));
-        e.offset = static_cast<uint64_t>(j.offset.value_or(-1));
-        e.nbytes = static_cast<uint64_t>(j.nbytes.value_or(-1));
+        DataEntry d;
+        d.shard = tables.text(std::string(shard));
+        d.offset = static_cast<uint64_t>(j.offset.value_or(-1));
+        d.nbytes = static_cast<uint64_t>(j.nbytes.value_or(-1));
         const auto numel = shape_numel(r.shape);
         const int64_t have = shard_size(shard);
-        if (!numel.ok() || static_cast<int64_t>(e.nbytes) != *numel * dtype_size(r.dtype)) {
+        if (!numel.ok() || static_cast<int64_t>(d.nbytes) != *numel * dtype_size(r.dtype)) {
           problems.push_back(Status::Corrupt(fmt::format("{}: {}: data holds {} bytes, shape {} x {} needs otherwise",
-                                                         manifest.string(), r.name, e.nbytes,
+                                                         manifest.string(), r.name, d.nbytes,
                                                          shape_to_string(r.shape), dtype_name(r.dtype))));
         } else if (shard.find('/') != std::string::npos || have < 0) {
           problems.push_back(Status::NotFound(fmt::format("{}: {}: data shard \"{}\" is missing", manifest.string(),
                                                           r.name, shard)));
-        } else if (e.offset % kDataAlignment != 0 || e.offset > static_cast<uint64_t>(have) ||
-                   e.nbytes > static_cast<uint64_t>(have) - e.offset) {  // no offset + nbytes: it may wrap
+        } else if (d.offset % kDataAlignment != 0 || d.offset > static_cast<uint64_t>(have) ||
+                   d.nbytes > static_cast<uint64_t>(have) - d.offset) {  // no offset + nbytes: it may wrap
           problems.push_back(Status::Corrupt(fmt::format(
               "{}: {}: {} bytes at offset {} lie outside {} ({} bytes) or are misaligned", manifest.string(),
-              r.name, e.nbytes, e.offset, shard, have)));
+              r.name, d.nbytes, d.offset, shard, have)));
         } else {
           r.has_data = true;
           r.file = (dir / shard).string();
-          ps.data_bytes += e.nbytes;
+          ps.data_bytes += d.nbytes;
+          e.data = static_cast<uint32_t>(data.size());
+          data.push_back(d);
         }
       }
       r.handle = entries.size();
@@ -357,17 +368,20 @@ struct RunReader::Impl {
   std::vector<ScalarRecord> scalars;
   std::map<int, std::string> fingerprints;
   std::vector<Entry> entries;
+  std::vector<DataEntry> data;
   std::vector<PartTables> tables;  // by part (Entry::part)
   mutable std::mutex map_mu;
   mutable std::map<fs::path, std::shared_ptr<Mapping>> maps;
 
   // Appends a part's listing after the parts added before it.
   void add(int rank, PartListing&& l) {
-    const size_t part = parts.size(), base = entries.size();
+    const size_t part = parts.size(), base = entries.size(), data_base = data.size();
     for (Entry& e : l.entries) {
       e.part = static_cast<uint32_t>(part);
+      if (e.data != Entry::kNoData) e.data += static_cast<uint32_t>(data_base);
       entries.push_back(e);
     }
+    data.insert(data.end(), l.data.begin(), l.data.end());
     l.tables.drop_lookups();
     tables.push_back(std::move(l.tables));
     for (Record& r : l.records) {
@@ -491,6 +505,12 @@ Result<std::unique_ptr<RunReader>> RunReader::open_parts(const fs::path& run_dir
   for (const PartListing& l : listings) records += l.records.size();
   impl->records.reserve(records);  // no regrowth while the parts' own lists are still held
   impl->entries.reserve(records);
+  size_t data_entries = 0;
+  for (const PartListing& l : listings) data_entries += l.data.size();
+  if (data_entries >= Entry::kNoData)
+    return Status::Unsupported(fmt::format("{}: {} records with tensor data; this parity lists at most {}",
+                                           run_dir.string(), data_entries, Entry::kNoData - 1));
+  impl->data.reserve(data_entries);
   for (size_t k = 0; k < chosen.size(); ++k) {
     impl->add(chosen[k].first, std::move(listings[k]));
     listings[k] = PartListing{};  // its moved-from records go now, not at the end
@@ -528,26 +548,29 @@ std::vector<int64_t> RunReader::stride(const Record& r) const {
 }
 
 std::optional<RunReader::DataLocation> RunReader::data_location(const Record& r) const {
-  if (!r.has_data || r.handle >= impl_->entries.size()) return std::nullopt;
+  if (!r.has_data || r.handle >= impl_->entries.size() || impl_->entries[r.handle].data == Entry::kNoData)
+    return std::nullopt;
   const Entry& e = impl_->entries[r.handle];
-  return DataLocation{impl_->parts[e.part].dir / impl_->tables[e.part].texts[e.shard], e.offset, e.nbytes};
+  const DataEntry& d = impl_->data[e.data];
+  return DataLocation{impl_->parts[e.part].dir / impl_->tables[e.part].texts[d.shard], d.offset, d.nbytes};
 }
 
 Result<TensorView> RunReader::load(const Record& r) const {
-  if (!r.has_data || r.handle >= impl_->entries.size())
+  if (!r.has_data || r.handle >= impl_->entries.size() || impl_->entries[r.handle].data == Entry::kNoData)
     return Status::NotFound(fmt::format("{}: {}: the record has no tensor data (statistics or checksum mode)",
                                         r.file, r.name));
   const Entry& e = impl_->entries[r.handle];
-  const fs::path file = impl_->parts[e.part].dir / impl_->tables[e.part].texts[e.shard];
+  const DataEntry& d = impl_->data[e.data];
+  const fs::path file = impl_->parts[e.part].dir / impl_->tables[e.part].texts[d.shard];
   PARITY_ASSIGN_OR_RETURN(auto m, impl_->map_file(file));
-  if (e.offset + e.nbytes > m->size)
+  if (d.offset + d.nbytes > m->size)
     return Status::Corrupt(fmt::format("{}: {}: bytes [{}, {}) lie outside the file ({} bytes)", file.string(),
-                                       r.name, e.offset, e.offset + e.nbytes, m->size));
+                                       r.name, d.offset, d.offset + d.nbytes, m->size));
   TensorView v;
   v.dtype = r.dtype;
   v.shape = r.shape;
-  v.numel = e.nbytes / static_cast<uint64_t>(dtype_size(r.dtype));
-  v.data = static_cast<const std::byte*>(m->addr) + e.offset;
+  v.numel = d.nbytes / static_cast<uint64_t>(dtype_size(r.dtype));
+  v.data = static_cast<const std::byte*>(m->addr) + d.offset;
   v.owner = std::shared_ptr<const void>(m, m->addr);
   v.file_mapped = true;  // PROT_READ mapping of the shard
   return v;
