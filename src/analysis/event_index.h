@@ -19,6 +19,18 @@ int direction_rank(const std::string& direction);
 // Row indices in execution order: (rank, step, order), ties by row index.
 std::vector<size_t> rows_in_execution_order(const CompareResult& result);
 
+// Copies the identity of the event a record belongs to (event name, module, op, direction, step, rank)
+// into a report's fields of those names (FirstDivergence, NanOrigin).
+template <typename Report>
+void set_event_identity(Report& out, const Record& r) {
+  out.event = event_name(r);
+  out.module = r.module;
+  out.op = r.op;
+  out.direction = r.direction;
+  out.step = r.step;
+  out.rank = r.rank;
+}
+
 // True when the rows carry capture metadata (some golden record has a role or a direction).
 bool has_capture_metadata(const CompareResult& result);
 

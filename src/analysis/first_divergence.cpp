@@ -24,13 +24,8 @@ std::optional<FirstDivergence> first_divergence(const CompareResult& result) {
   FirstDivergence f;
   f.row = *best;
   f.name = row.golden->name;
-  f.event = event_name(*row.golden);
-  f.module = row.golden->module;
-  f.op = row.golden->op;
-  f.direction = row.golden->direction;
+  analysis_detail::set_event_identity(f, *row.golden);
   f.role = row.golden->role;
-  f.step = row.golden->step;
-  f.rank = row.golden->rank;
   f.verdict = row.verdict;
   f.reason = row.reason;
   f.noise = row.noise;

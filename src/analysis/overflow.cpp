@@ -168,12 +168,7 @@ std::optional<NanOrigin> stream_origin(std::vector<StreamEvent>& evs) {
   if (!born) return std::nullopt;
   const StreamEvent& ev = evs[*born];
   NanOrigin o;
-  o.event = event_name(*ev.first);
-  o.module = ev.first->module;
-  o.op = ev.first->op;
-  o.direction = ev.first->direction;
-  o.step = ev.first->step;
-  o.rank = ev.first->rank;
+  analysis_detail::set_event_identity(o, *ev.first);
   o.order = ev.first_order;
   for (const MeasuredRecord* m : ev.inputs) o.inputs.push_back(range_of(*m));
   for (const MeasuredRecord* m : ev.outputs) o.outputs.push_back(range_of(*m));
