@@ -5,7 +5,9 @@
 // and freed. Through malloc (mimalloc keeps freed blocks in its per-thread pages) a 1,000-rank listing
 // held ~0.2 GB of those freed lists for the rest of the command. Lists of at least kMinBytes get pages
 // of their own (mmap) and return them on free (munmap); smaller ones use operator new, so a run of many
-// tiny parts does not spend a mapping on each.
+// tiny parts does not spend a mapping on each. A listing holds at most a few such lists a part at once
+// (records, entries, data entries), far below the kernel's default limit of 65,530 mappings for any
+// run of up to ~20,000 ranks; past it, mmap fails and the part is reported as unreadable, never skipped.
 #pragma once
 
 #include <sys/mman.h>

@@ -184,8 +184,7 @@ struct PartListing {
     // At most one record a frame: one allocation for each list (pages of its own when large), not a
     // series of doublings.
     records.reserve(scan->payloads.size());
-    entries.reserve(scan->payloads.size());
-    data.reserve(scan->payloads.size());  // pages of its own when large: those never touched cost nothing
+    entries.reserve(scan->payloads.size());  // (data entries grow: statistics-mode records have none)
     for (size_t i = 0; i < scan->payloads.size(); ++i) {
       detail::ManifestRecord j;
       if (!detail::decode_manifest_record_fast(scan->payloads[i], j)) {  // then: as nlohmann reads it
