@@ -15,6 +15,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "matching/index_queues.h"
 #include "parity/matching.h"
 
 namespace parity::matching {
@@ -126,31 +127,22 @@ std::vector<PairMatch> extend_pairing(const std::vector<Record>& golden, const s
 
   // 1. Mapping rules.
   if (map != nullptr && !map->rules.empty()) {
-    // Unmatched golden records per (rank, step, name) in listing order, a list threaded through `next`
-    // (as pair_exact does: a std::deque per name holds a 512-byte block, and a renamed model has a
-    // name per record).
-    constexpr size_t kNone = SIZE_MAX;
-    struct Occurrences {
-      size_t first = kNone, last = kNone;
-    };
-    std::map<std::tuple<int, int64_t, std::string_view>, Occurrences> by_name;  // names are interned
-    std::vector<size_t> next(golden.size(), kNone);
-    for (size_t g : pairing.unmatched_golden) {
-      Occurrences& o = by_name[{golden[g].rank, golden[g].step, golden[g].name.str()}];
-      (o.first == kNone ? o.first : next[o.last]) = g;
-      o.last = g;
-    }
+    // Unmatched golden records per (rank, step, name) in listing order (matching/index_queues.h: a
+    // renamed model has a name per record).
+    std::map<std::tuple<int, int64_t, std::string_view>, IndexQueues::Queue> by_name;  // names are interned
+    IndexQueues occurrences(golden.size());
+    for (size_t g : pairing.unmatched_golden)
+      occurrences.push(by_name[{golden[g].rank, golden[g].step, golden[g].name.str()}], g);
     int64_t mapped = 0, unresolved = 0;
     for (size_t t : pairing.unmatched_target) {
       const std::string want = map->apply(target[t].name);
       if (want.empty()) continue;
       auto it = by_name.find({target[t].rank, target[t].step, want});
-      if (it == by_name.end() || it->second.first == kNone) {
+      if (it == by_name.end() || it->second.empty()) {
         ++unresolved;
         continue;
       }
-      const size_t g = it->second.first;
-      it->second.first = next[g];
+      const size_t g = occurrences.pop(it->second);
       all.emplace_back(g, t, MatchKind::kMapped);
       g_free[g] = t_free[t] = false;
       ++mapped;

@@ -7,6 +7,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "matching/index_queues.h"
 #include "parity/hash_combine.h"
 
 namespace parity::matching {
@@ -47,16 +48,11 @@ struct KeyHash {
 ExactPairing pair_exact(const std::vector<Record>& golden, const std::vector<Record>& target,
                         const RecordFilter& filter) {
   ExactPairing out;
-  // Target occurrences per key in listing order, a list threaded through `next`; each golden record takes
-  // the first one left. (A key nearly always has one occurrence: a std::deque per key took 600 bytes and
-  // made the pairing the peak of a million-record compare.)
-  constexpr size_t kNone = SIZE_MAX;
-  struct Occurrences {
-    size_t first = kNone, last = kNone;
-  };
-  std::unordered_map<Key, Occurrences, KeyHash> by_key;
+  // Target occurrences per key in listing order (matching/index_queues.h); each golden record takes the
+  // first one left.
+  std::unordered_map<Key, IndexQueues::Queue, KeyHash> by_key;
   by_key.reserve(target.size());
-  std::vector<size_t> next(target.size(), kNone);
+  IndexQueues occurrences(target.size());
   std::vector<bool> target_used(target.size(), false);
   for (size_t i = 0; i < target.size(); ++i) {
     const Record& r = target[i];
@@ -65,9 +61,7 @@ ExactPairing pair_exact(const std::vector<Record>& golden, const std::vector<Rec
       target_used[i] = true;  // neither paired nor reported unmatched: it was filtered out
       continue;
     }
-    Occurrences& o = by_key[Key{r.rank, r.step, &r.name.str()}];
-    (o.first == kNone ? o.first : next[o.last]) = i;
-    o.last = i;
+    occurrences.push(by_key[Key{r.rank, r.step, &r.name.str()}], i);
   }
   out.pairs.reserve(golden.size());
   for (size_t i = 0; i < golden.size(); ++i) {
@@ -77,12 +71,11 @@ ExactPairing pair_exact(const std::vector<Record>& golden, const std::vector<Rec
       continue;
     }
     auto it = by_key.find(Key{r.rank, r.step, &r.name.str()});
-    if (it == by_key.end() || it->second.first == kNone) {
+    if (it == by_key.end() || it->second.empty()) {
       out.unmatched_golden.push_back(i);
       continue;
     }
-    const size_t j = it->second.first;
-    it->second.first = next[j];
+    const size_t j = occurrences.pop(it->second);
     target_used[j] = true;
     out.pairs.emplace_back(i, j);
   }
