@@ -136,7 +136,7 @@ struct Suspect {
 
 struct Analysis {
   std::optional<FirstDivergence> first_divergence;
-  std::vector<EventError> events;   // in execution order (rank, step, order)
+  SpillVector<EventError> events;   // in execution order (rank, step, order)
   std::vector<Suspect> suspects;    // best first
   bool statistics_only = false;     // every measured row came from statistics: weaker evidence
   bool has_events = false;          // the sources carry capture metadata (modules/ops/roles)

@@ -88,6 +88,10 @@ struct CompareRow {
   double noise_ratio = kNaN;   // observed relative error / expected rounding noise (docs/judgement.md)
 };
 
+// The rows of a comparison, one a matched pair: a million at 1,000 ranks × 1,000 events, so they live in
+// a spill file (parity/spill.h), not in the process's anonymous memory.
+using RowList = SpillVector<CompareRow>;
+
 // The statistics a row with `stats` compared on each side: the one computed from the side's tensor
 // data, else its record's stored statistics.
 const TensorStats& golden_stats(const CompareRow& row);
@@ -132,8 +136,8 @@ struct CompareSummary {
 
 struct CompareResult {
   std::string golden_source, target_source;  // RecordSource::describe()
-  std::vector<CompareRow> rows;              // in golden execution/listing order
-  std::vector<Record> unmatched_golden, unmatched_target;
+  RowList rows;              // in golden execution/listing order
+  RecordList unmatched_golden, unmatched_target;
   std::vector<Status> problems;              // unreadable files/records on either side, with names
   int64_t golden_problems = 0;               // problems[0, golden_problems) are the golden side's
   std::vector<std::string> notes;            // what could not be compared and why (mode mismatches, ...)

@@ -172,7 +172,7 @@ class RunReader : public RecordSource {
   ~RunReader() override;
 
   std::string describe() const override;
-  const std::vector<Record>& records() const override;
+  const RecordList& records() const override;
   Result<TensorView> load(const Record& r) const override;
   const std::vector<Status>& problems() const override;
   std::optional<std::string> fingerprint_json() const override;  // rank 0's (the lowest rank's)

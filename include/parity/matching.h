@@ -49,7 +49,7 @@ struct ExactPairing {
   bool single_by_position = false;
 };
 
-ExactPairing pair_exact(const std::vector<Record>& golden, const std::vector<Record>& target,
+ExactPairing pair_exact(const RecordList& golden, const RecordList& target,
                         const RecordFilter& filter);
 
 // Op events are named by their parent call and a per-op counter ("layers.0.attn/transpose#1/..."): the
@@ -57,7 +57,7 @@ ExactPairing pair_exact(const std::vector<Record>& golden, const std::vector<Rec
 // differ (another implementation: fused attention, a chunked linear), equal names are different calls,
 // so every exactly-paired op record of that call is released to the unmatched lists for the order
 // alignment (which pairs them with a confidence). Returns how many calls were released.
-int64_t release_diverging_op_sequences(const std::vector<Record>& golden, const std::vector<Record>& target,
+int64_t release_diverging_op_sequences(const RecordList& golden, const RecordList& target,
                                        ExactPairing& pairing);
 
 // ---- mapping file and alignment (mapping.cpp, align.cpp) -----------------------------------------
@@ -99,7 +99,7 @@ struct PairMatch {
 // (when `align`; only within one (rank, step, module path), after a wrapper prefix such as DDP's
 // "module." is recognised), keeping pairs in golden listing order. Returns how every pair was matched
 // (parallel to pairing.pairs); appends human-readable notes (what was skipped and why).
-std::vector<PairMatch> extend_pairing(const std::vector<Record>& golden, const std::vector<Record>& target,
+std::vector<PairMatch> extend_pairing(const RecordList& golden, const RecordList& target,
                                       ExactPairing& pairing, const NameMap* map, bool align,
                                       const AlignOptions& options, std::vector<std::string>& notes);
 

@@ -20,6 +20,7 @@
 #include "parity/dtype.h"
 #include "parity/interned_shape.h"
 #include "parity/interned_string.h"
+#include "parity/spill.h"
 #include "parity/status.h"
 #include "parity/tensor.h"
 
@@ -49,12 +50,16 @@ struct Record {
   uint64_t handle = 0;               // source-private locator
 };
 
+// A source's records: a listing of a thousand-rank run holds millions, so they live in a spill file
+// (parity/spill.h), not in the process's anonymous memory.
+using RecordList = SpillVector<Record>;
+
 class RecordSource {
  public:
   virtual ~RecordSource() = default;
   // Human-readable identity: the path and the format.
   virtual std::string describe() const = 0;
-  virtual const std::vector<Record>& records() const = 0;
+  virtual const RecordList& records() const = 0;
   // Map (or decode) the tensor of a record with has_data. Errors name the file.
   virtual Result<TensorView> load(const Record& r) const = 0;
   // Files or records that could not be read while listing. They are reported, never fatal: one bad

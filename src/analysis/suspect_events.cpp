@@ -8,7 +8,7 @@ namespace parity {
 
 void keep_suspect_events(Analysis& a) {
   std::unordered_map<size_t, size_t> kept;  // old index → new index, in order of first reference
-  std::vector<EventError> events;
+  SpillVector<EventError> events;
   events.reserve(a.suspects.size());
   for (Suspect& s : a.suspects) {
     auto [it, added] = kept.try_emplace(s.event, events.size());

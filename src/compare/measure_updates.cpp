@@ -25,7 +25,7 @@ std::string gradient_name(const std::string& parameter_name) {
 
 }  // namespace
 
-std::vector<UpdatePair> plan_parameter_updates(const std::vector<CompareRow>& rows) {
+std::vector<UpdatePair> plan_parameter_updates(const RowList& rows) {
   std::map<std::tuple<int, std::string>, std::map<int64_t, size_t>> by_parameter;  // (rank, name) → step → row
   for (size_t i = 0; i < rows.size(); ++i) {
     const CompareRow& row = rows[i];
@@ -40,7 +40,7 @@ std::vector<UpdatePair> plan_parameter_updates(const std::vector<CompareRow>& ro
   return pairs;
 }
 
-void measure_parameter_updates(std::vector<CompareRow>& rows, const std::vector<UpdatePair>& pairs,
+void measure_parameter_updates(RowList& rows, const std::vector<UpdatePair>& pairs,
                                const RecordSource& golden, const RecordSource& target, int threads) {
   const int64_t n = static_cast<int64_t>(pairs.size());
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (n > 1 && threads > 1)
@@ -64,7 +64,7 @@ void measure_parameter_updates(std::vector<CompareRow>& rows, const std::vector<
   }
 }
 
-void judge_parameter_updates(std::vector<CompareRow>& rows) {
+void judge_parameter_updates(RowList& rows) {
   std::map<std::tuple<int, int64_t, std::string>, double> grad_rel;  // (rank, step, name) → rel L2
   for (const CompareRow& row : rows)
     if (row.golden->step >= 0 && row.golden->role == "grad" && row.metrics)

@@ -23,17 +23,17 @@ struct UpdatePair {
 
 // The pairs of consecutive captured steps of each parameter (role "parameter", mode kTensor, step ≥ 0),
 // from the planned rows; in row order of `after`.
-std::vector<UpdatePair> plan_parameter_updates(const std::vector<CompareRow>& rows);
+std::vector<UpdatePair> plan_parameter_updates(const RowList& rows);
 
 // Loads the four tensors of each pair and writes rows[after].update with how the two runs' changes
 // between the two steps differ (compare_updates): from_step, rel_error, golden_norm; not yet judged
 // (grad_rel_error NaN, differs false). A pair whose tensors cannot be loaded again, or whose rows were
 // not measured as tensors, gets no update (the rows' own verdicts say why).
-void measure_parameter_updates(std::vector<CompareRow>& rows, const std::vector<UpdatePair>& pairs,
+void measure_parameter_updates(RowList& rows, const std::vector<UpdatePair>& pairs,
                                const RecordSource& golden, const RecordSource& target, int threads);
 
 // For every row with a measured update: its gradient's rel L2 at from_step (the row "<module>/backward/
 // grad/<name>" of the same rank and step, when compared) and the judgement parameter_update_differs.
-void judge_parameter_updates(std::vector<CompareRow>& rows);
+void judge_parameter_updates(RowList& rows);
 
 }  // namespace parity::compare

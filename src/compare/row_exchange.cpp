@@ -38,7 +38,7 @@ std::string row_identity(const CompareRow& row) {
   return w.take();
 }
 
-std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std::vector<size_t>& which,
+std::string encode_measured_rows(const RowList& rows, const std::vector<size_t>& which,
                                  int64_t peak_resident_bytes, RowAddress address) {
   WireWriter w;
   w.u64(kMagic);
@@ -71,7 +71,7 @@ namespace {
 uint64_t identity_hash(std::string_view identity) { return std::hash<std::string_view>{}(identity); }
 }  // namespace
 
-RowsByIdentity::RowsByIdentity(const std::vector<CompareRow>& rows) {
+RowsByIdentity::RowsByIdentity(const RowList& rows) {
   constexpr size_t kShared = SIZE_MAX;
   index_.reserve(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -81,13 +81,13 @@ RowsByIdentity::RowsByIdentity(const std::vector<CompareRow>& rows) {
   std::erase_if(index_, [](const auto& entry) { return entry.second == kShared; });
 }
 
-std::optional<size_t> RowsByIdentity::find(std::string_view identity, const std::vector<CompareRow>& rows) const {
+std::optional<size_t> RowsByIdentity::find(std::string_view identity, const RowList& rows) const {
   const auto it = index_.find(identity_hash(identity));
   if (it == index_.end() || row_identity(rows[it->second]) != identity) return std::nullopt;
   return it->second;
 }
 
-Result<int64_t> apply_measured_rows(std::string_view message, std::vector<CompareRow>& rows,
+Result<int64_t> apply_measured_rows(std::string_view message, RowList& rows,
                                     const RowsByIdentity* by_identity, std::vector<char>* applied) {
   WireReader r(message);
   if (r.u64() != kMagic || r.u64() != sizeof(PairMetrics) || r.u64() != sizeof(TensorStats) ||

@@ -30,9 +30,9 @@ std::string row_identity(const CompareRow& row);
 class RowsByIdentity {
  public:
   RowsByIdentity() = default;
-  explicit RowsByIdentity(const std::vector<CompareRow>& rows);
+  explicit RowsByIdentity(const RowList& rows);
   // The index of the row whose identity is `identity` (checked in full, not only by its hash), if any.
-  std::optional<size_t> find(std::string_view identity, const std::vector<CompareRow>& rows) const;
+  std::optional<size_t> find(std::string_view identity, const RowList& rows) const;
 
  private:
   std::unordered_map<uint64_t, size_t> index_;
@@ -40,7 +40,7 @@ class RowsByIdentity {
 
 // The measured fields of rows[i] for every i in `which`, and the sender's peak resident memory, as one
 // message.
-std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std::vector<size_t>& which,
+std::string encode_measured_rows(const RowList& rows, const std::vector<size_t>& which,
                                  int64_t peak_resident_bytes, RowAddress address = RowAddress::kIndex);
 
 // Writes a message's measured fields into `rows` and returns the sender's peak resident memory. A message
@@ -49,7 +49,7 @@ std::string encode_measured_rows(const std::vector<CompareRow>& rows, const std:
 // Corrupt when the message is truncated, names an index out of range, or was written by a binary whose
 // measurement structs differ.
 class RowsByIdentity;
-Result<int64_t> apply_measured_rows(std::string_view message, std::vector<CompareRow>& rows,
+Result<int64_t> apply_measured_rows(std::string_view message, RowList& rows,
                                     const RowsByIdentity* by_identity = nullptr, std::vector<char>* applied = nullptr);
 
 }  // namespace parity::compare

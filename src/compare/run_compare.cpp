@@ -436,8 +436,8 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
   res.golden_problems = static_cast<int64_t>(res.problems.size());
   for (const Status& st : target.problems()) res.problems.push_back(st);
 
-  const std::vector<Record>& grecs = golden.records();
-  const std::vector<Record>& trecs = target.records();
+  const RecordList& grecs = golden.records();
+  const RecordList& trecs = target.records();
   matching::RecordFilter filter{options.step, options.rank, options.direction, {}, {}};
   for (const auto& [patterns, into, flag] : {std::tuple{&options.include, &filter.include, "--include"},
                                              std::tuple{&options.exclude, &filter.exclude, "--exclude"}}) {
@@ -470,7 +470,7 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
                         trecs[pairing.pairs[0].second].name + "'): paired although their names differ");
   }
   // Say when a filter could not apply to a side (plain files carry no step or rank).
-  auto filter_note = [&](const std::vector<Record>& recs, const char* side) {
+  auto filter_note = [&](const RecordList& recs, const char* side) {
     const bool any_step = std::any_of(recs.begin(), recs.end(), [](const Record& r) { return r.step >= 0; });
     const bool any_rank = std::any_of(recs.begin(), recs.end(), [](const Record& r) { return r.rank >= 0; });
     if (options.step >= 0 && !any_step && !recs.empty()) {

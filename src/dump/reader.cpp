@@ -22,7 +22,6 @@
 
 #include "dump/event_json.h"
 #include "dump/manifest_record.h"
-#include "dump/page_allocator.h"
 #include "parity/dump.h"
 #include "parity/json_depth.h"
 #include "parity/json_number.h"
@@ -143,14 +142,14 @@ struct PartTables {
 // What one part (rank folder) lists, on its own: parts are read in parallel and merged in rank order, so
 // record handles and part indices are local here (RunReader::Impl::add makes them global).
 struct PartListing {
-  // Page-allocated: freed as soon as they are merged into the run's lists (dump/page_allocator.h).
-  std::vector<Record, detail::PageAllocator<Record>> records;  // handle: index into entries
+  // Spill-allocated (parity/spill.h): their pages go as soon as they are merged into the run's lists.
+  SpillVector<Record> records;  // handle: index into entries
   std::vector<Status> problems;
   PartSummary part;
   std::vector<ScalarRecord> scalars;
   std::optional<std::string> fingerprint;
-  std::vector<Entry, detail::PageAllocator<Entry>> entries;
-  std::vector<DataEntry, detail::PageAllocator<DataEntry>> data;
+  SpillVector<Entry> entries;
+  SpillVector<DataEntry> data;
   PartTables tables;
 
   void read(int rank, const fs::path& dir) {
@@ -361,13 +360,13 @@ struct PartListing {
 
 struct RunReader::Impl {
   fs::path root;
-  std::vector<Record> records;
+  RecordList records;
   std::vector<Status> problems;
   std::vector<PartSummary> parts;
   std::vector<ScalarRecord> scalars;
   std::map<int, std::string> fingerprints;
-  std::vector<Entry> entries;
-  std::vector<DataEntry> data;
+  SpillVector<Entry> entries;
+  SpillVector<DataEntry> data;
   std::vector<PartTables> tables;  // by part (Entry::part)
   mutable std::mutex map_mu;
   mutable std::map<fs::path, std::shared_ptr<Mapping>> maps;
@@ -518,7 +517,7 @@ Result<std::unique_ptr<RunReader>> RunReader::open_parts(const fs::path& run_dir
 }
 
 std::string RunReader::describe() const { return impl_->root.string() + " (parity-run)"; }
-const std::vector<Record>& RunReader::records() const { return impl_->records; }
+const RecordList& RunReader::records() const { return impl_->records; }
 const std::vector<Status>& RunReader::problems() const { return impl_->problems; }
 const std::vector<PartSummary>& RunReader::parts() const { return impl_->parts; }
 const std::vector<ScalarRecord>& RunReader::scalars() const { return impl_->scalars; }

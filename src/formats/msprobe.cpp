@@ -467,7 +467,7 @@ class MsprobeSource final : public RecordSource {
   explicit MsprobeSource(std::filesystem::path root) : root_(std::move(root)) {}
 
   std::string describe() const override { return root_.string() + " (msprobe" + detail_ + ")"; }
-  const std::vector<Record>& records() const override { return records_; }
+  const RecordList& records() const override { return records_; }
   const std::vector<Status>& problems() const override { return problems_; }
   void add_problem(Status st) { problems_.push_back(std::move(st)); }
 
@@ -582,7 +582,7 @@ class MsprobeSource final : public RecordSource {
   std::filesystem::path root_;
   std::string detail_;
   std::set<std::string> tasks_;
-  std::vector<Record> records_;
+  RecordList records_;
   std::vector<Status> problems_;
   std::vector<std::unique_ptr<RecordSource>> files_;  // files_[record.handle]
 };

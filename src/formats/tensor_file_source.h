@@ -50,7 +50,7 @@ class TensorFileSource final : public RecordSource {
                                                     ListFn list, bool one_tensor_per_file);
 
   std::string describe() const override { return path_.string() + " (" + format_ + ")"; }
-  const std::vector<Record>& records() const override { return records_; }
+  const RecordList& records() const override { return records_; }
   Result<TensorView> load(const Record& r) const override;
   const std::vector<Status>& problems() const override { return problems_; }
 
@@ -62,7 +62,7 @@ class TensorFileSource final : public RecordSource {
   std::string format_;
   uint64_t listed_size_ = 0;
   std::vector<TensorEntry> entries_;  // entries_[records_[i].handle]
-  std::vector<Record> records_;
+  RecordList records_;
   std::vector<Status> problems_;
   mutable std::mutex mu_;
   mutable std::weak_ptr<const MappedFile> map_;

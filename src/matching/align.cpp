@@ -92,8 +92,8 @@ std::string strip_prefix(const std::string& module, const std::string& prefix) {
 
 // The prefix ("module.", "0.", "model.inner.") that, removed from the unmatched module paths of `side`,
 // turns most of them (at least half, and at least two) into module paths of `other`; "" when none does.
-std::string wrapper_prefix(const std::vector<Record>& side, const std::vector<bool>& side_free,
-                           const std::vector<Record>& other, const std::vector<bool>& other_free) {
+std::string wrapper_prefix(const RecordList& side, const std::vector<bool>& side_free,
+                           const RecordList& other, const std::vector<bool>& other_free) {
   std::set<std::string> other_modules, side_modules;
   for (size_t i = 0; i < other.size(); ++i)
     if (other_free[i] && !other[i].module.empty()) other_modules.insert(other[i].module);
@@ -114,7 +114,7 @@ std::string wrapper_prefix(const std::vector<Record>& side, const std::vector<bo
 
 }  // namespace
 
-std::vector<PairMatch> extend_pairing(const std::vector<Record>& golden, const std::vector<Record>& target,
+std::vector<PairMatch> extend_pairing(const RecordList& golden, const RecordList& target,
                                       ExactPairing& pairing, const NameMap* map, bool align,
                                       const AlignOptions& options, std::vector<std::string>& notes) {
   std::vector<std::tuple<size_t, size_t, MatchKind>> all;
@@ -184,7 +184,7 @@ std::vector<PairMatch> extend_pairing(const std::vector<Record>& golden, const s
                         " unmatched records exceed the alignment budget");
         continue;
       }
-      auto by_order = [](const std::vector<Record>& recs) {
+      auto by_order = [](const RecordList& recs) {
         return [&recs](size_t a, size_t b) { return std::make_pair(recs[a].order, a) < std::make_pair(recs[b].order, b); };
       };
       std::stable_sort(gs.begin(), gs.end(), by_order(golden));

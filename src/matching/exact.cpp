@@ -45,7 +45,7 @@ struct KeyHash {
 
 }  // namespace
 
-ExactPairing pair_exact(const std::vector<Record>& golden, const std::vector<Record>& target,
+ExactPairing pair_exact(const RecordList& golden, const RecordList& target,
                         const RecordFilter& filter) {
   ExactPairing out;
   // Target occurrences per key in listing order (matching/index_queues.h); each golden record takes the
@@ -105,7 +105,7 @@ std::string op_parent(const Record& r) {
 using CallKey = std::tuple<int, int64_t, std::string>;  // rank, step, parent call
 
 // The op sequence of every parent call: op names in execution order, one per event.
-std::map<CallKey, std::vector<std::string>> op_sequences(const std::vector<Record>& recs) {
+std::map<CallKey, std::vector<std::string>> op_sequences(const RecordList& recs) {
   std::map<CallKey, std::map<std::string, std::pair<int64_t, std::string>>> events;  // stem → (order, op)
   for (const Record& r : recs) {
     const std::string parent = op_parent(r);
@@ -127,7 +127,7 @@ std::map<CallKey, std::vector<std::string>> op_sequences(const std::vector<Recor
 
 }  // namespace
 
-int64_t release_diverging_op_sequences(const std::vector<Record>& golden, const std::vector<Record>& target,
+int64_t release_diverging_op_sequences(const RecordList& golden, const RecordList& target,
                                        ExactPairing& pairing) {
   const auto gseq = op_sequences(golden);
   const auto tseq = op_sequences(target);

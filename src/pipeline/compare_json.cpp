@@ -392,7 +392,7 @@ std::string indented(const std::string& text, const std::string& pad) {
 // The rows [begin, end) as their JSON texts, each indented to sit in the "rows" array, built by all
 // threads: a row's text depends on that row alone, and a 1,000,000-row report spends most of its
 // output time here.
-std::vector<std::string> row_texts(const std::vector<CompareRow>& rows, size_t begin, size_t end) {
+std::vector<std::string> row_texts(const RowList& rows, size_t begin, size_t end) {
   std::vector<std::string> texts(end - begin);
   const int64_t n = static_cast<int64_t>(texts.size());
 #pragma omp parallel for schedule(dynamic, 64) if (n > 256)

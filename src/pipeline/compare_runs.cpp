@@ -6,6 +6,7 @@
 #include <set>
 
 #include "parity/resources.h"
+#include "parity/spill.h"
 #include "parity/verdict_policy.h"
 
 namespace parity {
@@ -91,6 +92,9 @@ Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSourc
   report.findings = analyse_and_diagnose(result, &golden, &target, options.analysis);
   if (options.replay != nullptr) replay_suspects(report, options);
   keep_suspect_events(report.findings.analysis);
+  if (const std::string why = spill::first_failure(); !why.empty())
+    result.notes.push_back("some large tables stayed in memory, not in a spill file (" + why +
+                           "): PARITY_SPILL_DIR names a directory on disk (docs/scaling.md \"Memory\")");
 
   report.no_input = no_usable_input(golden, target);
   if (report.no_input.empty()) report.no_input = filters_match_nothing(result, options.compare, golden);

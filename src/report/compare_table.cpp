@@ -90,7 +90,7 @@ double badness(const CompareRow& r, const std::string& metric) {
 
 // badness() of every row, once: a sort compares each row many times, and a statistics row's value is
 // computed from its statistics.
-std::vector<double> badness_of_rows(const std::vector<CompareRow>& rows, const std::string& metric) {
+std::vector<double> badness_of_rows(const RowList& rows, const std::string& metric) {
   std::vector<double> bad(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) bad[i] = badness(rows[i], metric);
   return bad;
@@ -197,7 +197,7 @@ void print_compare_table(std::FILE* out, const CompareResult& result, const Tabl
 
 namespace {
 
-void print_unmatched_side(std::FILE* out, const std::vector<Record>& recs, const char* label,
+void print_unmatched_side(std::FILE* out, const RecordList& recs, const char* label,
                           const TableOptions& options) {
   if (recs.empty()) return;
   std::fprintf(out, "\n%s (%zu): present on one side only, not compared\n",

@@ -224,7 +224,7 @@ json trim_compare_rows(const json& result, size_t max_rows) {
 }  // namespace
 
 json compare_report_for_html(const CompareReport& report, const HtmlReportOptions& options) {
-  const std::vector<CompareRow>& rows = report.result.rows;
+  const RowList& rows = report.result.rows;
   if (options.max_rows == 0 || rows.size() <= options.max_rows) return compare_report_to_json(report);
   const std::optional<FirstDivergence>& fd = report.findings.analysis.first_divergence;
   const std::string first_name = fd ? fd->name : std::string();

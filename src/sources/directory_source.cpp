@@ -21,7 +21,7 @@ class DirectorySource final : public RecordSource {
     return root_.string() + " (directory of " + (only_.empty() ? std::string("tensor files") : only_ + " files") + ", " +
            std::to_string(children_.size()) + " files)";
   }
-  const std::vector<Record>& records() const override { return records_; }
+  const RecordList& records() const override { return records_; }
   const std::vector<Status>& problems() const override { return problems_; }
 
   Result<TensorView> load(const Record& r) const override {
@@ -55,7 +55,7 @@ class DirectorySource final : public RecordSource {
       children_.push_back(std::move(child).value());
       const RecordSource& c = *children_.back();
       for (const Status& p : c.problems()) problems_.push_back(p);
-      const std::vector<Record>& recs = c.records();
+      const RecordList& recs = c.records();
       for (size_t i = 0; i < recs.size(); ++i) {
         Record r = recs[i];
         r.name = spec->one_tensor_per_file ? rel : rel + ":" + recs[i].name;
@@ -99,7 +99,7 @@ class DirectorySource final : public RecordSource {
   std::string only_;
   std::vector<std::unique_ptr<RecordSource>> children_;
   std::vector<std::pair<size_t, size_t>> refs_;  // record handle -> (child, child record index)
-  std::vector<Record> records_;
+  RecordList records_;
   std::vector<Status> problems_;
 };
 
@@ -112,7 +112,7 @@ class SelectedSource final : public RecordSource {
     records_.push_back(std::move(r));
   }
   std::string describe() const override { return inner_->describe() + " [" + records_[0].name + "]"; }
-  const std::vector<Record>& records() const override { return records_; }
+  const RecordList& records() const override { return records_; }
   const std::vector<Status>& problems() const override { return inner_->problems(); }
   Result<TensorView> load(const Record& r) const override {
     Record inner = r;
@@ -129,7 +129,7 @@ class SelectedSource final : public RecordSource {
  private:
   std::unique_ptr<RecordSource> inner_;
   uint64_t inner_handle_ = 0;
-  std::vector<Record> records_;
+  RecordList records_;
 };
 
 }  // namespace
@@ -147,7 +147,7 @@ Result<std::unique_ptr<RecordSource>> open_directory_source(const fs::path& root
 }
 
 Result<std::unique_ptr<RecordSource>> select_record(std::unique_ptr<RecordSource> inner, const std::string& key) {
-  const std::vector<Record>& recs = inner->records();
+  const RecordList& recs = inner->records();
   for (const Record& r : recs) {
     if (r.name == key) return std::unique_ptr<RecordSource>(std::make_unique<SelectedSource>(std::move(inner), r));
   }

@@ -99,13 +99,13 @@ TEST(NameMap, BackReferencesHugeBoundsAndMissingGroupsAreErrors) {
 TEST(Align, ExtraCastAndRenamedModuleDoNotShiftTheRest) {
   // Golden: l0 (Linear) → act (GELU) → l1 (Linear) → head (Linear); target renamed everything, has an
   // extra cast after l0 and fused act into l0's successor name.
-  std::vector<Record> g = {
+  RecordList g = {
       rec("l0/forward/output/0", "Linear", "output", {2, 8}, 0),
       rec("act/forward/output/0", "GELU", "output", {2, 8}, 1),
       rec("l1/forward/output/0", "Linear", "output", {2, 4}, 2),
       rec("head/forward/output/0", "Linear", "output", {2, 16}, 3),
   };
-  std::vector<Record> t = {
+  RecordList t = {
       rec("fc0/forward/output/0", "Linear", "output", {2, 8}, 0),
       rec("fc0/to#0/forward/output/0", "to", "output", {2, 8}, 1),  // extra cast
       rec("gelu/forward/output/0", "GELU", "output", {2, 8}, 2),
@@ -132,9 +132,9 @@ TEST(Align, ExtraCastAndRenamedModuleDoNotShiftTheRest) {
 }
 
 TEST(Align, NeverPairsDifferentRolesOrElementCounts) {
-  std::vector<Record> g = {rec("a/forward/input/0", "Linear", "input", {4}, 0),
+  RecordList g = {rec("a/forward/input/0", "Linear", "input", {4}, 0),
                            rec("a/forward/output/0", "Linear", "output", {4}, 1)};
-  std::vector<Record> t = {rec("b/forward/output/0", "Linear", "output", {5}, 0),
+  RecordList t = {rec("b/forward/output/0", "Linear", "output", {5}, 0),
                            rec("b/forward/input/0", "Linear", "input", {4}, 1)};
   ExactPairing p = pair_exact(g, t, RecordFilter{});
   std::vector<std::string> notes;
@@ -146,10 +146,10 @@ TEST(Align, NeverPairsDifferentRolesOrElementCounts) {
 }
 
 TEST(Align, MappedBeforeAlignedAndExactKept) {
-  std::vector<Record> g = {rec("same/forward/output/0", "Linear", "output", {4}, 0),
+  RecordList g = {rec("same/forward/output/0", "Linear", "output", {4}, 0),
                            rec("layers.0/forward/output/0", "Block", "output", {4}, 1),
                            rec("x/forward/output/0", "Linear", "output", {4}, 2)};
-  std::vector<Record> t = {rec("same/forward/output/0", "Linear", "output", {4}, 0),
+  RecordList t = {rec("same/forward/output/0", "Linear", "output", {4}, 0),
                            rec("h.0/forward/output/0", "Block", "output", {4}, 1),
                            rec("y/forward/output/0", "Linear", "output", {4}, 2)};
   auto m = parse_name_map("re:^h\\.(\\d+)(.*)$ => layers.$1$2\n", "m.txt");
@@ -181,9 +181,9 @@ Record op_rec(const std::string& module, const std::string& op, int k, const std
 // other ops). Its `linear#0` output must pair with the gate's own last op, never with an op of
 // `blocks.0.ffn.up` that happens to sit at the same position in execution order.
 TEST(Align, NeverAcrossModulesAndChunkedLinearPairsWithItsOwnResult) {
-  std::vector<Record> g = {op_rec("blocks.0.ffn.gate", "linear", 0, "output", {2, 8}, 0),
+  RecordList g = {op_rec("blocks.0.ffn.gate", "linear", 0, "output", {2, 8}, 0),
                            op_rec("blocks.0.ffn.up", "linear", 0, "output", {2, 8}, 1)};
-  std::vector<Record> t = {op_rec("blocks.0.ffn.gate", "matmul", 0, "output", {2, 8}, 0),
+  RecordList t = {op_rec("blocks.0.ffn.gate", "matmul", 0, "output", {2, 8}, 0),
                            op_rec("blocks.0.ffn.gate", "matmul", 1, "output", {2, 8}, 1),
                            op_rec("blocks.0.ffn.gate", "add", 0, "output", {2, 8}, 2),
                            op_rec("blocks.0.ffn.up", "matmul", 0, "output", {2, 8}, 3),
@@ -201,8 +201,8 @@ TEST(Align, NeverAcrossModulesAndChunkedLinearPairsWithItsOwnResult) {
 }
 
 TEST(Align, BudgetExceededIsANoteNotAFailure) {
-  std::vector<Record> g = {rec("a", "Linear", "output", {4}, 0), rec("b", "Linear", "output", {4}, 1)};
-  std::vector<Record> t = {rec("c", "Linear", "output", {4}, 0), rec("d", "Linear", "output", {4}, 1)};
+  RecordList g = {rec("a", "Linear", "output", {4}, 0), rec("b", "Linear", "output", {4}, 1)};
+  RecordList t = {rec("c", "Linear", "output", {4}, 0), rec("d", "Linear", "output", {4}, 1)};
   ExactPairing p = pair_exact(g, t, RecordFilter{});
   std::vector<std::string> notes;
   AlignOptions tiny;

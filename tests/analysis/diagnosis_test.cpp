@@ -80,7 +80,7 @@ class ArgsSource final : public RecordSource {
  public:
   explicit ArgsSource(std::map<std::string, std::string> args) : args_(std::move(args)) {}
   std::string describe() const override { return "args"; }
-  const std::vector<Record>& records() const override { return none_; }
+  const RecordList& records() const override { return none_; }
   Result<TensorView> load(const Record& r) const override { return Status::Invalid("no data"); }
   const std::vector<Status>& problems() const override { return problems_; }
   std::string op_arguments_json(const Record& r) const override {
@@ -90,7 +90,7 @@ class ArgsSource final : public RecordSource {
 
  private:
   std::map<std::string, std::string> args_;
-  std::vector<Record> none_;
+  RecordList none_;
   std::vector<Status> problems_;
 };
 

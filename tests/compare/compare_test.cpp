@@ -24,7 +24,7 @@ namespace {
 class MemorySource final : public RecordSource {
  public:
   std::string describe() const override { return "memory"; }
-  const std::vector<Record>& records() const override { return records_; }
+  const RecordList& records() const override { return records_; }
   const std::vector<Status>& problems() const override { return problems_; }
   Result<TensorView> load(const Record& r) const override {
     auto it = tensors_.find(r.handle);
@@ -66,7 +66,7 @@ class MemorySource final : public RecordSource {
   }
 
  private:
-  std::vector<Record> records_;
+  RecordList records_;
   std::vector<Status> problems_;
   std::map<uint64_t, TensorView> tensors_;
 };
@@ -176,7 +176,7 @@ TEST(ComparePairing, KeyIncludesStepAndRankAndFiltersApply) {
 }
 
 TEST(ComparePairing, DuplicateKeysPairInOrderAndExtrasStayUnmatched) {
-  std::vector<Record> g(3), t(2);
+  RecordList g(3), t(2);
   for (auto* v : {&g, &t}) {
     for (Record& r : *v) r.name = "same";
   }
@@ -193,7 +193,7 @@ TEST(ComparePairing, DuplicateKeysPairInOrderAndExtrasStayUnmatched) {
 TEST(ComparePairing, InterleavedRepeatsPairInListingOrderPerName) {
   const char* golden_names[] = {"b", "a", "a", "b", "a", "a"};
   const char* target_names[] = {"a", "b", "a", "c", "a", "b"};
-  std::vector<Record> g(6), t(6);
+  RecordList g(6), t(6);
   for (size_t i = 0; i < 6; ++i) {
     g[i].name = golden_names[i];
     t[i].name = target_names[i];

@@ -8,8 +8,8 @@
 namespace parity {
 namespace {
 
-std::vector<CompareRow> measured_rows() {
-  std::vector<CompareRow> rows(3);
+RowList measured_rows() {
+  RowList rows(3);
   PairMetrics m;
   m.numel = 12;
   m.cosine = 0.25;
@@ -43,7 +43,7 @@ std::vector<CompareRow> measured_rows() {
 // its statistics (the golden side's were computed from data by the sender and travel in the message).
 struct ReceivingRows {
   Record golden, target;
-  std::vector<CompareRow> rows{3};
+  RowList rows{3};
   ReceivingRows() {
     target.stats = TensorStats{};
     for (CompareRow& row : rows) {
@@ -54,10 +54,10 @@ struct ReceivingRows {
 };
 
 TEST(RowExchange, RoundTripsTheMeasuredFields) {
-  const std::vector<CompareRow> src = measured_rows();
+  const RowList src = measured_rows();
   const std::string msg = compare::encode_measured_rows(src, {0, 2}, int64_t{5} << 30);
   ReceivingRows receiving;
-  std::vector<CompareRow>& dst = receiving.rows;
+  RowList& dst = receiving.rows;
   Result<int64_t> peak = compare::apply_measured_rows(msg, dst);
   ASSERT_TRUE(peak.ok());
   EXPECT_EQ(*peak, int64_t{5} << 30);  // the sender's peak resident memory travels with its rows
@@ -97,16 +97,16 @@ TEST(RowExchange, RoundTripsTheMeasuredFields) {
 }
 
 TEST(RowExchange, RejectsTruncatedForeignOrOutOfRangeMessages) {
-  const std::vector<CompareRow> src = measured_rows();
+  const RowList src = measured_rows();
   const std::string msg = compare::encode_measured_rows(src, {0, 2}, 0);
   ReceivingRows receiving;
-  std::vector<CompareRow>& dst = receiving.rows;
+  RowList& dst = receiving.rows;
   EXPECT_EQ(compare::apply_measured_rows(std::string_view(msg).substr(0, msg.size() - 3), dst).status().code(),
             StatusCode::kCorrupt);
   std::string foreign = msg;
   foreign[8] ^= 1;  // another sizeof(PairMetrics): another build
   EXPECT_EQ(compare::apply_measured_rows(foreign, dst).status().code(), StatusCode::kCorrupt);
-  std::vector<CompareRow> too_few(1);
+  RowList too_few(1);
   EXPECT_EQ(compare::apply_measured_rows(msg, too_few).status().code(), StatusCode::kCorrupt);
   EXPECT_TRUE(compare::apply_measured_rows(compare::encode_measured_rows(src, {}, 0), dst).ok());
 }
@@ -131,8 +131,8 @@ namespace {
 // Rows addressed by identity: process 0 finds each sent row by its (rank, step, names), never a row that
 // only shares a hash, and leaves out rows that share one identity (no message can tell them apart).
 TEST(RowExchange, RowsByIdentityFindsExactlyTheRowsAMessageCanName) {
-  std::vector<Record> golden(4), target(4);
-  std::vector<CompareRow> rows(4);
+  RecordList golden(4), target(4);
+  RowList rows(4);
   const char* names[] = {"a/forward/output/0", "b/forward/output/0", "b/forward/output/0", "c/forward/output/0"};
   for (size_t i = 0; i < 4; ++i) {
     golden[i].name = target[i].name = names[i];
@@ -150,7 +150,7 @@ TEST(RowExchange, RowsByIdentityFindsExactlyTheRowsAMessageCanName) {
   EXPECT_EQ(index.find(other, rows), std::nullopt);
   EXPECT_EQ(compare::RowsByIdentity().find(compare::row_identity(rows[0]), rows), std::nullopt);
   // A message addressed by identity writes the rows it names, and only those.
-  std::vector<CompareRow> sent = rows;
+  RowList sent = rows;
   sent[3].verdict = Verdict::kFail;
   sent[3].reason = "measured by process 1";
   sent[1].verdict = Verdict::kWarn;
