@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <type_traits>
 #include <string_view>
@@ -26,9 +27,19 @@ class ProcessGroup {
   virtual int size() const = 0;
   bool is_root() const { return rank() == 0; }
 
-  // Collective: every process passes its bytes; process 0 gets all of them in rank order (its own
-  // first), every other process an empty vector. An error when the transport fails.
-  virtual Result<std::vector<std::string>> gather(std::string_view bytes) const = 0;
+  // Collective: every process but 0 sends a sequence of messages — `next` writes the next one into its
+  // argument and returns true, or returns false when there are no more — and process 0 receives them
+  // process by process, in rank order, handing each to `consume(from, message)` as it arrives: it holds
+  // one message at a time, however many processes send (a thousand processes' rows would not fit at
+  // once). Process 0's `next` and the others' `consume` are never called. An error when the transport
+  // fails, or the first error `consume` returned (the messages after it are still received, and dropped,
+  // so that no sender is left blocked).
+  virtual Status gather_each(const std::function<bool(std::string&)>& next,
+                             const std::function<Status(int from, std::string& message)>& consume) const = 0;
+
+  // Collective, for small messages: every process passes its bytes; process 0 gets all of them in rank
+  // order (its own first), every other process an empty vector (one message each, by gather_each).
+  Result<std::vector<std::string>> gather(std::string_view bytes) const;
   // Collective: process 0's value, on every process.
   virtual int broadcast(int value) const = 0;
   // Ends every process of the group now: `message` on stderr, exit status `code`. Never returns.

@@ -303,14 +303,22 @@ std::vector<analysis_detail::LoadedStats> load_missing_stats(const RecordSource&
   std::vector<analysis_detail::LoadedStats> loaded = load_stats(run, measured, mine);
   if (by_rank)
     for (analysis_detail::LoadedStats& l : loaded) l.identity = analysis_detail::record_identity(*measured[l.index].record);
-  Result<std::vector<std::string>> all = group->gather(analysis_detail::encode_loaded_stats(loaded, by_rank));
-  if (!all.ok()) group->abort("parity overflow: " + all.status().message(), 3);
-  if (!group->is_root()) return loaded;
+  // Process 0 decodes each process's message as it arrives, holding one message at a time.
   std::vector<analysis_detail::LoadedStats> received;
-  for (size_t from = 1; from < all->size(); ++from) {
-    Status st = analysis_detail::decode_loaded_stats((*all)[from], received);
-    if (!st.ok()) group->abort("parity overflow: process " + std::to_string(from) + ": " + st.message(), 3);
-  }
+  bool sent = false;
+  Status st = group->gather_each(
+      [&](std::string& message) {
+        if (sent) return false;
+        message = analysis_detail::encode_loaded_stats(loaded, by_rank);
+        sent = true;
+        return true;
+      },
+      [&](int from, std::string& message) {
+        Status decoded = analysis_detail::decode_loaded_stats(message, received);
+        return decoded.ok() ? decoded : Status::Corrupt("process " + std::to_string(from) + ": " + decoded.message());
+      });
+  if (!st.ok()) group->abort("parity overflow: " + st.message(), 3);
+  if (!group->is_root()) return loaded;
   if (by_rank) {  // identities → indices; a record nobody sent is computed here
     // Records sharing one identity cannot be told apart in a message: all of them are computed here.
     std::unordered_map<std::string, std::vector<size_t>> records_of;

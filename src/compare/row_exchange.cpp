@@ -1,6 +1,8 @@
 // Encoding of measured rows (compare/row_exchange.h).
 #include "compare/row_exchange.h"
 
+#include <algorithm>
+
 #include "parity/process_group.h"
 
 namespace parity::compare {
@@ -72,18 +74,24 @@ uint64_t identity_hash(std::string_view identity) { return std::hash<std::string
 }  // namespace
 
 RowsByIdentity::RowsByIdentity(const RowList& rows) {
-  constexpr size_t kShared = SIZE_MAX;
   index_.reserve(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    auto [it, added] = index_.try_emplace(identity_hash(row_identity(rows[i])), i);
-    if (!added) it->second = kShared;
+  for (size_t i = 0; i < rows.size(); ++i) index_.emplace_back(identity_hash(row_identity(rows[i])), i);
+  std::sort(index_.begin(), index_.end());
+  // Keep only the hashes that occur once.
+  size_t kept = 0;
+  for (size_t i = 0; i < index_.size();) {
+    size_t j = i + 1;
+    while (j < index_.size() && index_[j].first == index_[i].first) ++j;
+    if (j == i + 1) index_[kept++] = index_[i];
+    i = j;
   }
-  std::erase_if(index_, [](const auto& entry) { return entry.second == kShared; });
+  index_.resize(kept);
 }
 
 std::optional<size_t> RowsByIdentity::find(std::string_view identity, const RowList& rows) const {
-  const auto it = index_.find(identity_hash(identity));
-  if (it == index_.end() || row_identity(rows[it->second]) != identity) return std::nullopt;
+  const uint64_t h = identity_hash(identity);
+  const auto it = std::lower_bound(index_.begin(), index_.end(), std::make_pair(h, size_t{0}));
+  if (it == index_.end() || it->first != h || row_identity(rows[it->second]) != identity) return std::nullopt;
   return it->second;
 }
 

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "parity/compare.h"
@@ -24,9 +24,10 @@ enum class RowAddress : uint8_t { kIndex = 0, kIdentity = 1 };
 // the two records' names (as bytes).
 std::string row_identity(const CompareRow& row);
 
-// The rows a message addressed by identity can name, held as 64-bit hashes of their identities (a
-// million identity strings were ~100 MB at process 0). Rows that share an identity — or, far less
-// likely, a hash — are left out: no message can tell them apart, so process 0 measures them itself.
+// The rows a message addressed by identity can name, held as 64-bit hashes of their identities, sorted,
+// in a spill list (parity/spill.h): 16 bytes a row, where a million identity strings were ~100 MB at
+// process 0 and a hash map of their hashes ~40 MB. Rows that share an identity — or, far less likely, a
+// hash — are left out: no message can tell them apart, so process 0 measures them itself.
 class RowsByIdentity {
  public:
   RowsByIdentity() = default;
@@ -35,7 +36,7 @@ class RowsByIdentity {
   std::optional<size_t> find(std::string_view identity, const RowList& rows) const;
 
  private:
-  std::unordered_map<uint64_t, size_t> index_;
+  SpillVector<std::pair<uint64_t, size_t>> index_;  // (identity hash, row index), by hash
 };
 
 // The measured fields of rows[i] for every i in `which`, and the sender's peak resident memory, as one

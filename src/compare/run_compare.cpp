@@ -291,30 +291,45 @@ void measure_planned(CompareResult& res, const std::vector<RowPlan>& plans,
   if (progress) progress->end();
 }
 
-// Sends the rows this process measured (`measured`) to process 0, which writes every other process's
-// into its result's rows (marking them in `received`, when given) and keeps their peak memory.
+// Rows a message carries: ~13 MB of measured fields at ~200 bytes a row, so that neither a sender nor
+// process 0 holds more than one such message (a share's rows in one message were ~100 MB at 1,000,000
+// rows over two processes, and process 0 held every process's at once).
+constexpr size_t kRowsPerMessage = size_t{1} << 16;
+
+// Sends the rows this process measured (`measured`) to process 0 in messages of kRowsPerMessage rows,
+// which process 0 writes into its result's rows as they arrive (marking them in `received`, when given),
+// keeping each process's peak memory.
 Status gather_measured_rows(CompareResult& result, const std::vector<RowPlan>& measured, compare::RowAddress address,
                             std::vector<char>* received, const ProcessGroup& group) {
-  std::vector<size_t> rows;
-  rows.reserve(measured.size());
-  for (const RowPlan& p : measured) rows.push_back(p.row);
-  Result<std::vector<std::string>> all =
-      group.gather(compare::encode_measured_rows(result.rows, rows, peak_resident_bytes(), address));
-  if (!all.ok()) return all.status();
+  if (!group.is_root()) {
+    size_t at = 0;
+    bool sent = false;
+    std::vector<size_t> rows;
+    auto next = [&](std::string& message) {
+      if (sent && at >= measured.size()) return false;  // at least one message: it carries the peak
+      const size_t end = std::min(measured.size(), at + kRowsPerMessage);
+      rows.clear();
+      for (; at < end; ++at) rows.push_back(measured[at].row);
+      message = compare::encode_measured_rows(result.rows, rows, peak_resident_bytes(), address);
+      sent = true;
+      return true;
+    };
+    return group.gather_each(next, [](int, std::string&) { return Status::OK(); });
+  }
   // Rows sharing one identity cannot be told apart in a message: none is taken from it (process 0
   // measures them itself).
-  const compare::RowsByIdentity by_identity = address == compare::RowAddress::kIdentity && group.is_root()
+  const compare::RowsByIdentity by_identity = address == compare::RowAddress::kIdentity
                                                   ? compare::RowsByIdentity(result.rows)
                                                   : compare::RowsByIdentity();
-  result.peak_resident_bytes.assign(all->size(), 0);
-  if (!all->empty()) std::string().swap((*all)[0]);  // process 0's own message: its rows are in place
-  for (size_t from = 1; from < all->size(); ++from) {
-    Result<int64_t> peak = compare::apply_measured_rows((*all)[from], result.rows, &by_identity, received);
+  result.peak_resident_bytes.assign(static_cast<size_t>(group.size()), 0);
+  auto consume = [&](int from, std::string& message) -> Status {
+    Result<int64_t> peak = compare::apply_measured_rows(message, result.rows, &by_identity, received);
     if (!peak.ok()) return peak.status().WithContext("process " + std::to_string(from));
-    result.peak_resident_bytes[from] = *peak;
-    std::string().swap((*all)[from]);  // applied: a message is a few hundred bytes a row, not kept
-  }
-  return Status::OK();
+    int64_t& kept = result.peak_resident_bytes[static_cast<size_t>(from)];
+    kept = std::max(kept, *peak);
+    return Status::OK();
+  };
+  return group.gather_each([](std::string&) { return false; }, consume);
 }
 
 // Under a group, every process having planned every row: measures this process's byte share and sends

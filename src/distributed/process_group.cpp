@@ -13,8 +13,9 @@ class SingleProcessGroup final : public ProcessGroup {
  public:
   int rank() const override { return 0; }
   int size() const override { return 1; }
-  Result<std::vector<std::string>> gather(std::string_view bytes) const override {
-    return std::vector<std::string>{std::string(bytes)};
+  Status gather_each(const std::function<bool(std::string&)>&,
+                     const std::function<Status(int, std::string&)>&) const override {
+    return Status::OK();  // nobody else sends
   }
   int broadcast(int value) const override { return value; }
   [[noreturn]] void abort(const std::string& message, int code) const override {
@@ -29,6 +30,26 @@ bool env_set(const char* name) {
 }
 
 }  // namespace
+
+Result<std::vector<std::string>> ProcessGroup::gather(std::string_view bytes) const {
+  std::vector<std::string> all;
+  if (is_root()) all.assign(static_cast<size_t>(size()), std::string());
+  if (is_root()) all[0] = std::string(bytes);
+  bool sent = false;
+  Status st = gather_each(
+      [&](std::string& message) {
+        if (sent) return false;
+        message.assign(bytes);
+        sent = true;
+        return true;
+      },
+      [&](int from, std::string& message) {
+        all[static_cast<size_t>(from)] = std::move(message);
+        return Status::OK();
+      });
+  if (!st.ok()) return st;
+  return all;
+}
 
 const ProcessGroup& single_process_group() {
   static const SingleProcessGroup group;

@@ -39,35 +39,46 @@ class MpiProcessGroup final : public ProcessGroup {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  Result<std::vector<std::string>> gather(std::string_view bytes) const override {
+  // On the wire, per message: its size (int64, tag kTagSize), then its bytes in pieces (tag kTagBytes);
+  // after a process's last message, the size -1.
+  Status gather_each(const std::function<bool(std::string&)>& next,
+                     const std::function<Status(int, std::string&)>& consume) const override {
     test_hook_die_before_gather(rank_);
-    std::vector<std::string> all;
     if (rank_ != 0) {
-      int64_t n = static_cast<int64_t>(bytes.size());
-      if (MPI_Send(&n, 1, MPI_INT64_T, 0, kTagSize, MPI_COMM_WORLD) != MPI_SUCCESS)
-        return Status::IOError("MPI: cannot send to process 0");
-      for (int64_t off = 0; off < n; off += kPiece) {
-        const int count = static_cast<int>(std::min(kPiece, n - off));
-        if (MPI_Send(bytes.data() + off, count, MPI_BYTE, 0, kTagBytes, MPI_COMM_WORLD) != MPI_SUCCESS)
+      std::string message;
+      bool more = true;
+      while (more) {
+        more = next(message);
+        int64_t n = more ? static_cast<int64_t>(message.size()) : -1;
+        if (MPI_Send(&n, 1, MPI_INT64_T, 0, kTagSize, MPI_COMM_WORLD) != MPI_SUCCESS)
           return Status::IOError("MPI: cannot send to process 0");
+        for (int64_t off = 0; off < n; off += kPiece) {
+          const int count = static_cast<int>(std::min(kPiece, n - off));
+          if (MPI_Send(message.data() + off, count, MPI_BYTE, 0, kTagBytes, MPI_COMM_WORLD) != MPI_SUCCESS)
+            return Status::IOError("MPI: cannot send to process 0");
+        }
       }
-      return all;
+      return Status::OK();
     }
-    all.resize(static_cast<size_t>(size_));
-    all[0] = std::string(bytes);
+    Status first_error = Status::OK();
+    std::string message;
     for (int from = 1; from < size_; ++from) {  // in rank order: the result does not depend on timing
-      int64_t n = 0;
-      if (MPI_Recv(&n, 1, MPI_INT64_T, from, kTagSize, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-        return Status::IOError("MPI: cannot receive from process " + std::to_string(from));
-      all[static_cast<size_t>(from)].resize(static_cast<size_t>(n));
-      for (int64_t off = 0; off < n; off += kPiece) {
-        const int count = static_cast<int>(std::min(kPiece, n - off));
-        if (MPI_Recv(all[static_cast<size_t>(from)].data() + off, count, MPI_BYTE, from, kTagBytes, MPI_COMM_WORLD,
-                     MPI_STATUS_IGNORE) != MPI_SUCCESS)
+      for (;;) {
+        int64_t n = 0;
+        if (MPI_Recv(&n, 1, MPI_INT64_T, from, kTagSize, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
           return Status::IOError("MPI: cannot receive from process " + std::to_string(from));
+        if (n < 0) break;
+        message.resize(static_cast<size_t>(n));
+        for (int64_t off = 0; off < n; off += kPiece) {
+          const int count = static_cast<int>(std::min(kPiece, n - off));
+          if (MPI_Recv(message.data() + off, count, MPI_BYTE, from, kTagBytes, MPI_COMM_WORLD, MPI_STATUS_IGNORE) !=
+              MPI_SUCCESS)
+            return Status::IOError("MPI: cannot receive from process " + std::to_string(from));
+        }
+        if (first_error.ok()) first_error = consume(from, message);
       }
     }
-    return all;
+    return first_error;
   }
 
   int broadcast(int value) const override {

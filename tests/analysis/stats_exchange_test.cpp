@@ -65,7 +65,7 @@ TEST(StatsExchange, OverflowUnderAGroupIsTheOneProcessReport) {
   const std::string alone = overflow_to_json(analyse_overflow(**src)).dump();
   ASSERT_NE(alone.find("\"nonfinite_records\":2"), std::string::npos) << alone;
   for (int size : {2, 4}) {
-    std::map<int, std::string> mailbox;
+    parity_test::Mailbox mailbox;
     for (int rank = size - 1; rank >= 1; --rank) {
       PlayedGroup group(rank, size, mailbox);
       OverflowOptions o;
@@ -95,7 +95,7 @@ TEST(StatsExchange, OverflowOfACaptureDividedByRankIsTheOneProcessReport) {
   ASSERT_NE(alone.find("\"nonfinite_records\":2"), std::string::npos) << alone;
   for (int size : {2, 3, 4}) {  // (more processes than ranks split the records by bytes instead)
     for (bool silent_process : {false, true}) {
-      std::map<int, std::string> mailbox;
+      parity_test::Mailbox mailbox;
       for (int rank = size - 1; rank >= 0; --rank) {
         PlayedGroup group(rank, size, mailbox);
         DividedSources s = open_divided_sources({{run, ""}}, &group);

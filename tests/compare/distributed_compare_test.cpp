@@ -105,7 +105,7 @@ TEST(DistributedCompare, EveryGroupSizeGivesTheOneProcessReport) {
   ASSERT_NE(alone.find("\"fail\""), std::string::npos);
   ASSERT_NE(alone.find("transposed"), std::string::npos);
   for (int size : {2, 3, 5}) {
-    std::map<int, std::string> mailbox;
+    Mailbox mailbox;
     for (int rank = size - 1; rank >= 1; --rank) {
       PlayedGroup group(rank, size, mailbox);
       EXPECT_EQ(report_json(*g, *t, &group, root), "");
@@ -121,7 +121,7 @@ TEST(DistributedCompare, SharesAreDisjointAndBalancedByBytes) {
   TempDir d;
   auto [g, t] = open_inputs(d);
   ASSERT_TRUE(g && t);
-  std::map<int, std::string> mailbox;
+  Mailbox mailbox;
   std::map<std::string, int> measured_by;
   for (int rank = 2; rank >= 1; --rank) {
     PlayedGroup group(rank, 3, mailbox);
@@ -189,7 +189,7 @@ TEST(DistributedCompare, ProcessesListOnlyTheirRanksOfACapture) {
   const std::string expected = shared_report_json(alone, nullptr, nullptr);
   ASSERT_NE(expected.find("\"fail\""), std::string::npos);
   for (int size : {2, 3, 4, 5}) {
-    std::map<int, std::string> mailbox;
+    Mailbox mailbox;
     std::set<int> listed;
     for (int rank = size - 1; rank >= 0; --rank) {
       PlayedGroup group(rank, size, mailbox);
@@ -223,7 +223,7 @@ TEST(DistributedCompare, MoreProcessesThanRanksSplitTheRowsByBytes) {
   write_runs(d / "g", d / "t", 2);
   const std::string g = (d / "g").string(), t = (d / "t").string();
   const std::string expected = shared_report_json(open_runs(g, t, nullptr), nullptr, nullptr);
-  std::map<int, std::string> mailbox;
+  Mailbox mailbox;
   for (int rank = 3; rank >= 0; --rank) {
     PlayedGroup group(rank, 4, mailbox);
     DividedSources s = open_runs(g, t, &group);
@@ -248,7 +248,7 @@ TEST(DistributedCompare, RowsNoProcessSentAreMeasuredByProcessZero) {
   write_runs(d / "g", d / "t", 3);
   const std::string g = (d / "g").string(), t = (d / "t").string();
   const std::string expected = shared_report_json(open_runs(g, t, nullptr), nullptr, nullptr);
-  std::map<int, std::string> mailbox;
+  Mailbox mailbox;
   {
     PlayedGroup one(1, 2, mailbox);
     DividedSources s = open_runs(g, t, &one);

@@ -155,6 +155,29 @@ def test_capture_runs_with_ranks_and_steps(inputs, tmp_path):
     assert all(r["update"]["grad_rel_error"] is not None for r in updates)
 
 
+def test_a_share_of_many_rows_reaches_process_zero_in_several_messages(tmp_path):
+    """Rows travel to process 0 in messages of 65,536 (src/compare/run_compare.cpp kRowsPerMessage), which
+    it applies one at a time. Two ranks of 70,000 statistics events: under -n 2 process 1's share, rank 1,
+    is 70,000 rows, so two messages, one of them holding the fault; the rows (CSV) and the analyses
+    (terminal) are one process's."""
+    gen = subprocess.run([sys.executable, os.path.join(capture_helpers.SOURCE_DIR, "bench", "scaling", "gen_dump.py"),
+                          str(tmp_path / "big"), "--ranks", "2", "--events", "70000", "--mib-per-rank", "0.25",
+                          "--mode", "statistics"], env=capture_helpers.child_env(), capture_output=True, text=True,
+                         timeout=600)
+    assert gen.returncode == 0, gen.stderr[-2000:]
+    outs = {}
+    for n in (0, 2):
+        cwd = tmp_path / f"n{n}"
+        cwd.mkdir()
+        p = run_parity(n, ["compare", tmp_path / "big" / "golden", tmp_path / "big" / "target", "--csv", "out.csv",
+                           "--limit", "5"], cwd)
+        assert "did not pair" not in p.stderr, p.stderr[-2000:]
+        outs[n] = (p.returncode, MEMORY_TEXT.sub("", TIMING_TEXT.sub("| s |", p.stdout)), (cwd / "out.csv").read_bytes())
+    assert outs[0][0] == 1 and "First divergence: layers.2333.self_attn.v_proj/forward/output/0 (step 0, rank 1)" in outs[0][1], outs[0][1][-2000:]
+    assert outs[0][2].count(b"\n") == 140_001
+    assert outs[2] == outs[0]
+
+
 def test_npy_directories(inputs, tmp_path):
     j = compare_all_ways(inputs, tmp_path, "npy_golden", "npy_target")
     by = {r["name"]: r for r in j["rows"]}

@@ -57,7 +57,7 @@ TEST(RunInfo, ProcessZeroGathersWhatEveryProcessReadOfItsShare) {
     write_run(run);
     const std::optional<RankShares> shares = plan_rank_shares({dump::run_rank_parts(run)}, size);
     ASSERT_TRUE(shares.has_value());
-    std::map<int, std::string> mailbox;
+    parity_test::Mailbox mailbox;
     for (int rank = size - 1; rank >= 1; --rank) {
       PlayedGroup group(rank, size, mailbox);
       Result<RunInfo> got = read_run_info(run, &group);
@@ -90,7 +90,7 @@ TEST(RunInfo, AProcessThatSeesAnotherRunFailsTheCall) {
   for (const char* view : {"missing", "fewer ranks"}) {
     fs::remove_all(run);
     write_run(run);
-    std::map<int, std::string> mailbox;
+    parity_test::Mailbox mailbox;
     fs::rename(run / "rank4", d / "rank4");
     if (std::string(view) == "missing") fs::rename(run, d / "away");
     PlayedGroup one(1, 2, mailbox);
