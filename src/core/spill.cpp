@@ -81,9 +81,6 @@ void open_spill_file(SpillFile& f) {
     if (f.fd < 0) return note_failure(f, "cannot create a spill file", errno);
     ::unlink(name.c_str());
   }
-  // No readahead: a page of a list is only read (zero-filled) where the list is, where readahead in
-  // large folios zeroed up to 2 MiB around every small list (~4 GB of memset for a 1,000-rank listing).
-  ::posix_fadvise(f.fd, 0, 0, POSIX_FADV_RANDOM);
 }
 
 // A mapped range of the spill file for `bytes`, its blocks reserved; nullptr when it cannot be had.
@@ -112,9 +109,13 @@ void* map_spill_range(size_t bytes) {
   f.offset_of.emplace(reinterpret_cast<uintptr_t>(p), offset);
   // Faulted in one call: first writes to the pages of a reserved (unwritten) extent, one fault at a time,
   // cost ~4x the system time (ext4, 3 × 512 MiB: 1.44 s against 0.35 s; anonymous pages 0.60 s). A
-  // kernel before 5.14 refuses it, and the pages fault in as they are touched.
+  // kernel before 5.14 refuses it, and the pages fault in as they are touched. Without readahead while
+  // it runs: readahead in large folios zeroed up to 2 MiB around every small list (~4 GB of memset for
+  // a 1,000-rank listing). With it afterwards: a page dropped under pressure is read back with its
+  // neighbours (one 4 KiB read a fault made a run in a 256 MiB cgroup ~10x slower).
   ::madvise(p, size, MADV_RANDOM);
   ::madvise(p, size, kPopulateWrite);
+  ::madvise(p, size, MADV_NORMAL);
   return p;
 }
 

@@ -103,8 +103,38 @@ bool worse(double a, double b) {
   return a > b;
 }
 
-bool by_order(const CompareRow& a, const CompareRow& b) {
-  return std::tie(a.golden->rank, a.golden->step, a.golden->order) < std::tie(b.golden->rank, b.golden->step, b.golden->order);
+// A row's sort key, read once: sorting indices with comparators that read the rows touched every row ~20
+// times at random, and rows and records live in a spill file (parity/spill.h) whose pages, under memory
+// pressure, come back from disk. The row index last: std::sort on unique keys is a stable sort.
+struct RowKey {
+  Verdict verdict;
+  double bad;  // badness_of_rows' value
+  int rank;
+  int64_t step, order;
+  size_t row;
+};
+
+bool by_order(const RowKey& a, const RowKey& b) {
+  return std::tie(a.rank, a.step, a.order, a.row) < std::tie(b.rank, b.step, b.order, b.row);
+}
+
+SpillVector<RowKey> row_keys(const RowList& rows, const std::vector<double>& bad) {
+  SpillVector<RowKey> keys;
+  keys.reserve(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Record& g = *rows[i].golden;
+    keys.push_back({rows[i].verdict, bad.empty() ? 0.0 : bad[i], g.rank, g.step, g.order, i});
+  }
+  return keys;
+}
+
+template <typename Less>
+std::vector<size_t> sorted_rows(const RowList& rows, const std::vector<double>& bad, Less less) {
+  SpillVector<RowKey> keys = row_keys(rows, bad);
+  std::sort(keys.begin(), keys.end(), less);
+  std::vector<size_t> idx(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) idx[i] = keys[i].row;
+  return idx;
 }
 
 }  // namespace
@@ -115,36 +145,36 @@ const std::vector<std::string>& sortable_metrics() {
 }
 
 std::vector<size_t> sort_rows(const CompareResult& result, const TableOptions& options) {
-  std::vector<size_t> idx(result.rows.size());
-  std::iota(idx.begin(), idx.end(), size_t{0});
   const auto& rows = result.rows;
   switch (options.sort) {
-    case SortKey::kName:
-      std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return rows[a].golden->name < rows[b].golden->name; });
-      break;
+    case SortKey::kName: {
+      std::vector<std::pair<std::string_view, size_t>> names(rows.size());  // views into the intern pool
+      for (size_t i = 0; i < rows.size(); ++i) names[i] = {rows[i].golden->name, i};
+      std::sort(names.begin(), names.end());
+      std::vector<size_t> idx(names.size());
+      for (size_t i = 0; i < names.size(); ++i) idx[i] = names[i].second;
+      return idx;
+    }
     case SortKey::kOrder:
-      std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return by_order(rows[a], rows[b]); });
-      break;
+      return sorted_rows(rows, {}, by_order);
     case SortKey::kMetric: {
       const std::vector<double> bad = badness_of_rows(rows, options.sort_metric);
+      std::vector<size_t> idx(rows.size());
+      std::iota(idx.begin(), idx.end(), size_t{0});
       std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return worse(bad[a], bad[b]); });
-      break;
+      return idx;
     }
-    case SortKey::kWorst: {
+    case SortKey::kWorst:
       // Verdict first (error, fail, warn, pass), then the relative L2 error (statistics rows: their
       // worst relative error), then execution order.
-      const std::vector<double> bad = badness_of_rows(rows, "rel_l2");
-      std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
-        if (rows[a].verdict != rows[b].verdict) return rows[a].verdict > rows[b].verdict;
-        const double ba = bad[a], bb = bad[b];
-        if (worse(ba, bb)) return true;
-        if (worse(bb, ba)) return false;
-        return by_order(rows[a], rows[b]);
+      return sorted_rows(rows, badness_of_rows(rows, "rel_l2"), [](const RowKey& a, const RowKey& b) {
+        if (a.verdict != b.verdict) return a.verdict > b.verdict;
+        if (worse(a.bad, b.bad)) return true;
+        if (worse(b.bad, a.bad)) return false;
+        return by_order(a, b);
       });
-      break;
-    }
   }
-  return idx;
+  return {};
 }
 
 void print_compare_header(std::FILE* out, const CompareResult& result, const TableOptions& options) {
