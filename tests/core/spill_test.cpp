@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -68,6 +69,45 @@ TEST(SpillAllocator, SmallListsAndCopiesBehaveAsVectors) {
   EXPECT_EQ(copy.size(), 100003u);
   EXPECT_EQ(copy[99999].a, 5u);
   EXPECT_EQ(copy[100002].c, 7u);
+}
+
+// The inode column of a /proc/self/maps line.
+std::string inode_of(const std::string& line) {
+  char perms[8], offset[32], device[16], inode[32];
+  unsigned long begin = 0, end = 0;
+  if (std::sscanf(line.c_str(), "%lx-%lx %7s %31s %15s %31s", &begin, &end, perms, offset, device, inode) != 6) return "";
+  return inode;
+}
+
+// A forked child takes a spill file of its own for new lists, and freeing an inherited list in the child
+// does not punch it out of the parent's file.
+TEST(SpillAllocator, AForkedChildSpillsToItsOwnFileAndLeavesTheParentsListsAlone) {
+  SpillVector<Item> parent_list(100000);
+  for (size_t i = 0; i < parent_list.size(); ++i) parent_list[i].a = i;
+  const std::string parent_inode = inode_of(mapping_of(parent_list.data()));
+  ASSERT_NE(parent_inode, "");
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    bool ok = true;
+    {
+      SpillVector<Item> child_list(100000);
+      child_list[5].b = 1;
+      const std::string inode = inode_of(mapping_of(child_list.data()));
+      ok = inode != "" && inode != parent_inode && mapping_of(child_list.data()).find("(deleted)") != std::string::npos;
+    }
+    SpillVector<Item>().swap(parent_list);  // the child frees the inherited list
+    std::_Exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  bool intact = true;
+  for (size_t i = 0; i < parent_list.size(); ++i) intact = intact && parent_list[i].a == i;
+  EXPECT_TRUE(intact);
+  SpillVector<Item> after(100000);  // the parent's file still serves new lists
+  EXPECT_EQ(inode_of(mapping_of(after.data())), parent_inode);
 }
 
 // The directory is read once per process, so the case runs in a fresh one (a death test re-executes the
