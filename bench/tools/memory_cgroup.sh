@@ -27,11 +27,13 @@ else
   echo "memory cgroup: unavailable: no writable memory cgroup (cgroup v1 memory or v2 with memory delegated)" >&2
   exit 125
 fi
+# The cgroup goes with this script, however it ends: a TERM or INT ends it once its command has ended
+# (bash runs the trap after the foreground command; a cgroup holding a process cannot be removed).
+trap 'sleep 0.2; rmdir "$cg" 2>/dev/null' EXIT
+trap 'exit 143' TERM INT
 (echo "$BASHPID" >"$cg/cgroup.procs" && exec "$@")
 rc=$?
 peak=$(( $(cat "$cg/$peak_file" 2>/dev/null || echo 0) >> 20 ))
 if oom "$rc"; then how="OOM-killed"; else how="completed, exit $rc"; fi
 echo "memory cgroup of $limit MiB: $how; most charged $peak MiB" >&2
-sleep 0.2
-rmdir "$cg" 2>/dev/null
 exit "$rc"
