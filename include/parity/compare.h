@@ -7,6 +7,7 @@
 // The JSON form (schema "parity.compare/1") is documented in docs/compare-json.md.
 #pragma once
 
+#include <compare>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -91,6 +92,19 @@ struct CompareRow {
 // The rows of a comparison, one a matched pair: a million at 1,000 ranks × 1,000 events, so they live in
 // a spill file (parity/spill.h), not in the process's anonymous memory.
 using RowList = SpillVector<CompareRow>;
+
+// Where a row stands in execution order: its golden record's (rank, step, order) — the one definition
+// the analyses and the table sort by.
+struct ExecutionPosition {
+  int rank = -1;
+  int64_t step = -1, order = -1;
+  friend auto operator<=>(const ExecutionPosition&, const ExecutionPosition&) = default;
+};
+ExecutionPosition execution_position(const CompareRow& row);
+// Row indices in execution order, ties by row index. Each row is read once and its position sorted on
+// its own: a comparator reading the rows touched every row ~20 times at random, and rows and records
+// live in a spill file (parity/spill.h) whose pages, under memory pressure, come back from disk.
+std::vector<size_t> rows_in_execution_order(const RowList& rows);
 
 // The statistics a row with `stats` compared on each side: the one computed from the side's tensor
 // data, else its record's stored statistics.

@@ -37,8 +37,12 @@ class ProcessGroup {
   virtual Status gather_each(const std::function<bool(std::string&)>& next,
                              const std::function<Status(int from, std::string& message)>& consume) const = 0;
 
+  // Collective: gather_each with one message a process, the one `make()` returns (not called on process 0).
+  Status gather_one_each(const std::function<std::string()>& make,
+                         const std::function<Status(int from, std::string& message)>& consume) const;
+
   // Collective, for small messages: every process passes its bytes; process 0 gets all of them in rank
-  // order (its own first), every other process an empty vector (one message each, by gather_each).
+  // order (its own first), every other process an empty vector.
   Result<std::vector<std::string>> gather(std::string_view bytes) const;
   // Collective: process 0's value, on every process.
   virtual int broadcast(int value) const = 0;

@@ -14,7 +14,6 @@ namespace parity {
 
 using analysis_detail::has_capture_metadata;
 using analysis_detail::is_elementwise_op;
-using analysis_detail::rows_in_execution_order;
 using analysis_detail::Slot;
 using analysis_detail::slot_of;
 
@@ -99,7 +98,7 @@ void classify_rows(CompareResult& result, const AnalysisOptions& options) {
   if (capture) {
     const std::map<std::pair<int, int64_t>, double> state = carried_state_error(result);
     std::map<int, double> coarsest;  // per rank; rows come in (rank, step, order) order
-    for (size_t i : rows_in_execution_order(result)) {
+    for (size_t i : rows_in_execution_order(result.rows)) {
       const CompareRow& row = result.rows[i];
       double& c = coarsest[row.golden->rank];
       if (auto it = state.find({row.golden->rank, row.golden->step}); it != state.end()) c = std::max(c, it->second);

@@ -21,29 +21,6 @@ Slot slot_of(const Record& r) {
 
 int direction_rank(const std::string& direction) { return direction == "backward" ? 1 : 0; }
 
-std::vector<size_t> rows_in_execution_order(const CompareResult& result) {
-  // The keys are read in one pass over the rows and sorted on their own. A comparator reading the rows'
-  // records touched every row ~20 times at random; rows and records live in a spill file
-  // (parity/spill.h), and under memory pressure each touch of a dropped page was a read from disk.
-  struct Key {
-    int rank;
-    int64_t step, order;
-    size_t row;
-  };
-  SpillVector<Key> keys;
-  keys.reserve(result.rows.size());
-  for (size_t i = 0; i < result.rows.size(); ++i) {
-    const Record& r = *result.rows[i].golden;
-    keys.push_back({r.rank, r.step, r.order, i});
-  }
-  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-    return std::tie(a.rank, a.step, a.order, a.row) < std::tie(b.rank, b.step, b.order, b.row);
-  });
-  std::vector<size_t> idx(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) idx[i] = keys[i].row;
-  return idx;
-}
-
 bool has_capture_metadata(const CompareResult& result) {
   for (const CompareRow& row : result.rows)
     if (!row.golden->role.empty() || !row.golden->direction.empty()) return true;

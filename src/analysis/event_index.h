@@ -16,9 +16,6 @@ Slot slot_of(const Record& r);
 // 0 for forward (and records without a direction), 1 for backward: forward sorts first.
 int direction_rank(const std::string& direction);
 
-// Row indices in execution order: (rank, step, order), ties by row index.
-std::vector<size_t> rows_in_execution_order(const CompareResult& result);
-
 // Copies the identity of the event a record belongs to (event name, module, op, direction, step, rank)
 // into a report's fields of those names (FirstDivergence, NanOrigin).
 template <typename Report>

@@ -27,7 +27,6 @@ using analysis_detail::direction_rank;
 using analysis_detail::has_capture_metadata;
 using analysis_detail::has_conditioning_model;
 using analysis_detail::propagated_relative_error;
-using analysis_detail::rows_in_execution_order;
 using analysis_detail::Slot;
 using analysis_detail::slot_of;
 
@@ -178,7 +177,7 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
   std::optional<std::pair<int, int64_t>> stream;
   std::unordered_set<size_t> inputs_nonfinite;               // events whose target inputs hold NaN/Inf
   std::vector<int> aligned_outputs, measured_outputs;          // per event (a million events: no hash maps)
-  for (size_t i : rows_in_execution_order(result)) {
+  for (size_t i : rows_in_execution_order(result.rows)) {
     const CompareRow& row = result.rows[i];
     const Record& g = *row.golden;
     if (stream != std::pair{g.rank, g.step}) {

@@ -305,14 +305,8 @@ std::vector<analysis_detail::LoadedStats> load_missing_stats(const RecordSource&
     for (analysis_detail::LoadedStats& l : loaded) l.identity = analysis_detail::record_identity(*measured[l.index].record);
   // Process 0 decodes each process's message as it arrives, holding one message at a time.
   std::vector<analysis_detail::LoadedStats> received;
-  bool sent = false;
-  Status st = group->gather_each(
-      [&](std::string& message) {
-        if (sent) return false;
-        message = analysis_detail::encode_loaded_stats(loaded, by_rank);
-        sent = true;
-        return true;
-      },
+  Status st = group->gather_one_each(
+      [&] { return analysis_detail::encode_loaded_stats(loaded, by_rank); },
       [&](int from, std::string& message) {
         Status decoded = analysis_detail::decode_loaded_stats(message, received);
         return decoded.ok() ? decoded : Status::Corrupt("process " + std::to_string(from) + ": " + decoded.message());

@@ -64,6 +64,17 @@ SpillFile& spill_file() {
   return *file;
 }
 
+// `bytes` rounded up to whole pages: ranges of the file start on page boundaries.
+uint64_t whole_pages(size_t bytes) {
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
+
+// Returns a range's page cache and blocks to the system.
+void punch_out(int fd, uint64_t offset, uint64_t size) {
+  ::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset), static_cast<off_t>(size));
+}
+
 void note_failure(SpillFile& f, const char* what, int err) {
   if (f.failure.empty()) f.failure = std::string(what) + " in " + directory() + ": " + std::strerror(err);
 }
@@ -86,8 +97,7 @@ void open_spill_file(SpillFile& f) {
 // A mapped range of the spill file for `bytes`, its blocks reserved; nullptr when it cannot be had.
 void* map_spill_range(size_t bytes) {
   SpillFile& f = spill_file();
-  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  const uint64_t size = (bytes + page - 1) / page * page;
+  const uint64_t size = whole_pages(bytes);
   std::lock_guard<std::mutex> lock(f.mu);
   if (!f.opened) open_spill_file(f);
   if (f.fd < 0) return nullptr;
@@ -96,13 +106,13 @@ void* map_spill_range(size_t bytes) {
   // on a full disk would be a SIGBUS, so no reservation, no spill.
   if (const int err = ::posix_fallocate(f.fd, static_cast<off_t>(offset), static_cast<off_t>(size)); err != 0) {
     note_failure(f, "cannot reserve spill file blocks", err);
-    ::fallocate(f.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset), static_cast<off_t>(size));
+    punch_out(f.fd, offset, size);
     return nullptr;
   }
   void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, f.fd, static_cast<off_t>(offset));
   if (p == MAP_FAILED) {
     note_failure(f, "cannot map the spill file", errno);
-    ::fallocate(f.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset), static_cast<off_t>(size));
+    punch_out(f.fd, offset, size);
     return nullptr;
   }
   f.end = offset + size;
@@ -140,13 +150,12 @@ void* map_pages(size_t bytes) noexcept {
 
 void unmap_pages(void* pages, size_t bytes) noexcept {
   SpillFile& f = spill_file();
-  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  const uint64_t size = (bytes + page - 1) / page * page;
+  const uint64_t size = whole_pages(bytes);
   ::munmap(pages, size);
   std::lock_guard<std::mutex> lock(f.mu);
   const auto it = f.offset_of.find(reinterpret_cast<uintptr_t>(pages));
   if (it == f.offset_of.end()) return;  // anonymous (or inherited from the parent before a fork)
-  ::fallocate(f.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(it->second), static_cast<off_t>(size));
+  punch_out(f.fd, it->second, size);
   f.offset_of.erase(it);
 }
 

@@ -31,22 +31,28 @@ bool env_set(const char* name) {
 
 }  // namespace
 
+Status ProcessGroup::gather_one_each(const std::function<std::string()>& make,
+                                     const std::function<Status(int, std::string&)>& consume) const {
+  bool sent = false;
+  auto next = [&](std::string& message) {
+    if (sent) return false;
+    message = make();
+    sent = true;
+    return true;
+  };
+  return gather_each(next, consume);
+}
+
 Result<std::vector<std::string>> ProcessGroup::gather(std::string_view bytes) const {
   std::vector<std::string> all;
-  if (is_root()) all.assign(static_cast<size_t>(size()), std::string());
-  if (is_root()) all[0] = std::string(bytes);
-  bool sent = false;
-  Status st = gather_each(
-      [&](std::string& message) {
-        if (sent) return false;
-        message.assign(bytes);
-        sent = true;
-        return true;
-      },
-      [&](int from, std::string& message) {
-        all[static_cast<size_t>(from)] = std::move(message);
-        return Status::OK();
-      });
+  if (is_root()) {
+    all.assign(static_cast<size_t>(size()), std::string());
+    all[0] = std::string(bytes);
+  }
+  Status st = gather_one_each([&] { return std::string(bytes); }, [&](int from, std::string& message) {
+    all[static_cast<size_t>(from)] = std::move(message);
+    return Status::OK();
+  });
   if (!st.ok()) return st;
   return all;
 }

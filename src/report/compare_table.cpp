@@ -103,35 +103,26 @@ bool worse(double a, double b) {
   return a > b;
 }
 
-// A row's sort key, read once: sorting indices with comparators that read the rows touched every row ~20
-// times at random, and rows and records live in a spill file (parity/spill.h) whose pages, under memory
-// pressure, come back from disk. The row index last: std::sort on unique keys is a stable sort.
-struct RowKey {
-  Verdict verdict;
-  double bad;  // badness_of_rows' value
-  int rank;
-  int64_t step, order;
-  size_t row;
-};
-
-bool by_order(const RowKey& a, const RowKey& b) {
-  return std::tie(a.rank, a.step, a.order, a.row) < std::tie(b.rank, b.step, b.order, b.row);
-}
-
-SpillVector<RowKey> row_keys(const RowList& rows, const std::vector<double>& bad) {
-  SpillVector<RowKey> keys;
+// The worst rows first: verdict (error, fail, warn, pass), then `bad` (badness_of_rows, worse first),
+// then execution order. Each row's key is read once and the keys sorted on their own (see
+// rows_in_execution_order, parity/compare.h); the row index last makes the keys unique, so the sort is
+// stable.
+std::vector<size_t> worst_first(const RowList& rows, const std::vector<double>& bad) {
+  struct Key {
+    Verdict verdict;
+    double bad;
+    ExecutionPosition at;
+    size_t row;
+  };
+  SpillVector<Key> keys;
   keys.reserve(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Record& g = *rows[i].golden;
-    keys.push_back({rows[i].verdict, bad.empty() ? 0.0 : bad[i], g.rank, g.step, g.order, i});
-  }
-  return keys;
-}
-
-template <typename Less>
-std::vector<size_t> sorted_rows(const RowList& rows, const std::vector<double>& bad, Less less) {
-  SpillVector<RowKey> keys = row_keys(rows, bad);
-  std::sort(keys.begin(), keys.end(), less);
+  for (size_t i = 0; i < rows.size(); ++i) keys.push_back({rows[i].verdict, bad[i], execution_position(rows[i]), i});
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    if (a.verdict != b.verdict) return a.verdict > b.verdict;
+    if (worse(a.bad, b.bad)) return true;
+    if (worse(b.bad, a.bad)) return false;
+    return std::tie(a.at, a.row) < std::tie(b.at, b.row);
+  });
   std::vector<size_t> idx(keys.size());
   for (size_t i = 0; i < keys.size(); ++i) idx[i] = keys[i].row;
   return idx;
@@ -156,7 +147,7 @@ std::vector<size_t> sort_rows(const CompareResult& result, const TableOptions& o
       return idx;
     }
     case SortKey::kOrder:
-      return sorted_rows(rows, {}, by_order);
+      return rows_in_execution_order(rows);
     case SortKey::kMetric: {
       const std::vector<double> bad = badness_of_rows(rows, options.sort_metric);
       std::vector<size_t> idx(rows.size());
@@ -165,14 +156,8 @@ std::vector<size_t> sort_rows(const CompareResult& result, const TableOptions& o
       return idx;
     }
     case SortKey::kWorst:
-      // Verdict first (error, fail, warn, pass), then the relative L2 error (statistics rows: their
-      // worst relative error), then execution order.
-      return sorted_rows(rows, badness_of_rows(rows, "rel_l2"), [](const RowKey& a, const RowKey& b) {
-        if (a.verdict != b.verdict) return a.verdict > b.verdict;
-        if (worse(a.bad, b.bad)) return true;
-        if (worse(b.bad, a.bad)) return false;
-        return by_order(a, b);
-      });
+      // The relative L2 error; statistics rows: their worst relative error.
+      return worst_first(rows, badness_of_rows(rows, "rel_l2"));
   }
   return {};
 }
