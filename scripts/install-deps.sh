@@ -16,6 +16,8 @@ PACKAGES=(
   libmimalloc-dev
   # capture manifests decoded at parse speed (src/dump/manifest_record.h)
   libsimdjson-dev
+  # `parity compare --arrow`: the flatbuffers builder writes the Arrow IPC file's metadata (src/report/arrow_file.h)
+  libflatbuffers-dev
   # scale-out: `mpirun -n N parity compare ...` (docs/scaling.md)
   openmpi-bin libopenmpi-dev
   # Python side: the pybind11 extension and the venv (torch, numpy, pytest, pandas, transformers ... come

@@ -12,6 +12,8 @@
 #include <tuple>
 #include <vector>
 
+#include <unistd.h>
+
 #include "parity/terminal_text.h"
 #include "parity/json_number.h"
 #include "cli/command.h"
@@ -43,7 +45,7 @@ struct CompareArgs {
   std::optional<double> cosine, cosine_fail, max_abs, rel_l2, max_rel, kl_max, stats_rel;
   bool show_thresholds = false;
   std::vector<std::string> kl_patterns;
-  std::string json_path, csv_path;
+  std::string json_path, csv_path, arrow_path;
   std::string html_path;  // --html: self-contained report of the same JSON (docs/report.md)
   std::string sort = "worst";
   std::string sort_metric = "cosine";
@@ -135,7 +137,10 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   if (a.golden.empty() || a.target.empty()) {
     return usage_error("GOLDEN and TARGET are required (see parity compare --help)");
   }
-  if (a.json_path == "-" && a.csv_path == "-") return usage_error("--json - and --csv - cannot both write to stdout");
+  if ((a.json_path == "-") + (a.csv_path == "-") + (a.arrow_path == "-") > 1)
+    return usage_error("only one of --json, --csv and --arrow can write to stdout ('-')");
+  if (a.arrow_path == "-" && isatty(STDOUT_FILENO) != 0)
+    return usage_error("--arrow -: stdout is a terminal; the Arrow file is binary (pipe it, or give a path)");
 
   // --format forces both sides unless a side has its own.
   const std::string& golden_format = a.golden_format.empty() ? a.format : a.golden_format;
@@ -179,7 +184,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   int code = report->exit_code;
 
   // Human output goes to stdout, or to stderr when stdout carries JSON or CSV.
-  const bool machine_on_stdout = a.json_path == "-" || a.csv_path == "-";
+  const bool machine_on_stdout = a.json_path == "-" || a.csv_path == "-" || a.arrow_path == "-";
   std::FILE* human = machine_on_stdout ? stderr : stdout;
   report::TableOptions topt;
   topt.color = use_color(global, machine_on_stdout ? 2 : 1);
@@ -213,6 +218,13 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
         return Status::OK();
       });
     }
+    if (!st.ok()) {
+      std::fprintf(stderr, "parity compare: %s\n", terminal_text(st.message()).c_str());
+      code = kExitUsage;
+    }
+  }
+  if (!a.arrow_path.empty()) {
+    Status st = write_output(a.arrow_path, [&res](std::FILE* f) { return report::write_compare_arrow(res, f); });
     if (!st.ok()) {
       std::fprintf(stderr, "parity compare: %s\n", terminal_text(st.message()).c_str());
       code = kExitUsage;
@@ -286,6 +298,9 @@ CommandAction setup_compare(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--json", a->json_path, "Write the result as JSON (schema parity.compare/1, docs/compare-json.md); '-' = stdout, table to stderr");
   add_html_option(sub, a->html_path);
   sub.add_option("--csv", a->csv_path, "Write one CSV line per pair (schema parity.compare.csv/2); '-' = stdout, table to stderr");
+  sub.add_option("--arrow", a->arrow_path,
+                 "Write the CSV's rows and columns, typed, as an Arrow IPC file (schema parity.compare.arrow/1; "
+                 "pyarrow, polars, pandas, DuckDB read it)");
   sub.add_option("--sort", a->sort, "Table order: worst (verdict, then rel L2), name, order (execution order), metric")
       ->check(CLI::IsMember({"worst", "name", "order", "metric"}))
       ->capture_default_str();

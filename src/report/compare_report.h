@@ -1,6 +1,6 @@
 // report/compare_report.h — the human and table outputs of `parity compare`: CSV
-// (parity.compare.csv/2) and the terminal sections (header, table, unmatched, problems, notes, verdict
-// line). The JSON (parity.compare/1) is written by src/pipeline/compare_json.cpp (parity/compare_runs.h).
+// (parity.compare.csv/2), the Arrow file (parity.compare.arrow/1) and the terminal sections (header,
+// table, unmatched, problems, notes, verdict line). The JSON (parity.compare/1) is written by src/pipeline/compare_json.cpp (parity/compare_runs.h).
 #pragma once
 
 #include <cstdio>
@@ -13,12 +13,18 @@
 namespace parity::report {
 
 inline constexpr const char* kCompareCsvSchema = "parity.compare.csv/2";
+inline constexpr const char* kCompareArrowSchema = "parity.compare.arrow/1";
 
 // CSV, one line per row in result order after the header line; the first column is the schema
 // ("parity.compare.csv/2", parity/csv_cell.h).
 // Columns: docs/compare-json.md, section "CSV". Errors name the file.
 Status write_compare_csv(const CompareResult& result, const std::string& path);
 void write_compare_csv(const CompareResult& result, std::FILE* out);
+
+// The same rows and columns as an Arrow IPC file (parity.compare.arrow/1: the CSV's columns, typed; a
+// cell the CSV leaves empty is a null; the schema's metadata "parity.schema" names the schema), written
+// in batches of 16,384 rows. Columns: docs/compare-json.md, section "Arrow".
+Status write_compare_arrow(const CompareResult& result, std::FILE* out);
 
 // ---- terminal ------------------------------------------------------------------------------------
 enum class SortKey { kWorst, kName, kOrder, kMetric };

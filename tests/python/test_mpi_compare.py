@@ -1,7 +1,7 @@
 """`mpirun -n N parity compare|overflow|info|ranks` gives the same bytes as one process (issue 13, docs/cli.md "MPI").
 
-Each input is compared by one process and under `mpirun -n 2` and `-n 4`: the JSON, CSV, HTML and the
-terminal table must be byte-identical once the timing fields are removed, and the exit status the same.
+Each input is compared by one process and under `mpirun -n 2` and `-n 4`: the JSON, CSV, Arrow file,
+HTML and the terminal table must be byte-identical once the timing fields are removed, and the exit status the same.
 Inputs: capture runs of a real training loop (2 ranks x 2 steps, the target's MLP weight perturbed, so
 there are failing rows, suspects and diagnoses), npy directories (transposed layout, logits with KL, NaN,
 a shape mismatch, an unmatched file, a corrupt file, a tensor above the 1 MiB "big pair" size), and a
@@ -116,7 +116,7 @@ def inputs(tmp_path_factory):
 def compare_all_ways(inputs, tmp_path, golden, target, extra=()):
     """Runs compare single-process, then under mpirun -n 2 and -n 4; asserts identical outputs."""
     args = ["compare", inputs / golden, inputs / target, "--json", "out.json", "--csv", "out.csv",
-            "--html", "out.html", *extra]
+            "--arrow", "out.arrow", "--html", "out.html", *extra]
     outs = {}
     for n in (0, 2, 4):
         cwd = tmp_path / f"n{n}"
@@ -131,13 +131,14 @@ def compare_all_ways(inputs, tmp_path, golden, target, extra=()):
         # Captures are divided by rank: every process paired its own ranks' rows as process 0 did.
         assert "did not pair" not in p.stderr, p.stderr[-2000:]
         outs[n] = (p.returncode, MEMORY_TEXT.sub("", TIMING_TEXT.sub("| s |", p.stdout)), normalised(cwd / "out.json"),
-                   (cwd / "out.csv").read_bytes(), normalised(cwd / "out.html"))
+                   (cwd / "out.csv").read_bytes(), normalised(cwd / "out.html"), (cwd / "out.arrow").read_bytes())
     for n in (2, 4):
-        code, text, js, csv, html = outs[n]
+        code, text, js, csv, html, arrow = outs[n]
         assert code == outs[0][0], f"-n {n}: exit {code}, alone {outs[0][0]}"
         assert js == outs[0][2], f"-n {n}: JSON differs"
         assert csv == outs[0][3], f"-n {n}: CSV differs"
         assert html == outs[0][4], f"-n {n}: HTML differs"
+        assert arrow == outs[0][5], f"-n {n}: Arrow file differs"
         assert text == outs[0][1], f"-n {n}: terminal output differs"
     return json.loads(outs[0][2])
 
