@@ -13,6 +13,7 @@
 #include <bit>
 #include <cassert>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 #include "flatbuffers/flatbuffers.h"
@@ -145,6 +146,14 @@ ArrowFileWriter::ArrowFileWriter(std::FILE* out, std::span<const Column> columns
 
 void ArrowFileWriter::append_row(std::span<const Cell> cells) {
   assert(cells.size() == columns_.size());
+  // utf8 offsets are int32: a batch whose text would pass 2 GiB in a column ends before this row.
+  for (size_t i = 0; i < columns_.size() && rows_ > 0; ++i) {
+    if (const auto* text = std::get_if<std::string>(&cells[i]);
+        text != nullptr && data_[i].text.size() + text->size() > size_t{INT32_MAX}) {
+      write_batch();
+      break;
+    }
+  }
   const int64_t row = rows_;
   for (size_t i = 0; i < columns_.size(); ++i) {
     ColumnData& d = data_[i];
