@@ -4,26 +4,11 @@
 
 #include <cstdint>
 
+#include "parity/utf8.h"
+
 namespace parity {
 
 namespace {
-
-// Length of the well-formed UTF-8 sequence starting at s[i] (Unicode 15, table 3-7), 0 if none.
-size_t utf8_sequence_length(std::string_view s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<uint8_t>(s[i + k]); };
-  const size_t left = s.size() - i;
-  const uint8_t c = b(0);
-  if (c < 0x80) return 1;
-  const auto cont = [&](size_t k, uint8_t lo = 0x80, uint8_t hi = 0xBF) { return k < left && b(k) >= lo && b(k) <= hi; };
-  if (c >= 0xC2 && c <= 0xDF) return cont(1) ? 2 : 0;
-  if (c == 0xE0) return cont(1, 0xA0) && cont(2) ? 3 : 0;
-  if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) return cont(1) && cont(2) ? 3 : 0;
-  if (c == 0xED) return cont(1, 0x80, 0x9F) && cont(2) ? 3 : 0;  // no UTF-16 surrogates
-  if (c == 0xF0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
-  if (c >= 0xF1 && c <= 0xF3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
-  if (c == 0xF4) return cont(1, 0x80, 0x8F) && cont(2) && cont(3) ? 4 : 0;
-  return 0;
-}
 
 bool is_c0_or_del(uint8_t c) { return c < 0x20 || c == 0x7F; }
 bool is_c1(std::string_view s, size_t i, size_t n) {

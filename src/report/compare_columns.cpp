@@ -4,6 +4,8 @@
 
 #include <cassert>
 
+#include "parity/utf8.h"
+
 namespace parity::report {
 
 namespace {
@@ -33,7 +35,7 @@ constexpr Column kColumns[] = {
 
 constexpr size_t kTensorColumns = 21, kStatsColumns = 4;
 
-bool holds(const Cell& cell, CellType type) {
+[[maybe_unused]] bool holds(const Cell& cell, CellType type) {  // for the assert below
   switch (type) {
     case T::kText: return std::holds_alternative<std::string>(cell);
     case T::kInt: return std::holds_alternative<int64_t>(cell);
@@ -55,7 +57,11 @@ void add_tensor_cells(const PairMetrics& m, std::vector<Cell>& cells) {
   }
   cells.emplace_back(m.nonfinite_mismatch);
   cells.emplace_back(m.ftz_count);
-  cells.push_back(m.kl_computed ? Cell(m.kl) : Cell());
+  if (m.kl_computed) {
+    cells.emplace_back(m.kl);
+  } else {
+    cells.emplace_back();
+  }
 }
 
 }  // namespace
@@ -65,16 +71,22 @@ std::span<const Column> compare_columns() { return kColumns; }
 void compare_row_cells(const CompareRow& r, std::vector<Cell>& cells) {
   cells.clear();
   const Record& g = *r.golden;
-  for (std::string s : {std::string(g.name), std::string(r.target->name), std::string(match_kind_name(r.match)),
-                        std::string(compare_mode_name(r.mode)), std::string(dtype_name(g.dtype)),
-                        std::string(dtype_name(r.target->dtype)), shape_to_string(g.shape),
-                        shape_to_string(r.target->shape), std::string(g.module), std::string(g.op),
-                        std::string(g.direction), std::string(g.role)}) {
+  // Names come from other people's files: bytes that are not UTF-8 become U+FFFD, as in the JSON.
+  for (std::string_view s : {std::string_view(g.name), std::string_view(r.target->name)}) {
+    cells.emplace_back(well_formed_utf8(s));
+  }
+  for (std::string s : {std::string(match_kind_name(r.match)), std::string(compare_mode_name(r.mode)),
+                        std::string(dtype_name(g.dtype)), std::string(dtype_name(r.target->dtype)),
+                        shape_to_string(g.shape), shape_to_string(r.target->shape)}) {
     cells.emplace_back(std::move(s));
+  }
+  for (std::string_view s : {std::string_view(g.module), std::string_view(g.op), std::string_view(g.direction),
+                             std::string_view(g.role)}) {
+    cells.emplace_back(well_formed_utf8(s));
   }
   for (int64_t v : {int64_t{g.index}, int64_t{g.step}, int64_t{g.rank}, int64_t{g.order}}) cells.emplace_back(v);
   cells.emplace_back(std::string(verdict_name(r.verdict)));
-  cells.emplace_back(r.reason);
+  cells.emplace_back(well_formed_utf8(r.reason));
   if (r.metrics) {
     add_tensor_cells(*r.metrics, cells);
   } else {
@@ -86,7 +98,11 @@ void compare_row_cells(const CompareRow& r, std::vector<Cell>& cells) {
   } else {
     cells.resize(cells.size() + kStatsColumns);
   }
-  cells.push_back(r.checksum_equal ? Cell(*r.checksum_equal) : Cell());
+  if (r.checksum_equal) {
+    cells.emplace_back(*r.checksum_equal);
+  } else {
+    cells.emplace_back();
+  }
   cells.emplace_back(std::string(noise_class_name(r.noise)));
   cells.emplace_back(r.noise_ratio);
   assert(cells.size() == std::size(kColumns));

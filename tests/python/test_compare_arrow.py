@@ -5,7 +5,7 @@ format, must read it and find, cell by cell, what the CSV of the same run holds.
 Inputs a user meets: a real training loop captured in tensor mode (metric columns, logits with KL, a
 failing weight), a statistics-mode dump of 2 ranks x 12,000 events (the statistics columns, and more
 than one 16,384-row batch), a checksum-mode capture (the bool column), and npy directories with NaN,
-an unmatched file and a corrupt file (rows whose metric cells are empty: nulls)."""
+an unmatched file, a corrupt file (rows whose metric cells are empty: nulls) and a Latin-1 file name."""
 import csv
 import math
 import os
@@ -66,6 +66,9 @@ def inputs(tmp_path_factory):
     np.save(g / "only_golden.npy", np.zeros(3, np.float32))
     np.save(g / "corrupt.npy", a)
     (t / "corrupt.npy").write_bytes(b"\x93NUMPY\x01\x00garbage that is not a header")
+    for side in (g, t):  # a Latin-1 file name: not UTF-8, which the Arrow file's text must be
+        with open(os.path.join(os.fsencode(side), b"caf\xe9.npy"), "wb") as f:
+            np.save(f, a)
     return d
 
 
@@ -136,6 +139,8 @@ def test_npy_directories_with_errors(inputs, tmp_path):
     by_name = {r["name"]: r for r in table.to_pylist()}
     assert by_name["ok.npy"]["verdict"] in ("pass", "warn", "fail")
     assert by_name["nan.npy"]["nonfinite_mismatch"] == 2
+    # Bytes that are not UTF-8 are U+FFFD in both files, as in the JSON.
+    assert by_name["caf\ufffd.npy"]["verdict"] == "pass"
 
 
 def test_pandas_reads_it(inputs, tmp_path):
