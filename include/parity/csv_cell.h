@@ -2,13 +2,14 @@
 // eval).
 // Numbers in the shortest form that reads back to the same double (round-trip exact); non-finite as
 // nan / inf / -inf, which pandas.read_csv and numpy parse; text quoted as RFC 4180 says when it holds
-// a comma, a quote or a line break.
+// a comma, a quote or a line break, and made well-formed UTF-8.
 #pragma once
 
 #include <cmath>
 #include <string>
 
 #include "fmt/format.h"
+#include "parity/utf8.h"
 
 namespace parity {
 
@@ -23,7 +24,10 @@ inline std::string csv_number(double v) {
 // and a row copied elsewhere still says what it is.
 inline std::string csv_header(const std::string& columns) { return "schema," + columns + "\n"; }
 
-inline std::string csv_escape(const std::string& s) {
+// Text from other people's files may hold bytes that are not UTF-8 (a Latin-1 file name, a log key):
+// each becomes U+FFFD (parity/utf8.h), since pandas.read_csv decodes UTF-8 strictly.
+inline std::string csv_escape(const std::string& text) {
+  const std::string s = well_formed_utf8(text);
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) {

@@ -1,7 +1,8 @@
-// tests/core/utf8_test.cpp — well_formed_utf8: well-formed text unchanged, each stray byte one U+FFFD
+// tests/core/utf8_test.cpp — well_formed_utf8 and CSV cells: well-formed text unchanged, each stray byte one U+FFFD
 // (parity/utf8.h), the cases of Unicode's table 3-7 that a file name in Latin-1 or a cut name hits.
 #include <gtest/gtest.h>
 
+#include "parity/csv_cell.h"
 #include "parity/utf8.h"
 
 using parity::utf8_sequence_length;
@@ -31,4 +32,9 @@ TEST(Utf8, SequenceLengths) {
   EXPECT_EQ(utf8_sequence_length("\xC3", 0), 0u);
   EXPECT_EQ(utf8_sequence_length("\xF0\x9F\x98\x80", 0), 4u);
   EXPECT_EQ(utf8_sequence_length("\x80", 0), 0u);
+}
+
+TEST(Utf8, CsvCellsAreWellFormed) {
+  EXPECT_EQ(parity::csv_escape("caf\xE9"), "caf" + kReplacement);
+  EXPECT_EQ(parity::csv_escape("caf\xE9,x"), "\"caf" + kReplacement + ",x\"");
 }
