@@ -26,8 +26,8 @@ inline std::string csv_header(const std::string& columns) { return "schema," + c
 
 // Text from other people's files may hold bytes that are not UTF-8 (a Latin-1 file name, a log key):
 // each becomes U+FFFD (parity/utf8.h), since pandas.read_csv decodes UTF-8 strictly.
-inline std::string csv_escape(const std::string& text) {
-  const std::string s = well_formed_utf8(text);
+inline std::string csv_escape(const std::string& s) {
+  if (!is_well_formed_utf8(s)) return csv_escape(well_formed_utf8(s));
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string out = "\"";
   for (char c : s) {

@@ -13,6 +13,9 @@ namespace parity {
 // Length of the well-formed UTF-8 sequence starting at s[i], 0 if none starts there.
 size_t utf8_sequence_length(std::string_view s, size_t i);
 
+// Whether every byte of `s` belongs to a well-formed sequence.
+bool is_well_formed_utf8(std::string_view s);
+
 // `s` with each byte that is not part of a well-formed sequence replaced by U+FFFD (what nlohmann's
 // JSON writer does with its "replace" handler); well-formed text is returned unchanged.
 std::string well_formed_utf8(std::string_view s);

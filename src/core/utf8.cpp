@@ -21,17 +21,28 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
   return 0;
 }
 
-std::string well_formed_utf8(std::string_view s) {
+namespace {
+
+// Where the first byte that is not part of a well-formed sequence lies; s.size() if none.
+size_t first_stray_byte(std::string_view s) {
   size_t i = 0;
   while (i < s.size() && static_cast<uint8_t>(s[i]) < 0x80) ++i;  // ASCII: the common case
-  size_t n = 0;
-  for (; i < s.size(); i += n) {
+  for (size_t n = 0; i < s.size(); i += n) {
     if ((n = utf8_sequence_length(s, i)) == 0) break;
   }
+  return i;
+}
+
+}  // namespace
+
+bool is_well_formed_utf8(std::string_view s) { return first_stray_byte(s) == s.size(); }
+
+std::string well_formed_utf8(std::string_view s) {
+  size_t i = first_stray_byte(s);
   if (i == s.size()) return std::string(s);
   std::string out(s.substr(0, i));
   while (i < s.size()) {
-    n = utf8_sequence_length(s, i);
+    const size_t n = utf8_sequence_length(s, i);
     if (n == 0) {
       out += "\xEF\xBF\xBD";
       i += 1;
