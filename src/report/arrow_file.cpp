@@ -146,45 +146,48 @@ ArrowFileWriter::ArrowFileWriter(std::FILE* out, std::span<const Column> columns
 
 void ArrowFileWriter::append_row(std::span<const Cell> cells) {
   assert(cells.size() == columns_.size());
-  // utf8 offsets are int32: a batch whose text would pass 2 GiB in a column ends before this row.
-  for (size_t i = 0; i < columns_.size() && rows_ > 0; ++i) {
-    if (const auto* text = std::get_if<std::string>(&cells[i]);
-        text != nullptr && data_[i].text.size() + text->size() > size_t{INT32_MAX}) {
-      write_batch();
+  if (rows_ > 0 && text_would_overflow(cells)) write_batch();
+  for (size_t i = 0; i < columns_.size(); ++i) append_cell(data_[i], columns_[i].type, cells[i], rows_);
+  if (++rows_ == rows_per_batch_) write_batch();
+}
+
+// utf8 offsets are int32: a batch whose text would pass 2 GiB in a column ends before this row.
+bool ArrowFileWriter::text_would_overflow(std::span<const Cell> cells) const {
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const auto* text = std::get_if<std::string>(&cells[i]);
+    if (text != nullptr && data_[i].text.size() + text->size() > size_t{INT32_MAX}) return true;
+  }
+  return false;
+}
+
+// Row `row` of a column: its validity bit, then its value — a text's bytes and end offset, 8 bytes of
+// int64 / float64 (zeros for a null), or a bit of the bool bitmap.
+void ArrowFileWriter::append_cell(ColumnData& d, CellType type, const Cell& cell, int64_t row) {
+  const auto bit = static_cast<uint8_t>(1u << (row % 8));
+  if (row % 8 == 0) {
+    d.validity.push_back(0);
+    if (type == CellType::kBool) d.fixed.push_back(0);
+  }
+  const bool present = !std::holds_alternative<std::monostate>(cell);
+  if (present) d.validity.back() |= bit;
+  d.nulls += present ? 0 : 1;
+  switch (type) {
+    case CellType::kText:
+      if (present) d.text += std::get<std::string>(cell);
+      d.offsets.push_back(static_cast<int32_t>(d.text.size()));
+      break;
+    case CellType::kInt:
+    case CellType::kReal: {
+      uint8_t bytes[8] = {};
+      if (present && type == CellType::kInt) std::memcpy(bytes, &std::get<int64_t>(cell), 8);
+      if (present && type == CellType::kReal) std::memcpy(bytes, &std::get<double>(cell), 8);
+      d.fixed.insert(d.fixed.end(), bytes, bytes + 8);
       break;
     }
+    case CellType::kBool:
+      if (present && std::get<bool>(cell)) d.fixed.back() |= bit;
+      break;
   }
-  const int64_t row = rows_;
-  for (size_t i = 0; i < columns_.size(); ++i) {
-    ColumnData& d = data_[i];
-    const CellType type = columns_[i].type;
-    if (row % 8 == 0) {
-      d.validity.push_back(0);
-      if (type == CellType::kBool) d.fixed.push_back(0);
-    }
-    const Cell& cell = cells[i];
-    const bool present = !std::holds_alternative<std::monostate>(cell);
-    if (present) d.validity.back() |= static_cast<uint8_t>(1u << (row % 8));
-    d.nulls += present ? 0 : 1;
-    switch (type) {
-      case CellType::kText:
-        if (present) d.text += std::get<std::string>(cell);
-        d.offsets.push_back(static_cast<int32_t>(d.text.size()));
-        break;
-      case CellType::kInt:
-      case CellType::kReal: {
-        uint8_t bytes[8] = {};
-        if (present && type == CellType::kInt) std::memcpy(bytes, &std::get<int64_t>(cell), 8);
-        if (present && type == CellType::kReal) std::memcpy(bytes, &std::get<double>(cell), 8);
-        d.fixed.insert(d.fixed.end(), bytes, bytes + 8);
-        break;
-      }
-      case CellType::kBool:
-        if (present && std::get<bool>(cell)) d.fixed.back() |= static_cast<uint8_t>(1u << (row % 8));
-        break;
-    }
-  }
-  if (++rows_ == rows_per_batch_) write_batch();
 }
 
 // table RecordBatch { length: long; nodes: [FieldNode]; buffers: [Buffer]; ... }

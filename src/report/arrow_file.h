@@ -48,6 +48,8 @@ class ArrowFileWriter {
     int64_t body_length;
   };
 
+  bool text_would_overflow(std::span<const Cell> cells) const;
+  static void append_cell(ColumnData& d, CellType type, const Cell& cell, int64_t row);
   void write_batch();
   void write_message(const uint8_t* metadata, size_t size, const std::vector<std::pair<const void*, size_t>>& body,
                      int64_t body_length, bool record);
