@@ -13,6 +13,22 @@ namespace parity {
 // Length of the well-formed UTF-8 sequence starting at s[i], 0 if none starts there.
 size_t utf8_sequence_length(std::string_view s, size_t i);
 
+// Walks `s` in order: `whole(piece)` for each well-formed sequence (a string_view of 1-4 bytes),
+// `stray(byte)` for each byte that is not part of one.
+template <class Whole, class Stray>
+void for_each_utf8_sequence(std::string_view s, Whole&& whole, Stray&& stray) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = utf8_sequence_length(s, i);
+    if (n == 0) {
+      stray(static_cast<unsigned char>(s[i]));
+      i += 1;
+    } else {
+      whole(s.substr(i, n));
+      i += n;
+    }
+  }
+}
+
 // Whether every byte of `s` belongs to a well-formed sequence.
 bool is_well_formed_utf8(std::string_view s);
 

@@ -37,23 +37,19 @@ std::string terminal_text(std::string_view s) {
   if (!needs_escaping(s)) return std::string(s);
   std::string out;
   out.reserve(s.size() + 16);
-  for (size_t i = 0; i < s.size();) {
-    const size_t n = utf8_sequence_length(s, i);
-    const auto c = static_cast<uint8_t>(s[i]);
-    if (n == 0) {
-      append_hex(out, "\\x", c);
-      i += 1;
-    } else if (n == 1 && is_c0_or_del(c)) {
-      append_hex(out, "\\x", c);
-      i += 1;
-    } else if (is_c1(s, i, n)) {
-      append_hex(out, "\\u00", static_cast<uint8_t>(s[i + 1]));
-      i += 2;
-    } else {
-      out.append(s.substr(i, n));
-      i += n;
-    }
-  }
+  for_each_utf8_sequence(
+      s,
+      [&out](std::string_view piece) {
+        const auto c = static_cast<uint8_t>(piece[0]);
+        if (piece.size() == 1 && is_c0_or_del(c)) {
+          append_hex(out, "\\x", c);
+        } else if (is_c1(piece, 0, piece.size())) {
+          append_hex(out, "\\u00", static_cast<uint8_t>(piece[1]));
+        } else {
+          out += piece;
+        }
+      },
+      [&out](unsigned char c) { append_hex(out, "\\x", c); });
   return out;
 }
 

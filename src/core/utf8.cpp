@@ -38,19 +38,11 @@ size_t first_stray_byte(std::string_view s) {
 bool is_well_formed_utf8(std::string_view s) { return first_stray_byte(s) == s.size(); }
 
 std::string well_formed_utf8(std::string_view s) {
-  size_t i = first_stray_byte(s);
+  const size_t i = first_stray_byte(s);
   if (i == s.size()) return std::string(s);
   std::string out(s.substr(0, i));
-  while (i < s.size()) {
-    const size_t n = utf8_sequence_length(s, i);
-    if (n == 0) {
-      out += "\xEF\xBF\xBD";
-      i += 1;
-    } else {
-      out.append(s.substr(i, n));
-      i += n;
-    }
-  }
+  for_each_utf8_sequence(
+      s.substr(i), [&out](std::string_view piece) { out += piece; }, [&out](unsigned char) { out += "\xEF\xBF\xBD"; });
   return out;
 }
 
