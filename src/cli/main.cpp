@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/command.h"
+#include "cli/output.h"
 #include "cli/process_group_start.h"
 #include "cli/suggest.h"
 
@@ -33,7 +34,9 @@ int main(int argc, char** argv) {
   for (const Command& c : commands()) {
     CLI::App* sub = app.add_subcommand(c.name, c.summary);
     CommandAction a = c.setup(*sub, global);
-    sub->callback([&action, &chosen, &c, a] {
+    sub->callback([&action, &chosen, &c, a, sub] {
+      // Two outputs naming one file: the second would silently replace the first (a usage error, exit 2).
+      if (parity::Status st = distinct_outputs(output_files(*sub)); !st.ok()) throw CLI::ValidationError(st.message());
       action = a;
       chosen = &c;
     });

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 namespace parity::cli {
 
@@ -59,6 +60,31 @@ Status write_output(const std::string& path, const std::function<Status(std::FIL
     st = Status::IOError(path + ": cannot replace: " + std::strerror(errno));
   if (atomic && !st.ok()) std::remove(target.c_str());
   return st;
+}
+
+Status distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs) {
+  std::vector<std::pair<std::string, std::filesystem::path>> seen;
+  for (const auto& [option, path] : outputs) {
+    if (path.empty() || path == "-") continue;
+    std::error_code ec;
+    const std::filesystem::path absolute = std::filesystem::absolute(path, ec).lexically_normal();
+    std::filesystem::path where = std::filesystem::weakly_canonical(absolute, ec);  // resolves links and ".."
+    if (ec) where = absolute;
+    for (const auto& [other, other_where] : seen) {
+      if (other_where == where) return Status::Invalid(other + " and " + option + " both write " + path);
+    }
+    seen.emplace_back(option, where);
+  }
+  return Status::OK();
+}
+
+std::vector<std::pair<std::string, std::string>> output_files(const CLI::App& sub) {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const char* name : {"--json", "--csv", "--arrow", "--html"}) {
+    const CLI::Option* option = sub.get_option_no_throw(name);
+    if (option != nullptr && option->count() > 0) files.emplace_back(name, option->as<std::string>());
+  }
+  return files;
 }
 
 }  // namespace parity::cli

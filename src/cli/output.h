@@ -4,7 +4,10 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "CLI/CLI.hpp"
 #include "parity/status.h"
 
 namespace parity::cli {
@@ -17,5 +20,11 @@ Status write_output(const std::string& path, const std::string& text);
 // The same for a writer that streams into a FILE* (stdout when path is "-"); its error is returned,
 // and a failed write or close of the file names the path.
 Status write_output(const std::string& path, const std::function<Status(std::FILE*)>& write);
+
+// A usage error when two of a command's outputs ({option, path}; empty and "-" ignored) name the same
+// file — the second would silently replace the first: "--csv and --arrow both write out.dat".
+Status distinct_outputs(const std::vector<std::pair<std::string, std::string>>& outputs);
+// The files a parsed subcommand's output options (--json, --csv, --arrow, --html) name, as {option, path}.
+std::vector<std::pair<std::string, std::string>> output_files(const CLI::App& sub);
 
 }  // namespace parity::cli

@@ -160,3 +160,15 @@ def test_stdout_and_bad_paths(inputs, tmp_path):
     assert p.returncode == 2 and "only one of --json, --csv and --arrow" in p.stderr
     p = run_cli("compare", golden, target, "--arrow", tmp_path / "missing" / "out.arrow")
     assert p.returncode == 2 and "out.arrow" in p.stderr
+
+
+def test_two_outputs_naming_one_file_are_a_usage_error(inputs, tmp_path):
+    """The second output would silently replace the first: refused before anything runs, for every
+    command (here compare and curve), however the two paths spell the file."""
+    golden, target = inputs / "npy" / "golden", inputs / "npy" / "target"
+    (tmp_path / "sub").mkdir()
+    p = run_cli("compare", golden, target, "--csv", tmp_path / "rows", "--arrow", tmp_path / "sub" / ".." / "rows")
+    assert p.returncode == 2 and "--csv and --arrow both write" in p.stdout + p.stderr
+    assert not (tmp_path / "rows").exists()
+    p = run_cli("curve", golden, target, "--json", tmp_path / "c.json", "--html", tmp_path / "c.json")
+    assert p.returncode == 2 and "--json and --html both write" in p.stdout + p.stderr
