@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "flatbuffers/flatbuffers.h"
+#include "parity/utf8.h"
 
 namespace parity::report {
 
@@ -126,6 +127,16 @@ void finish_message(fb::FlatBufferBuilder& b, uint8_t header_type, TableOffset h
   b.Finish(end_table(b, start));
 }
 
+// A utf8 column must hold well-formed UTF-8 (readers check it); a name from other people's files may
+// not be: stray bytes become U+FFFD, as in the CSV and the JSON.
+void append_utf8(std::string& out, const std::string& text) {
+  if (is_well_formed_utf8(text)) {
+    out += text;
+  } else {
+    out += well_formed_utf8(text);
+  }
+}
+
 constexpr char kMagic[8] = {'A', 'R', 'R', 'O', 'W', '1', 0, 0};
 
 }  // namespace
@@ -151,11 +162,12 @@ void ArrowFileWriter::append_row(std::span<const Cell> cells) {
   if (++rows_ == rows_per_batch_) write_batch();
 }
 
-// utf8 offsets are int32: a batch whose text would pass 2 GiB in a column ends before this row.
+// utf8 offsets are int32: a batch whose text would pass 2 GiB in a column ends before this row (3 bytes
+// a byte: a stray byte becomes the 3-byte U+FFFD).
 bool ArrowFileWriter::text_would_overflow(std::span<const Cell> cells) const {
   for (size_t i = 0; i < cells.size(); ++i) {
     const auto* text = std::get_if<std::string>(&cells[i]);
-    if (text != nullptr && data_[i].text.size() + text->size() > size_t{INT32_MAX}) return true;
+    if (text != nullptr && data_[i].text.size() + 3 * text->size() > size_t{INT32_MAX}) return true;
   }
   return false;
 }
@@ -173,7 +185,7 @@ void ArrowFileWriter::append_cell(ColumnData& d, CellType type, const Cell& cell
   d.nulls += present ? 0 : 1;
   switch (type) {
     case CellType::kText:
-      if (present) d.text += std::get<std::string>(cell);
+      if (present) append_utf8(d.text, std::get<std::string>(cell));
       d.offsets.push_back(static_cast<int32_t>(d.text.size()));
       break;
     case CellType::kInt:

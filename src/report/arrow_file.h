@@ -5,6 +5,7 @@
 // Columns of four types, each nullable: utf8 (text), int64, float64 (double), bool — report/compare_columns.h's
 // CellType. The flatbuffer metadata is built with libflatbuffers' builder, without generated code; the
 // field slots used are those of Arrow's Schema.fbs, Message.fbs and File.fbs (metadata version V5).
+// Text cells are written as well-formed UTF-8 (a stray byte becomes U+FFFD), as the format requires.
 #pragma once
 
 #include <cstdint>

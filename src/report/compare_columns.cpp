@@ -4,8 +4,6 @@
 
 #include <cassert>
 
-#include "parity/utf8.h"
-
 namespace parity::report {
 
 namespace {
@@ -71,22 +69,16 @@ std::span<const Column> compare_columns() { return kColumns; }
 void compare_row_cells(const CompareRow& r, std::vector<Cell>& cells) {
   cells.clear();
   const Record& g = *r.golden;
-  // Names come from other people's files: bytes that are not UTF-8 become U+FFFD, as in the JSON.
-  for (std::string_view s : {std::string_view(g.name), std::string_view(r.target->name)}) {
-    cells.emplace_back(well_formed_utf8(s));
-  }
-  for (std::string s : {std::string(match_kind_name(r.match)), std::string(compare_mode_name(r.mode)),
-                        std::string(dtype_name(g.dtype)), std::string(dtype_name(r.target->dtype)),
-                        shape_to_string(g.shape), shape_to_string(r.target->shape)}) {
+  for (std::string s : {std::string(g.name), std::string(r.target->name), std::string(match_kind_name(r.match)),
+                        std::string(compare_mode_name(r.mode)), std::string(dtype_name(g.dtype)),
+                        std::string(dtype_name(r.target->dtype)), shape_to_string(g.shape),
+                        shape_to_string(r.target->shape), std::string(g.module), std::string(g.op),
+                        std::string(g.direction), std::string(g.role)}) {
     cells.emplace_back(std::move(s));
-  }
-  for (std::string_view s : {std::string_view(g.module), std::string_view(g.op), std::string_view(g.direction),
-                             std::string_view(g.role)}) {
-    cells.emplace_back(well_formed_utf8(s));
   }
   for (int64_t v : {int64_t{g.index}, int64_t{g.step}, int64_t{g.rank}, int64_t{g.order}}) cells.emplace_back(v);
   cells.emplace_back(std::string(verdict_name(r.verdict)));
-  cells.emplace_back(well_formed_utf8(r.reason));
+  cells.emplace_back(r.reason);
   if (r.metrics) {
     add_tensor_cells(*r.metrics, cells);
   } else {

@@ -22,6 +22,8 @@ struct Column {
 
 // One value of a row. Empty (std::monostate) where the column does not apply to the row's mode: the CSV
 // writes an empty cell, the Arrow file a null. A NaN metric is a value (the CSV's "nan"), not empty.
+// Text is as the row holds it (names from other people's files may hold any bytes); each file's writer
+// makes it what its format requires (csv_escape, the Arrow writer: well-formed UTF-8).
 using Cell = std::variant<std::monostate, std::string, int64_t, double, bool>;
 
 // The columns in order.

@@ -1,6 +1,7 @@
 // report/compare_report.h — the human and table outputs of `parity compare`: CSV
 // (parity.compare.csv/2), the Arrow file (parity.compare.arrow/1) and the terminal sections (header,
-// table, unmatched, problems, notes, verdict line). The JSON (parity.compare/1) is written by src/pipeline/compare_json.cpp (parity/compare_runs.h).
+// table, unmatched, problems, notes, verdict line). The JSON (parity.compare/1) is written by
+// src/pipeline/compare_json.cpp (parity/compare_runs.h).
 #pragma once
 
 #include <cstdio>
