@@ -49,19 +49,14 @@ uint8_t type_id(CellType type) {
   return 0;
 }
 
-// Structs of Message.fbs and File.fbs, laid out as flatbuffers lays out structs (8-byte aligned).
+// Structs of Message.fbs, laid out as flatbuffers lays out structs (8-byte aligned).
 struct FieldNode {
   int64_t length, null_count;
 };
 struct Buffer {
   int64_t offset, length;
 };
-struct alignas(8) BlockStruct {
-  int64_t offset;
-  int32_t metadata_length, padding;
-  int64_t body_length;
-};
-static_assert(sizeof(FieldNode) == 16 && sizeof(Buffer) == 16 && sizeof(BlockStruct) == 24);
+static_assert(sizeof(FieldNode) == 16 && sizeof(Buffer) == 16);
 
 size_t round_up8(size_t n) { return (n + 7) & ~size_t{7}; }
 
@@ -252,7 +247,7 @@ void ArrowFileWriter::write_message(const uint8_t* metadata, size_t size,
     write_bytes(p, n);
     write_padding(round_up8(n) - n);
   }
-  if (record) batches_.push_back({offset, 8 + padded, body_length});
+  if (record) batches_.push_back({offset, 8 + padded, 0, body_length});
 }
 
 void ArrowFileWriter::write_bytes(const void* p, size_t n) {
@@ -268,17 +263,16 @@ void ArrowFileWriter::write_padding(size_t n) {
 
 // table Footer { version: MetadataVersion; schema: Schema; dictionaries: [Block]; recordBatches: [Block]; }
 Status ArrowFileWriter::finish() {
+  static_assert(sizeof(Block) == 24, "File.fbs struct Block: 8 + 4 + 4 (padding) + 8 bytes");
   if (rows_ > 0) write_batch();
   const uint32_t end_of_stream[2] = {0xFFFFFFFFu, 0};
   write_bytes(end_of_stream, sizeof(end_of_stream));
 
-  std::vector<BlockStruct> blocks;
-  for (const Block& k : batches_) blocks.push_back({k.offset, k.metadata_length, 0, k.body_length});
   fb::FlatBufferBuilder b;
   b.ForceDefaults(true);
   const TableOffset schema = schema_table(b, columns_, metadata_);
-  const auto dictionaries = b.CreateVectorOfStructs<BlockStruct>(nullptr, 0);
-  const auto record_batches = b.CreateVectorOfStructs(blocks.data(), blocks.size());
+  const auto dictionaries = b.CreateVectorOfStructs<Block>(nullptr, 0);
+  const auto record_batches = b.CreateVectorOfStructs(batches_.data(), batches_.size());
   const fb::uoffset_t start = b.StartTable();
   b.AddElement<int16_t>(slot(0), kMetadataV5, 0);
   b.AddOffset(slot(1), schema);

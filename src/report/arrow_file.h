@@ -43,9 +43,11 @@ class ArrowFileWriter {
     std::string text;
     std::vector<uint8_t> fixed;       // int64 / float64 values, or the bool bitmap
   };
-  struct Block {  // Arrow's File.fbs Block: where a message lies in the file
+  // Arrow's File.fbs struct Block (where a record batch lies in the file), laid out as flatbuffers lays
+  // out that struct, so the footer takes the list as it is.
+  struct alignas(8) Block {
     int64_t offset;
-    int32_t metadata_length;
+    int32_t metadata_length, padding;
     int64_t body_length;
   };
 
