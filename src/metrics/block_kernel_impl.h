@@ -739,10 +739,7 @@ static inline v8d& operator+=(v8d& a, v8d b) {
   a.hi += b.hi;
   return a;
 }
-static inline v8d widen8d(v8f x) {
-  return v8d{__builtin_convertvector(__builtin_shufflevector(x, x, 0, 1, 2, 3), v4d),
-             __builtin_convertvector(__builtin_shufflevector(x, x, 4, 5, 6, 7), v4d)};
-}
+static inline v8d widen8d(v8f x) { return v8d{widen_lo(x), widen_hi(x)}; }
 static inline v8d add_exact_product8(v8d acc, v8d a, v8d b) {
   return v8d{acc.lo + a.lo * b.lo, acc.hi + a.hi * b.hi};
 }
