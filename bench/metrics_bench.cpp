@@ -117,8 +117,16 @@ __attribute__((target("avx512f,avx512dq"))) double seven_fp64_sums(const uint16_
   return total;
 }
 
-// AVX2 forms of the two floors above (machines without AVX-512): the same loops on 256-bit lanes.
-__attribute__((target("avx2"))) uint64_t read_and_sum_avx2(const uint16_t* g, const uint16_t* t, int64_t n) {
+// AVX2 forms of the two floors above (machines without AVX-512): the same loops on 256-bit lanes; and
+// the lean kernel. The target covers every function down to the pop, lambdas included.
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
+
+uint64_t read_and_sum_avx2(const uint16_t* g, const uint16_t* t, int64_t n) {
   __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
   for (int64_t i = 0; i < n; i += 16) {
     acc0 = _mm256_add_epi64(acc0, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g + i)));
@@ -133,42 +141,55 @@ typedef float v8f __attribute__((vector_size(32)));
 typedef double v4d __attribute__((vector_size(32)));
 typedef uint32_t v8w __attribute__((vector_size(32)));
 typedef int32_t v8i __attribute__((vector_size(32)));
+typedef uint64_t v4du __attribute__((vector_size(32)));
 
-__attribute__((target("avx2,fma"))) double seven_fp64_sums_avx2(const uint16_t* g, const uint16_t* t, int64_t n) {
-  v4d acc[4][7] = {};
-  const v8w hi = {0xffff0000u, 0xffff0000u, 0xffff0000u, 0xffff0000u, 0xffff0000u, 0xffff0000u, 0xffff0000u, 0xffff0000u};
-  for (int64_t i = 0; i < n; i += 16) {
+inline v8f splat(float x) { return v8f{x, x, x, x, x, x, x, x}; }
+inline v8w splatw(uint32_t x) { return v8w{x, x, x, x, x, x, x, x}; }
+
+inline v4d widen_lo(v8f x) { return (v4d)_mm256_cvtps_pd(_mm256_castps256_ps128((__m256)x)); }
+inline v4d widen_hi(v8f x) { return (v4d)_mm256_cvtps_pd(_mm256_extractf128_ps((__m256)x, 1)); }
+inline v4d abs4(v4d x) { return (v4d)((v4du)x & v4du{~0ull >> 1, ~0ull >> 1, ~0ull >> 1, ~0ull >> 1}); }
+
+// Pairs [begin, end) as eight fp32 lanes at a time: each 32-byte load holds sixteen bf16, the even ones
+// the low halves of its 32-bit words, the odd ones the high halves (both sides split alike).
+template <class Step>
+void for_each_pair8(const uint16_t* g, const uint16_t* t, int64_t begin, int64_t end, Step step) {
+  const v8w hi = splatw(0xffff0000u);
+  for (int64_t i = begin; i < end; i += 16) {
     v8w gw, tw;
     std::memcpy(&gw, g + i, 32);
     std::memcpy(&tw, t + i, 32);
-    const v8f gs[2] = {(v8f)(gw << 16), (v8f)(gw & hi)}, ts[2] = {(v8f)(tw << 16), (v8f)(tw & hi)};
-    for (int h = 0; h < 4; ++h) {
-      const v8f gf = gs[h >> 1], tf = ts[h >> 1];
-      const v4d g4 = (h & 1) ? __builtin_convertvector(__builtin_shufflevector(gf, gf, 4, 5, 6, 7), v4d)
-                             : __builtin_convertvector(__builtin_shufflevector(gf, gf, 0, 1, 2, 3), v4d);
-      const v4d t4 = (h & 1) ? __builtin_convertvector(__builtin_shufflevector(tf, tf, 4, 5, 6, 7), v4d)
-                             : __builtin_convertvector(__builtin_shufflevector(tf, tf, 0, 1, 2, 3), v4d);
-      v4d* a = acc[h];
-      const v4d d = t4 - g4;
-      a[0] += d * d;
-      a[1] += d < 0 ? -d : d;
-      a[2] += t4 * g4;
-      a[3] += g4 * g4;
-      a[4] += t4 * t4;
-      a[5] += g4;
-      a[6] += t4;
-    }
+    step((v8f)(gw << 16), (v8f)(tw << 16));
+    step((v8f)(gw & hi), (v8f)(tw & hi));
   }
+}
+
+double seven_fp64_sums_avx2(const uint16_t* g, const uint16_t* t, int64_t n) {
+  v4d acc[2][7] = {};  // lanes 0-3 and 4-7 of the eight pairs: 14 chains
+  auto sums = [](v4d* a, v4d g4, v4d t4) {
+    const v4d d = t4 - g4;
+    a[0] += d * d;
+    a[1] += abs4(d);
+    a[2] += t4 * g4;
+    a[3] += g4 * g4;
+    a[4] += t4 * t4;
+    a[5] += g4;
+    a[6] += t4;
+  };
+  for_each_pair8(g, t, 0, n, [&](v8f gf, v8f tf) {
+    sums(acc[0], widen_lo(gf), widen_lo(tf));
+    sums(acc[1], widen_hi(gf), widen_hi(tf));
+  });
   double total = 0;
   for (auto& half : acc)
     for (auto& a : half) total += a[0] + a[1] + a[2] + a[3];
   return total;
 }
 
-__attribute__((target("avx2"), always_inline)) inline v8f vmax(v8f a, v8f b) {
+inline v8f vmax(v8f a, v8f b) {
   return (v8f)_mm256_max_ps((__m256)a, (__m256)b);
 }
-__attribute__((target("avx2"), always_inline)) inline v8f vmin(v8f a, v8f b) {
+inline v8f vmin(v8f a, v8f b) {
   return (v8f)_mm256_min_ps((__m256)a, (__m256)b);
 }
 
@@ -179,10 +200,8 @@ __attribute__((target("avx2"), always_inline)) inline v8f vmin(v8f a, v8f b) {
 // exact, and the eight sums in fp32, each lane's 16 terms then added to fp64 totals. No guard, no
 // fallback, no index of a maximum, and sums far less accurate than parity's (16 fp32 additions carry
 // up to 16·2⁻²⁴ ≈ 1e-6 relative): a lower bound on the cost of any such kernel, not a kernel.
-__attribute__((target("avx2,fma"))) double lean_fp32_lanes_avx2(const uint16_t* g, const uint16_t* t, int64_t n) {
-  auto splat = [](float x) { return v8f{x, x, x, x, x, x, x, x}; };
-  auto splatw = [](uint32_t x) { return v8w{x, x, x, x, x, x, x, x}; };
-  const v8w hi = splatw(0xffff0000u), base = splatw(261u << 23), expo = splatw(0x7f800000u), absm = splatw(0x7fffffffu);
+double lean_fp32_lanes_avx2(const uint16_t* g, const uint16_t* t, int64_t n) {
+  const v8w base = splatw(261u << 23), expo = splatw(0x7f800000u), absm = splatw(0x7fffffffu);
   const v8f r3 = splat(1e-3f), r53 = splat(5e-3f), one = splat(1.0f), a6 = splat(1e-6f), a4 = splat(1e-4f),
             a2 = splat(1e-2f), z = splat(0.0f);
   v4d tot[8] = {};
@@ -194,13 +213,7 @@ __attribute__((target("avx2,fma"))) double lean_fp32_lanes_avx2(const uint16_t* 
   // extremes, the exponent gap and |d|'s maximum and counts in the second.
   for (int64_t b = 0; b < n; b += 256) {  // 256 pairs: 16 terms per fp32 lane and sum
     v8f s[8] = {z, z, z, z, z, z, z, z};
-    for (int64_t i = b; i < b + 256; i += 16) {
-      v8w gw, tw;
-      std::memcpy(&gw, g + i, 32);
-      std::memcpy(&tw, t + i, 32);
-      const v8f gs[2] = {(v8f)(gw << 16), (v8f)(gw & hi)}, ts[2] = {(v8f)(tw << 16), (v8f)(tw & hi)};
-      for (int h = 0; h < 2; ++h) {
-        const v8f gf = gs[h], tf = ts[h];
+    for_each_pair8(g, t, b, b + 256, [&](v8f gf, v8f tf) {
         const v8f ad = (v8f)((v8w)(tf - gf) & absm), ag = (v8f)((v8w)gf & absm);
         s[0] += gf;
         s[1] += tf;
@@ -217,19 +230,11 @@ __attribute__((target("avx2,fma"))) double lean_fp32_lanes_avx2(const uint16_t* 
         m_ulp = vmax(ue, m_ulp);
         c_u1 -= (v8i)(one < ue);
         s[7] += ue;
-      }
-    }
+    });
     for (int k = 0; k < 8; ++k) {
-      tot[k] += __builtin_convertvector(__builtin_shufflevector(s[k], s[k], 0, 1, 2, 3), v4d) +
-                __builtin_convertvector(__builtin_shufflevector(s[k], s[k], 4, 5, 6, 7), v4d);
+      tot[k] += widen_lo(s[k]) + widen_hi(s[k]);
     }
-    for (int64_t i = b; i < b + 256; i += 16) {
-      v8w gw, tw;
-      std::memcpy(&gw, g + i, 32);
-      std::memcpy(&tw, t + i, 32);
-      const v8f gs[2] = {(v8f)(gw << 16), (v8f)(gw & hi)}, ts[2] = {(v8f)(tw << 16), (v8f)(tw & hi)};
-      for (int h = 0; h < 2; ++h) {
-        const v8f gf = gs[h], tf = ts[h];
+    for_each_pair8(g, t, b, b + 256, [&](v8f gf, v8f tf) {
         const v8f ad = (v8f)((v8w)(tf - gf) & absm), ag = (v8f)((v8w)gf & absm), at = (v8f)((v8w)tf & absm);
         m_ad = vmax(ad, m_ad);
         c_a6 -= (v8i)(a6 < ad);
@@ -244,8 +249,7 @@ __attribute__((target("avx2,fma"))) double lean_fp32_lanes_avx2(const uint16_t* 
         const v8i gap = (v8i)at - (v8i)ag;
         gapmax = gapmax > gap ? gapmax : gap;
         gapmin = gapmin < gap ? gapmin : gap;
-      }
-    }
+    });
   }
   double r = 0;
   for (auto& v : tot) r += v[0] + v[1] + v[2] + v[3];
@@ -254,6 +258,12 @@ __attribute__((target("avx2,fma"))) double lean_fp32_lanes_avx2(const uint16_t* 
   for (int l = 0; l < 8; ++l) r += m[l] + c[l];
   return r;
 }
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
 
 enum class Floor { kReadAndSum, kSevenFp64Sums, kLeanFp32Lanes };
 
