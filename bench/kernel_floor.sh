@@ -19,10 +19,14 @@ OMP_NUM_THREADS=1 "$BENCH" --benchmark_filter='Floor|BF16_BF16/67' --benchmark_r
       rate[kind, threads] = $6 / 1e9; order[++n] = kind SUBSEP threads
     }
     END {
+      if (n == 0) { print "kernel_floor: no benchmark results" > "/dev/stderr"; exit 1 }
       printf "%-30s %7s %10s %14s\n", "benchmark", "threads", "GB/s", "of read-and-sum"
       for (i = 1; i <= n; ++i) {
         split(order[i], k, SUBSEP)
         base = rate["BM_BF16_Floor_ReadAndSum", k[2]]
-        printf "%-30s %7d %10.2f %13.0f%%\n", k[1], k[2], rate[k[1], k[2]], 100 * rate[k[1], k[2]] / base
+        if (base > 0 && rate[k[1], k[2]] > 0)
+          printf "%-30s %7d %10.2f %13.0f%%\n", k[1], k[2], rate[k[1], k[2]], 100 * rate[k[1], k[2]] / base
+        else
+          printf "%-30s %7d %10s %14s\n", k[1], k[2], "n/a", "n/a"  # skipped (no AVX2) or failed
       }
     }'

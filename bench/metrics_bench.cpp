@@ -51,10 +51,10 @@ void BM_BF16_BF16(benchmark::State& s) { run(s, parity::DType::kBF16, parity::DT
 // Loops over the same pair of bf16 arrays, too large for the caches: read-and-sum (64-bit adds of
 // every word, what bench/readsum_bench measures from files); the seven fp64 sums an accurate kernel
 // cannot do without — Σd², Σ|d|, Σtg, Σg², Σt², Σg, Σt of the pair widened to fp64, nothing else (no
-// counts, maxima, ULP error or relative error); and the leanest fp32-lane kernel of every metric
-// (below). If one alone takes more than twice read-and-sum, no kernel of its kind reaches 50 % of
-// read-and-sum. The first two in AVX-512 where the CPU has it, else AVX2; the lean kernel in AVX2 (the
-// label says which).
+// counts, maxima, ULP error or relative error) — if they alone take more than twice read-and-sum, no
+// kernel that keeps fp64 sums reaches 50 % of it; and the leanest fp32-lane kernel of every metric we
+// could write (below), how far that kind of kernel stays from it. The first two in AVX-512 where the
+// CPU has it, else AVX2; the lean kernel in AVX2 (the label says which).
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
@@ -199,7 +199,8 @@ inline v8f vmin(v8f a, v8f b) {
 // |d|'s maximum and three counts, each side's min / max / min |x|, the exponent gap that keeps t − g
 // exact, and the eight sums in fp32, each lane's 16 terms then added to fp64 totals. No guard, no
 // fallback, no index of a maximum, and sums far less accurate than parity's (16 fp32 additions carry
-// up to 16·2⁻²⁴ ≈ 1e-6 relative): a lower bound on the cost of any such kernel, not a kernel.
+// up to 16·2⁻²⁴ ≈ 1e-6 relative): leaner than any kernel parity could ship, not a proof that no
+// faster one exists.
 double lean_fp32_lanes_avx2(const uint16_t* g, const uint16_t* t, int64_t n) {
   const v8w base = splatw(261u << 23), expo = splatw(0x7f800000u), absm = splatw(0x7fffffffu);
   const v8f r3 = splat(1e-3f), r53 = splat(5e-3f), one = splat(1.0f), a6 = splat(1e-6f), a4 = splat(1e-4f),
@@ -214,41 +215,41 @@ double lean_fp32_lanes_avx2(const uint16_t* g, const uint16_t* t, int64_t n) {
   for (int64_t b = 0; b < n; b += 256) {  // 256 pairs: 16 terms per fp32 lane and sum
     v8f s[8] = {z, z, z, z, z, z, z, z};
     for_each_pair8(g, t, b, b + 256, [&](v8f gf, v8f tf) {
-        const v8f ad = (v8f)((v8w)(tf - gf) & absm), ag = (v8f)((v8w)gf & absm);
-        s[0] += gf;
-        s[1] += tf;
-        s[2] = (v8f)_mm256_fmadd_ps((__m256)gf, (__m256)gf, (__m256)s[2]);
-        s[3] = (v8f)_mm256_fmadd_ps((__m256)tf, (__m256)tf, (__m256)s[3]);
-        s[4] = (v8f)_mm256_fmadd_ps((__m256)gf, (__m256)tf, (__m256)s[4]);
-        s[5] += ad;
-        s[6] = (v8f)_mm256_fmadd_ps((__m256)ad, (__m256)ad, (__m256)s[6]);
-        const v8f rel = ad / ag;
-        c_r3 -= (v8i)(rel < r3);
-        c_r53 -= (v8i)(rel < r53);
-        m_rel = vmax(rel, m_rel);
-        const v8f ue = ad * (v8f)(base - ((v8w)ag & expo));
-        m_ulp = vmax(ue, m_ulp);
-        c_u1 -= (v8i)(one < ue);
-        s[7] += ue;
+      const v8f ad = (v8f)((v8w)(tf - gf) & absm), ag = (v8f)((v8w)gf & absm);
+      s[0] += gf;
+      s[1] += tf;
+      s[2] = (v8f)_mm256_fmadd_ps((__m256)gf, (__m256)gf, (__m256)s[2]);
+      s[3] = (v8f)_mm256_fmadd_ps((__m256)tf, (__m256)tf, (__m256)s[3]);
+      s[4] = (v8f)_mm256_fmadd_ps((__m256)gf, (__m256)tf, (__m256)s[4]);
+      s[5] += ad;
+      s[6] = (v8f)_mm256_fmadd_ps((__m256)ad, (__m256)ad, (__m256)s[6]);
+      const v8f rel = ad / ag;
+      c_r3 -= (v8i)(rel < r3);
+      c_r53 -= (v8i)(rel < r53);
+      m_rel = vmax(rel, m_rel);
+      const v8f ue = ad * (v8f)(base - ((v8w)ag & expo));
+      m_ulp = vmax(ue, m_ulp);
+      c_u1 -= (v8i)(one < ue);
+      s[7] += ue;
     });
     for (int k = 0; k < 8; ++k) {
       tot[k] += widen_lo(s[k]) + widen_hi(s[k]);
     }
     for_each_pair8(g, t, b, b + 256, [&](v8f gf, v8f tf) {
-        const v8f ad = (v8f)((v8w)(tf - gf) & absm), ag = (v8f)((v8w)gf & absm), at = (v8f)((v8w)tf & absm);
-        m_ad = vmax(ad, m_ad);
-        c_a6 -= (v8i)(a6 < ad);
-        c_a4 -= (v8i)(a4 < ad);
-        c_a2 -= (v8i)(a2 < ad);
-        gmin = vmin(gf, gmin);
-        gmax = vmax(gf, gmax);
-        tmin = vmin(tf, tmin);
-        tmax = vmax(tf, tmax);
-        gamin = vmin(ag, gamin);
-        tamin = vmin(at, tamin);
-        const v8i gap = (v8i)at - (v8i)ag;
-        gapmax = gapmax > gap ? gapmax : gap;
-        gapmin = gapmin < gap ? gapmin : gap;
+      const v8f ad = (v8f)((v8w)(tf - gf) & absm), ag = (v8f)((v8w)gf & absm), at = (v8f)((v8w)tf & absm);
+      m_ad = vmax(ad, m_ad);
+      c_a6 -= (v8i)(a6 < ad);
+      c_a4 -= (v8i)(a4 < ad);
+      c_a2 -= (v8i)(a2 < ad);
+      gmin = vmin(gf, gmin);
+      gmax = vmax(gf, gmax);
+      tmin = vmin(tf, tmin);
+      tmax = vmax(tf, tmax);
+      gamin = vmin(ag, gamin);
+      tamin = vmin(at, tamin);
+      const v8i gap = (v8i)at - (v8i)ag;
+      gapmax = gapmax > gap ? gapmax : gap;
+      gapmin = gapmin < gap ? gapmin : gap;
     });
   }
   double r = 0;

@@ -741,7 +741,7 @@ static inline v8d& operator+=(v8d& a, v8d b) {
 }
 static inline v8d widen8d(v8f x) { return v8d{widen_lo(x), widen_hi(x)}; }
 static inline v8d add_exact_product8(v8d acc, v8d a, v8d b) {
-  return v8d{acc.lo + a.lo * b.lo, acc.hi + a.hi * b.hi};
+  return v8d{add_exact_product(acc.lo, a.lo, b.lo), add_exact_product(acc.hi, a.hi, b.hi)};
 }
 #endif
 static inline double hsum8d(v8d v) { return ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])); }
