@@ -36,6 +36,13 @@ struct Partial {
 
   // Sums over the compared elements (d = t − g).
   double sum_d2 = 0, sum_ad = 0, sum_tg = 0, sum_gg = 0, sum_tt = 0, sum_ulp = 0;
+  // Σd·(g + t) = Σt² − Σg²: the fp32-sum kernel sums it (its cosine is taken from the difference), the
+  // fp64 kernels give Σt² − Σg², whose absolute error (≤ γ·(Σt² + Σg²), far below δ) is as good there.
+  double sum_ds = 0;
+  // Some block's sums were added on fp32 lanes (bf16_pass_fp32_sums): every sum is then known within
+  // δ = 16·2⁻²⁴ of Σ|terms|, and finish() takes the cosine from the difference where that is the more
+  // accurate formula (docs/metrics.md "Error bounds of the kernel").
+  bool lane_sums_fp32 = false;
   double max_ulp = 0;
   int64_t ulp_gt1 = 0;
   int64_t rel_lt_1e3 = 0, rel_lt_5e3 = 0;
@@ -100,7 +107,9 @@ inline void combine(Partial& a, const Partial& b) {
   a.sum_tg += b.sum_tg;
   a.sum_gg += b.sum_gg;
   a.sum_tt += b.sum_tt;
+  a.sum_ds += b.sum_ds;
   a.sum_ulp += b.sum_ulp;
+  a.lane_sums_fp32 = a.lane_sums_fp32 || b.lane_sums_fp32;
   if (b.max_ulp > a.max_ulp) a.max_ulp = b.max_ulp;
   a.ulp_gt1 += b.ulp_gt1;
   a.rel_lt_1e3 += b.rel_lt_1e3;
