@@ -9,7 +9,7 @@ BUILD=$(cd "${1:-build}" && pwd)
 BENCH="$BUILD/bench/metrics_bench"
 [ -x "$BENCH" ] || { echo "kernel_floor: $BENCH not built" >&2; exit 2; }
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-OMP_NUM_THREADS=1 "$BENCH" --benchmark_filter='Floor|BF16_BF16/67' --benchmark_repetitions=5 \
+OMP_NUM_THREADS=1 "$BENCH" --benchmark_filter='Floor|BF16_BF16/67|BF16_BF16_Perturbed/67' --benchmark_repetitions=5 \
   --benchmark_report_aggregates_only=true --benchmark_format=csv 2>/dev/null |
   awk -F, '
     $1 ~ /_median"?$/ {

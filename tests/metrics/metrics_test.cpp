@@ -461,13 +461,21 @@ TEST(Metrics, FusedKernelMatchesGeneralKernel) {
     cases.push_back(c);
   }
   cases.push_back(Case{std::vector<double>(kBlock, 0.75), std::vector<double>(kBlock, 0.75), true});
-  // For the bf16 fp32-lane kernel: exponent gaps of 14, 15 and 16 between t and g in one element (t − g
+  // For the bf16 fp32-lane kernel: exponent gaps of ±14, ±15 and ±16 between t and g in one element (t − g
   // exact in fp32 up to 15: the kernel refuses ≥ 15); |g| around 2^-120 (its ULP scale's limit);
   // magnitudes from 2^-100 to 2^100 with one-ulp differences; t = g ± one ulp (near-identical sides,
   // the |d| counts land on every threshold's neighbourhood); sign flips.
-  for (int gap : {14, 15, 16}) {
+  for (int gap : {14, 15, 16, -14, -15, -16}) {
     Case c = near(1.0, 1e-3);
     c.t[77] = c.g[77] * std::ldexp(1.0, gap);
+    cases.push_back(c);
+  }
+  // Gaps of ±20 with a significand of t unlike g's, so that t − g needs ~29 bits and is not exact in
+  // fp32: a kernel that let such a block through would get |d| (and the sums) wrong.
+  for (int gap : {20, -20}) {
+    Case c = near(1.0, 1e-3);
+    c.g[77] = 1.0078125;
+    c.t[77] = std::ldexp(1.6484375, gap);
     cases.push_back(c);
   }
   for (double scale : {0x1p-119, 0x1p-121}) {
