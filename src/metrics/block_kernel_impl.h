@@ -776,6 +776,57 @@ static inline Counter8 counter8_0() { return Counter8{}; }
 static inline int64_t total(const Counter8& c) { return hsum8i(c.v); }
 #endif
 
+// What a bf16 × bf16 fp32-lane kernel (bf16_pass, bf16_pass_fp32_sums) has measured over a block of n
+// pairs, reduced to scalars.
+struct Bf16Block {
+  double sum_g, sum_t, sum_gg, sum_tt, sum_tg, sum_ds, sum_ad, sum_d2, sum_ulp;
+  double g_lo, g_hi, t_lo, t_hi, max_ulp, max_ad, max_rel;  // max_rel: the fp32 rounding (max_rel_fp32)
+  int64_t ulp_gt1, rel_lt_1e3, rel_lt_5e3, abs_gt_1e6, abs_gt_1e4, abs_gt_1e2;
+  bool gaps_within_4;   // every exponent gap ≤ 4: Partial::max_rel_fp32_distinct
+  bool lane_sums_fp32;  // the sums came through fp32 lanes: Partial::lane_sums_fp32
+};
+
+// The block's Partial from those scalars: side means Σx/n, the one-pass std (one_pass_m2 with its
+// limit), every other field as measured. False where one_pass_m2 refuses the std (out untouched).
+static bool bf16_block_partial(const Bf16Block& b, int64_t n, double m2_limit, Partial& out) {
+  SidePartial og, ot;
+  og.finite = ot.finite = n;
+  og.mean = b.sum_g / static_cast<double>(n);
+  ot.mean = b.sum_t / static_cast<double>(n);
+  og.sumsq = b.sum_gg;
+  ot.sumsq = b.sum_tt;
+  if (!one_pass_m2(og.sumsq, og, m2_limit) || !one_pass_m2(ot.sumsq, ot, m2_limit)) return false;
+  og.min = b.g_lo;
+  og.max = b.g_hi;
+  ot.min = b.t_lo;
+  ot.max = b.t_hi;
+  out = Partial{};
+  out.elements = out.both = n;
+  out.sum_d2 = b.sum_d2;
+  out.sum_ad = b.sum_ad;
+  out.sum_tg = b.sum_tg;
+  out.sum_gg = b.sum_gg;
+  out.sum_tt = b.sum_tt;
+  out.sum_ds = b.sum_ds;
+  out.sum_ulp = b.sum_ulp;
+  out.lane_sums_fp32 = b.lane_sums_fp32;
+  out.max_ulp = b.max_ulp;
+  out.ulp_gt1 = b.ulp_gt1;
+  out.rel_lt_1e3 = b.rel_lt_1e3;
+  out.rel_lt_5e3 = b.rel_lt_5e3;
+  out.abs_gt_1e6 = b.abs_gt_1e6;
+  out.abs_gt_1e4 = b.abs_gt_1e4;
+  out.abs_gt_1e2 = b.abs_gt_1e2;
+  out.max_ad = b.max_ad;
+  out.max_rel = b.max_rel;
+  out.max_rel_fp32 = true;
+  out.max_rel_fp32_distinct = b.gaps_within_4;
+  out.max_ad_index = out.max_rel_index = -1;
+  out.g = og;
+  out.t = ot;
+  return true;
+}
+
 [[maybe_unused]] static bool bf16_pass(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out) {
   if ((n & 15) != 0 || n == 0) return false;
   const v8d z8{};
@@ -858,42 +909,17 @@ static inline int64_t total(const Counter8& c) { return hsum8i(c.v); }
       !(std::fmax(-t_lo, t_hi) < LoadBF16::kExactRange * t_amin)) {
     return false;
   }
-  SidePartial og, ot;
-  og.finite = ot.finite = n;
-  og.mean = sg / static_cast<double>(n);  // the exact sum, rounded once: the general kernel's mean
-  ot.mean = st / static_cast<double>(n);
-  og.sumsq = hsum8d(s_gg);
-  ot.sumsq = hsum8d(s_tt);
-  if (!one_pass_m2(og.sumsq, og) || !one_pass_m2(ot.sumsq, ot)) return false;
-  og.min = g_lo;
-  og.max = g_hi;
-  ot.min = t_lo;
-  ot.max = t_hi;
-
-  out = Partial{};
-  out.elements = out.both = n;
-  out.sum_d2 = hsum8d(s_d2);
-  out.sum_ad = hsum8d(s_ad);
-  out.sum_tg = hsum8d(s_tg);
-  out.sum_gg = og.sumsq;
-  out.sum_tt = ot.sumsq;
-  out.sum_ds = ot.sumsq - og.sumsq;
-  out.sum_ulp = hsum8d(s_ulp);
-  out.max_ulp = hmax8(m_ulp);
-  out.ulp_gt1 = total(c_u1);
-  out.rel_lt_1e3 = total(c_r3);
-  out.rel_lt_5e3 = total(c_r53);
-  out.abs_gt_1e6 = total(c_a6);
-  out.abs_gt_1e4 = total(c_a4);
-  out.abs_gt_1e2 = total(c_a2);
-  out.max_ad = hmax8(m_ad);
-  out.max_rel = hmax8(m_rel);
-  out.max_rel_fp32 = true;
-  out.max_rel_fp32_distinct = gap4;
-  out.max_ad_index = out.max_rel_index = -1;
-  out.g = og;
-  out.t = ot;
-  return true;
+  // The exact sums Σg, Σt, rounded once by the division: the general kernel's means.
+  const double sum_gg = hsum8d(s_gg), sum_tt = hsum8d(s_tt);
+  return bf16_block_partial(Bf16Block{.sum_g = sg, .sum_t = st, .sum_gg = sum_gg, .sum_tt = sum_tt,
+                                      .sum_tg = hsum8d(s_tg), .sum_ds = sum_tt - sum_gg, .sum_ad = hsum8d(s_ad),
+                                      .sum_d2 = hsum8d(s_d2), .sum_ulp = hsum8d(s_ulp), .g_lo = g_lo, .g_hi = g_hi,
+                                      .t_lo = t_lo, .t_hi = t_hi, .max_ulp = hmax8(m_ulp), .max_ad = hmax8(m_ad),
+                                      .max_rel = hmax8(m_rel), .ulp_gt1 = total(c_u1), .rel_lt_1e3 = total(c_r3),
+                                      .rel_lt_5e3 = total(c_r53), .abs_gt_1e6 = total(c_a6),
+                                      .abs_gt_1e4 = total(c_a4), .abs_gt_1e2 = total(c_a2), .gaps_within_4 = gap4,
+                                      .lane_sums_fp32 = false},
+                            n, 16.0, out);
 }
 
 
@@ -1013,43 +1039,15 @@ static bool bf16_pass_fp32_sums(const std::byte* gp, const std::byte* tp, int64_
   const int32_t widest = _mm512_reduce_max_epi32((__m512i)gapmax);
   if (widest >= (15 << 23)) return false;
 
-  SidePartial og, ot;
-  og.finite = ot.finite = n;
-  og.mean = sum[kSumG] / static_cast<double>(n);
-  ot.mean = sum[kSumT] / static_cast<double>(n);
-  og.sumsq = sum[kSumGG];
-  ot.sumsq = sum[kSumTT];
-  if (!one_pass_m2(og.sumsq, og, 2.0) || !one_pass_m2(ot.sumsq, ot, 2.0)) return false;
-  og.min = g_lo;
-  og.max = g_hi;
-  ot.min = t_lo;
-  ot.max = t_hi;
-
-  out = Partial{};
-  out.elements = out.both = n;
-  out.sum_d2 = sum[kSumD2];
-  out.sum_ad = sum[kSumAD];
-  out.sum_tg = sum[kSumTG];
-  out.sum_gg = og.sumsq;
-  out.sum_tt = ot.sumsq;
-  out.sum_ds = sum[kSumDS];
-  out.sum_ulp = sum[kSumUlp];
-  out.lane_sums_fp32 = true;
-  out.max_ulp = _mm512_reduce_max_ps((__m512)m_ulp);
-  out.ulp_gt1 = c_u1;
-  out.rel_lt_1e3 = c_r3;
-  out.rel_lt_5e3 = c_r53;
-  out.abs_gt_1e6 = c_a6;
-  out.abs_gt_1e4 = c_a4;
-  out.abs_gt_1e2 = c_a2;
-  out.max_ad = _mm512_reduce_max_ps((__m512)m_ad);
-  out.max_rel = _mm512_reduce_max_ps((__m512)m_rel);
-  out.max_rel_fp32 = true;
-  out.max_rel_fp32_distinct = widest < (4 << 23);
-  out.max_ad_index = out.max_rel_index = -1;
-  out.g = og;
-  out.t = ot;
-  return true;
+  return bf16_block_partial(
+      Bf16Block{.sum_g = sum[kSumG], .sum_t = sum[kSumT], .sum_gg = sum[kSumGG], .sum_tt = sum[kSumTT],
+                .sum_tg = sum[kSumTG], .sum_ds = sum[kSumDS], .sum_ad = sum[kSumAD], .sum_d2 = sum[kSumD2],
+                .sum_ulp = sum[kSumUlp], .g_lo = g_lo, .g_hi = g_hi, .t_lo = t_lo, .t_hi = t_hi,
+                .max_ulp = _mm512_reduce_max_ps((__m512)m_ulp), .max_ad = _mm512_reduce_max_ps((__m512)m_ad),
+                .max_rel = _mm512_reduce_max_ps((__m512)m_rel), .ulp_gt1 = c_u1, .rel_lt_1e3 = c_r3,
+                .rel_lt_5e3 = c_r53, .abs_gt_1e6 = c_a6, .abs_gt_1e4 = c_a4, .abs_gt_1e2 = c_a2,
+                .gaps_within_4 = widest < (4 << 23), .lane_sums_fp32 = true},
+      n, 2.0, out);
 }
 #endif
 
