@@ -314,7 +314,6 @@ static void block_impl(const double* g, const double* t, int64_t n, const Kernel
     error_pass<kMode, false>(g, t, n4, p, out);
     side_pass<false>(g, t, n4, p, out.g, out.t);
   }
-  out.sum_ds = out.sum_tt - out.sum_gg;  // Σd·(g + t), for a cosine from the difference (Partial)
   if (out.t.zero > 0 && p.ftz_tiny > 0) out.ftz = ftz_pass(g, t, n4, p);
   // The padding lanes are NaN on both sides; they never count as finite, zero or subnormal, and the
   // scalar loop below stops at n.
@@ -670,7 +669,6 @@ static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n,
   out.t.max = t_hi;
   out.g.sumsq = sum_gg;
   out.t.sumsq = sum_tt;
-  out.sum_ds = sum_tt - sum_gg;
   return FastResult::kDone;
 }
 
@@ -779,7 +777,7 @@ static inline int64_t total(const Counter8& c) { return hsum8i(c.v); }
 // What a bf16 × bf16 fp32-lane kernel (bf16_pass, bf16_pass_fp32_sums) has measured over a block of n
 // pairs, reduced to scalars.
 struct Bf16Block {
-  double sum_g, sum_t, sum_gg, sum_tt, sum_tg, sum_ds, sum_ad, sum_d2, sum_ulp;
+  double sum_g, sum_t, sum_gg, sum_tt, sum_tg, sum_ds, sum_ad, sum_d2, sum_ulp;  // sum_ds: fp32 lanes only
   double g_lo, g_hi, t_lo, t_hi, max_ulp, max_ad, max_rel;  // max_rel: the fp32 rounding (max_rel_fp32)
   int64_t ulp_gt1, rel_lt_1e3, rel_lt_5e3, abs_gt_1e6, abs_gt_1e4, abs_gt_1e2;
   bool gaps_within_4;   // every exponent gap ≤ 4: Partial::max_rel_fp32_distinct
@@ -912,7 +910,7 @@ static bool bf16_block_partial(const Bf16Block& b, int64_t n, double m2_limit, P
   // The exact sums Σg, Σt, rounded once by the division: the general kernel's means.
   const double sum_gg = hsum8d(s_gg), sum_tt = hsum8d(s_tt);
   return bf16_block_partial(Bf16Block{.sum_g = sg, .sum_t = st, .sum_gg = sum_gg, .sum_tt = sum_tt,
-                                      .sum_tg = hsum8d(s_tg), .sum_ds = sum_tt - sum_gg, .sum_ad = hsum8d(s_ad),
+                                      .sum_tg = hsum8d(s_tg), .sum_ds = 0, .sum_ad = hsum8d(s_ad),
                                       .sum_d2 = hsum8d(s_d2), .sum_ulp = hsum8d(s_ulp), .g_lo = g_lo, .g_hi = g_hi,
                                       .t_lo = t_lo, .t_hi = t_hi, .max_ulp = hmax8(m_ulp), .max_ad = hmax8(m_ad),
                                       .max_rel = hmax8(m_rel), .ulp_gt1 = total(c_u1), .rel_lt_1e3 = total(c_r3),
@@ -957,7 +955,7 @@ static inline __m512d add_lanes16(__m512d total, v16f x) {
   return _mm512_add_pd(total, _mm512_add_pd(lo, hi));
 }
 
-// The fp32 sums of one 256-pair stretch, in the order Partial lists them.
+// The fp32 sums of one 256-pair stretch (indices into s[] and total[]).
 enum : int { kSumG, kSumT, kSumGG, kSumTT, kSumTG, kSumDS, kSumAD, kSumD2, kSumUlp, kSums };
 
 static bool bf16_pass_fp32_sums(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out) {
@@ -1051,16 +1049,19 @@ static bool bf16_pass_fp32_sums(const std::byte* gp, const std::byte* tp, int64_
 }
 #endif
 
+// The bf16 × bf16 fp32-lane kernel of this variant: with fp32-lane sums where AVX-512 has the registers.
+#ifdef PARITY_BLOCK_AVX512
+static constexpr auto bf16_lane_kernel = &bf16_pass_fp32_sums;
+#else
+static constexpr auto bf16_lane_kernel = &bf16_pass;
+#endif
+
 // bf16 golden and target: the fp32-lane kernel above, or fast_impl for the blocks it refuses (and for
 // the rest of a chunk once a block needed TwoSum or the two-pass std).
 static bool fast_bf16_impl(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p, Partial& out,
                            bool& compensate, bool& two_pass) {
   if (!compensate && !two_pass && p.ulp_mode == UlpMode::kPow2 && p.ulp_pow2_base == (uint64_t{2046 + 7} << 52) &&
-#ifdef PARITY_BLOCK_AVX512
-      bf16_pass_fp32_sums(gp, tp, n, p, out)) {
-#else
-      bf16_pass(gp, tp, n, p, out)) {
-#endif
+      bf16_lane_kernel(gp, tp, n, p, out)) {
     return true;
   }
   return fast_impl<LoadBF16, LoadBF16>(gp, tp, n, p, out, compensate, two_pass);

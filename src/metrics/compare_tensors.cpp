@@ -179,12 +179,13 @@ double tiny_cosine(const TensorView& golden, const TensorView& target, int64_t n
 }
 
 // Pages already read are handed back (a 4 GiB mapped pair then stays at a few MiB resident, not
-// 8 GiB; issue 14 §5), in whole 2 MiB regions: the page cache maps large folios with one huge PMD
-// each, and zapping part of one splits it, with a TLB shootdown to the other threads every time
-// (per 256 KiB chunk that cost parity 0.15 s of system time per GiB of bf16). The chunk [begin, end)
-// that crosses a 2 MiB boundary B releases the region before the previous one, [B − 4 MiB, B − 2 MiB),
-// so a neighbouring chunk still being read by another thread is left alone; release_tail() hands
-// back the rest when the tensor is done.
+// 8 GiB; issue 14 §5), in whole regions of kReleaseRegion = 8 MiB, a multiple of 2 MiB: the page cache
+// maps large folios with one huge PMD each, and zapping part of one splits it, with a TLB shootdown to
+// the other threads every time (per 256 KiB chunk that cost parity 0.15 s of system time per GiB of
+// bf16); 8 MiB rather than 2 makes a quarter of the calls and shootdowns (docs/benchmarks.md, bf16 on
+// AVX-512) for at most three regions resident per file. The chunk [begin, end) that crosses a region
+// boundary B releases the region before the previous one, [B − 2R, B − R), so a neighbouring chunk still
+// being read by another thread is left alone; release_tail() hands back the rest when the tensor is done.
 constexpr uintptr_t kReleaseRegion = uintptr_t{8} << 20;
 
 void release_bytes(const TensorView& v, uintptr_t from, uintptr_t to) {
@@ -199,7 +200,7 @@ void release_behind(const TensorView& v, int64_t begin, int64_t end) {
   if (!v.file_mapped) return;
   const uintptr_t base = reinterpret_cast<uintptr_t>(v.data), es = static_cast<uintptr_t>(dtype_size(v.dtype));
   const uintptr_t lo = base + static_cast<uintptr_t>(begin) * es, hi = base + static_cast<uintptr_t>(end) * es;
-  const uintptr_t boundary = hi & ~(kReleaseRegion - 1);  // the last 2 MiB boundary at or below hi
+  const uintptr_t boundary = hi & ~(kReleaseRegion - 1);  // the last region boundary at or below hi
   if (boundary <= lo || boundary < 2 * kReleaseRegion) return;  // this chunk crosses none
   release_bytes(v, boundary - 2 * kReleaseRegion, boundary - kReleaseRegion);
 }
@@ -282,6 +283,7 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
         decode_block(b, n);
         kernel(gb, tb, n, params, blk);
       }
+      if (!blk.lane_sums_fp32) blk.sum_ds = blk.sum_tt - blk.sum_gg;  // see Partial::sum_ds
     }
     // Maxima come without indices. Only the first block attaining the chunk's maximum gets one (a
     // scan of that block): the pairwise combine keeps the earlier of equal maxima, so that index is

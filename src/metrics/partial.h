@@ -36,8 +36,9 @@ struct Partial {
 
   // Sums over the compared elements (d = t − g).
   double sum_d2 = 0, sum_ad = 0, sum_tg = 0, sum_gg = 0, sum_tt = 0, sum_ulp = 0;
-  // Σd·(g + t) = Σt² − Σg²: the fp32-sum kernel sums it (its cosine is taken from the difference), the
-  // fp64 kernels give Σt² − Σg², whose absolute error (≤ γ·(Σt² + Σg²), far below δ) is as good there.
+  // Σd·(g + t) = Σt² − Σg²: the fp32-sum kernel sums it (its cosine is taken from the difference); for
+  // a block of the fp64 kernels compare_tensors sets Σt² − Σg², whose absolute error (≤ γ·(Σt² + Σg²),
+  // far below δ) is as good there. The kernels themselves leave it 0.
   double sum_ds = 0;
   // Some block's sums were added on fp32 lanes (bf16_pass_fp32_sums): every sum is then known within
   // δ = 16·2⁻²⁴ of Σ|terms|, and finish() takes the cosine from the difference where that is the more
