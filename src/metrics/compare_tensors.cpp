@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -213,6 +214,184 @@ void release_tail(const TensorView& v) {
   release_bytes(v, from, hi);
 }
 
+// Decodes a range of both sides into fp64 block buffers: contiguous native-order data of a fast-path
+// dtype by the kernel variant's own decoder, anything else by decode_to_double.
+class PairDecoder {
+ public:
+  PairDecoder(const TensorView& golden, const TensorView& target)
+      : golden_(golden), target_(target), fast_(metrics_detail::select_decoder()),
+        g_direct_(direct(golden)), t_direct_(direct(target)) {}
+
+  bool both_direct() const { return g_direct_ && t_direct_; }
+
+  // n ≤ kBlock elements from flat index b into gb, tb, padded with NaN (neutral) to a multiple of 4.
+  void decode(int64_t b, int64_t n, double* gb, double* tb) const {
+    side(golden_, g_direct_, b, n, gb);
+    side(target_, t_direct_, b, n, tb);
+    for (int64_t i = n; i < ((n + 3) & ~int64_t{3}); ++i) gb[i] = tb[i] = kNaN;
+  }
+
+ private:
+  static bool direct(const TensorView& v) { return !v.byteswapped && v.is_c_contiguous(); }
+  void side(const TensorView& v, bool is_direct, int64_t b, int64_t n, double* out) const {
+    if (!is_direct || !fast_(v.dtype, v.data + b * dtype_size(v.dtype), n, out)) decode_to_double(v, b, n, out);
+  }
+
+  const TensorView& golden_;
+  const TensorView& target_;
+  metrics_detail::DecodeFn fast_;
+  bool g_direct_, t_direct_;
+};
+
+// Where a chunk's maxima are. The kernels give maxima without indices, and an index takes a scan of a
+// decoded block; so the scans run once per tensor, on the block that holds the tensor's first maximum
+// (locate_maxima), not once per chunk. A block of the bf16 fp32-lane kernel carries only the fp32
+// rounding of its largest relative error (Partial::max_rel_fp32), which locate_maxima resolves.
+struct ChunkMaxima {
+  double ad = -1;                 // the chunk's max |d| (exact from every kernel)
+  int64_t ad_block = -1;          // the first of its blocks attaining it
+  double rel_exact = -1;          // the largest fp64 max_rel of its blocks measured in fp64
+  int64_t rel_exact_block = -1;   // the first block attaining it
+  double rel_fp32 = -1;           // the largest fp32-rounded max_rel of its fp32-lane blocks
+  uint64_t rel_fp32_blocks = 0;   // bit j: block j is at rel_fp32
+  bool rel_fp32_distinct = true;  // each of those blocks is max_rel_fp32_distinct
+};
+static_assert(kBlocksPerChunk <= 64, "ChunkMaxima::rel_fp32_blocks holds a bit per block");
+
+// Records where the maxima of a chunk's blocks are, and takes the fp32-rounded max_rel out of the
+// pairwise combine (set to -1): locate_maxima gives the tensor its max_rel.
+void summarise_maxima(Partial* blocks, int64_t nb, ChunkMaxima& cm) {
+  for (int64_t j = 0; j < nb; ++j) {
+    Partial& b = blocks[j];
+    if (b.max_ad > cm.ad) {  // strictly greater: the first block keeps it
+      cm.ad = b.max_ad;
+      cm.ad_block = j;
+    }
+    if (!b.max_rel_fp32) {
+      if (b.max_rel > cm.rel_exact) {
+        cm.rel_exact = b.max_rel;
+        cm.rel_exact_block = j;
+      }
+      continue;
+    }
+    if (b.max_rel > cm.rel_fp32) {
+      cm.rel_fp32 = b.max_rel;
+      cm.rel_fp32_blocks = 0;
+      cm.rel_fp32_distinct = true;
+    }
+    if (b.max_rel == cm.rel_fp32) {
+      cm.rel_fp32_blocks |= uint64_t{1} << j;
+      cm.rel_fp32_distinct = cm.rel_fp32_distinct && b.max_rel_fp32_distinct;
+    }
+    b.max_rel = -1;
+    b.max_rel_fp32 = false;
+  }
+}
+
+// A block of the tensor, by chunk and block within the chunk; ordered by position.
+struct BlockAt {
+  int64_t chunk = -1, block = -1;
+  bool found() const { return chunk >= 0; }
+  bool before(const BlockAt& o) const { return !o.found() || chunk < o.chunk || (chunk == o.chunk && block < o.block); }
+  int64_t begin() const { return chunk * kChunk + block * kBlock; }
+};
+
+// Decodes one block and scans it: the largest error of a kind (kind 0 |d|, 1 relative) in fp64, or the
+// flat index of the first element with that error equal to `value`.
+class BlockScanner {
+ public:
+  BlockScanner(const PairDecoder& decoder, const KernelParams& params, int64_t numel)
+      : decoder_(decoder), params_(params), numel_(numel) {}
+
+  double max_of(BlockAt at, int kind) {
+    const int64_t n = load(at);
+    return metrics_detail::max_of_block(gb_, tb_, n, params_, kind);
+  }
+  int64_t first_index(BlockAt at, int kind, double value) {
+    const int64_t n = load(at);
+    const int64_t i = metrics_detail::first_index_of_max(gb_, tb_, n, params_, kind, value);
+    return i < 0 ? -1 : at.begin() + i;
+  }
+
+ private:
+  int64_t load(BlockAt at) {
+    const int64_t n = std::min(kBlock, numel_ - at.begin());
+    if (at.chunk != loaded_.chunk || at.block != loaded_.block) decoder_.decode(at.begin(), n, gb_, tb_);
+    loaded_ = at;
+    return n;
+  }
+
+  const PairDecoder& decoder_;
+  const KernelParams& params_;
+  int64_t numel_;
+  BlockAt loaded_;
+  alignas(64) double gb_[kBlock + 4];
+  alignas(64) double tb_[kBlock + 4];
+};
+
+// The tensor's max |d| index, and its max_rel with index, from the chunks' summaries: `total` is the
+// combined Partial (its max_ad is right, its max_rel covers the fp64-measured blocks only).
+//
+// max_rel: a block of the fp32-lane kernel carries the fp32 rounding M of its maximum. Rounding is
+// monotone, and two different quotients of such blocks (bf16 values at most 15 binades apart) differ
+// by far more than an fp64 ulp, so a block whose M is below the largest such value F holds a smaller
+// fp64 maximum than the blocks at F; and where F is below pred₃₂(RD₃₂(E)), E the largest fp64-measured
+// maximum, every such block holds less than E. Otherwise the blocks at F are measured in fp64 (a scan
+// of the decoded block) — only the first of them when all are max_rel_fp32_distinct (their maxima are
+// then one quotient, the same fp64 value). The tensor's maximum is the larger of E and those values,
+// and its index is that of the first block, in order, attaining it.
+void locate_maxima(Partial& total, const std::vector<ChunkMaxima>& maxima, BlockScanner& scan) {
+  const int64_t nchunks = static_cast<int64_t>(maxima.size());
+  if (total.max_ad >= 0) {
+    for (int64_t c = 0; c < nchunks; ++c) {
+      if (maxima[c].ad != total.max_ad) continue;
+      total.max_ad_index = scan.first_index(BlockAt{c, maxima[c].ad_block}, 0, total.max_ad);
+      break;
+    }
+  }
+
+  double exact = -1, fp32 = -1;
+  BlockAt exact_at;
+  bool distinct = true;
+  for (int64_t c = 0; c < nchunks; ++c) {
+    const ChunkMaxima& cm = maxima[c];
+    if (cm.rel_exact > exact) {
+      exact = cm.rel_exact;
+      exact_at = BlockAt{c, cm.rel_exact_block};
+    }
+    if (cm.rel_fp32 > fp32) {
+      fp32 = cm.rel_fp32;
+      distinct = true;
+    }
+    if (cm.rel_fp32 == fp32) distinct = distinct && cm.rel_fp32_distinct;
+  }
+  bool resolve = fp32 >= 0;
+  if (resolve && exact >= 0) {
+    float r = static_cast<float>(exact);  // RD₃₂(E), then its predecessor
+    if (static_cast<double>(r) > exact) r = std::nextafter(r, -std::numeric_limits<float>::infinity());
+    r = std::nextafter(r, -std::numeric_limits<float>::infinity());
+    resolve = fp32 >= static_cast<double>(r);
+  }
+  double best = exact;
+  BlockAt best_at = exact_at;
+  if (resolve) {
+    double resolved = -1;
+    for (int64_t c = 0; c < nchunks; ++c) {
+      if (maxima[c].rel_fp32 != fp32) continue;
+      for (uint64_t bits = maxima[c].rel_fp32_blocks; bits != 0; bits &= bits - 1) {
+        const BlockAt at{c, std::countr_zero(bits)};
+        if (!distinct || resolved < 0) resolved = scan.max_of(at, 1);
+        if (resolved > best || (resolved == best && at.before(best_at))) {
+          best = resolved;
+          best_at = at;
+        }
+      }
+    }
+  }
+  total.max_rel = best;
+  total.max_rel_index = best_at.found() ? scan.first_index(best_at, 1, best) : -1;
+}
+
 Status check_view(const TensorView& v, const char* side) {
   if (v.numel < 0) return Status::Invalid(std::string(side) + " tensor has a negative element count");
   if (v.numel > 0 && v.data == nullptr) {
@@ -242,30 +421,20 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
   const int64_t numel = golden.numel;
   const KernelParams params = make_params(target.dtype, options);
   const metrics_detail::BlockFn kernel = metrics_detail::select_block_kernel();
-  const metrics_detail::DecodeFn fast_decode = metrics_detail::select_decoder();
-  // Contiguous native-order data of a fast-path dtype is widened by the kernel's own decoder.
-  auto direct = [](const TensorView& v) { return !v.byteswapped && v.is_c_contiguous(); };
-  const bool g_direct = direct(golden), t_direct = direct(target);
-  auto decode = [&](const TensorView& v, bool is_direct, int64_t b, int64_t n, double* out) {
-    if (!is_direct || !fast_decode(v.dtype, v.data + b * dtype_size(v.dtype), n, out)) decode_to_double(v, b, n, out);
-  };
+  const PairDecoder decoder(golden, target);
   // Both sides contiguous, native order and fp32/bf16: the fused kernel reads them in place.
   const metrics_detail::FastFn fused =
-      g_direct && t_direct ? metrics_detail::select_fast_kernel(golden.dtype, target.dtype) : nullptr;
+      decoder.both_direct() ? metrics_detail::select_fast_kernel(golden.dtype, target.dtype) : nullptr;
   const int64_t g_size = dtype_size(golden.dtype), t_size = dtype_size(target.dtype);
   const int64_t nchunks = (numel + kChunk - 1) / kChunk;
   std::vector<Partial> chunks(static_cast<size_t>(std::max<int64_t>(nchunks, 1)));
+  std::vector<ChunkMaxima> maxima(static_cast<size_t>(nchunks));
 
   auto run_chunk = [&](int64_t c) {
     alignas(64) double gb[kBlock + 4];
     alignas(64) double tb[kBlock + 4];
     Partial blocks[kBlocksPerChunk];
     const int64_t begin = c * kChunk, end = std::min(numel, begin + kChunk);
-    auto decode_block = [&](int64_t b, int64_t n) {
-      decode(golden, g_direct, b, n, gb);
-      decode(target, t_direct, b, n, tb);
-      for (int64_t i = n; i < ((n + 3) & ~int64_t{3}); ++i) gb[i] = tb[i] = kNaN;  // neutral padding
-    };
     // The fused kernel is tried while it keeps succeeding; after a few blocks that are not clean
     // (zeros, NaN, subnormals) the rest of the chunk goes straight to the general kernel. Either way
     // a block's Partial is the same, bit for bit but for the sides' m2 (within the bound of
@@ -280,69 +449,12 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
                         fused(golden.data + b * g_size, target.data + b * t_size, n, params, blk, compensate, two_pass);
       if (!done) {
         fast_misses += fused != nullptr;
-        decode_block(b, n);
+        decoder.decode(b, n, gb, tb);
         kernel(gb, tb, n, params, blk);
       }
       if (!blk.lane_sums_fp32) blk.sum_ds = blk.sum_tt - blk.sum_gg;  // see Partial::sum_ds
     }
-    // Maxima come without indices. Only the first block attaining the chunk's maximum gets one (a
-    // scan of that block): the pairwise combine keeps the earlier of equal maxima, so that index is
-    // the one that survives, in the chunk and in the tensor.
-    int64_t decoded = -1;
-    // A block of the bf16 fp32-lane kernel carries the fp32 rounding M of its maximum relative error.
-    // Rounding is monotone, and two different quotients of such blocks (bf16 values at most 15 binades
-    // apart) differ by far more than an fp64 ulp, so a block whose M is below the largest such value F
-    // holds a smaller fp64 maximum than the blocks at F; one whose M is below pred₃₂(RD₃₂(E)), E the
-    // largest fp64 maximum of the other blocks, holds one below E. Either way its M (below that maximum
-    // too) leaves the pairwise combine unchanged. The blocks at F, unless below that second bound, are
-    // measured in fp64 (a scan of the decoded block) — only the first of them when all are
-    // max_rel_fp32_distinct (their maxima are then one quotient, the same fp64 value).
-    double fp32_best = -1, exact_best = -1;
-    for (int64_t j = 0; j < nb; ++j) {
-      double& best = blocks[j].max_rel_fp32 ? fp32_best : exact_best;
-      best = std::max(best, blocks[j].max_rel);
-    }
-    bool resolve = fp32_best >= 0;
-    if (resolve && exact_best >= 0) {
-      float r = static_cast<float>(exact_best);  // RD₃₂(E), then its predecessor
-      if (static_cast<double>(r) > exact_best) r = std::nextafter(r, -std::numeric_limits<float>::infinity());
-      r = std::nextafter(r, -std::numeric_limits<float>::infinity());
-      resolve = fp32_best >= static_cast<double>(r);
-    }
-    bool distinct = true;
-    for (int64_t j = 0; j < nb; ++j) {
-      if (blocks[j].max_rel_fp32 && blocks[j].max_rel == fp32_best) distinct = distinct && blocks[j].max_rel_fp32_distinct;
-    }
-    double resolved = -1;
-    for (int64_t j = 0; j < nb; ++j) {
-      if (!blocks[j].max_rel_fp32) continue;
-      blocks[j].max_rel_fp32 = false;
-      if (!resolve || blocks[j].max_rel != fp32_best) continue;
-      if (!distinct || resolved < 0) {
-        const int64_t b = begin + j * kBlock, n = std::min(kBlock, end - b);
-        decode_block(b, n);
-        decoded = j;
-        resolved = metrics_detail::max_of_block(gb, tb, n, params, 1);
-      }
-      blocks[j].max_rel = resolved;
-    }
-    auto index_first_max = [&](double Partial::*value, int64_t Partial::*index, int kind) {
-      int64_t first = -1;
-      double best = -1;
-      for (int64_t j = 0; j < nb; ++j) {
-        if (blocks[j].*value > best) {
-          best = blocks[j].*value;
-          first = j;
-        }
-      }
-      if (first < 0) return;
-      const int64_t b = begin + first * kBlock, n = std::min(kBlock, end - b);
-      if (decoded != first) decode_block(b, n);
-      decoded = first;
-      blocks[first].*index = b + metrics_detail::first_index_of_max(gb, tb, n, params, kind, best);
-    };
-    index_first_max(&Partial::max_ad, &Partial::max_ad_index, 0);
-    index_first_max(&Partial::max_rel, &Partial::max_rel_index, 1);
+    summarise_maxima(blocks, nb, maxima[static_cast<size_t>(c)]);
     reduce_pairwise(blocks, nb);
     chunks[static_cast<size_t>(c)] = blocks[0];
     release_behind(golden, begin, end);
@@ -357,6 +469,8 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
     for (int64_t c = 0; c < nchunks; ++c) run_chunk(c);
   }
   reduce_pairwise(chunks.data(), nchunks);
+  BlockScanner scanner(decoder, params, numel);
+  locate_maxima(chunks[0], maxima, scanner);
   release_tail(golden);
   release_tail(target);
 

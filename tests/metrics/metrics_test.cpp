@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -620,6 +621,81 @@ TEST(Metrics, Bf16RelativeThresholdsAreExactInFp32) {
     }
   }
   EXPECT_EQ(pairs, 128 * 384 * 2);
+}
+
+// The tensor's maxima and their first indices when they sit in different chunks, in blocks of the bf16
+// fp32-lane kernel (which carry only the fp32 rounding of their max relative error) and in blocks the
+// general kernel measured in fp64 (here: a block with an agreeing NaN). The two planted quotients A < B,
+// 1 − t/g with |t| 9 to 14 binades below |g| (not max_rel_fp32_distinct), round to the same fp32 value,
+// so only a scan in fp64 tells them apart. Checked against a direct fp64 loop, at one and two threads.
+TEST(Metrics, Bf16MaximaResolvedAcrossChunks) {
+  auto bf16 = [](uint32_t bits) {
+    const uint32_t w = bits << 16;
+    float f;
+    std::memcpy(&f, &w, 4);
+    return static_cast<double>(f);
+  };
+  auto round_bf16 = [&](double x) { return bf16(to_bits(DType::kBF16, x)); };
+  // Two pairs (g, t), g in [1, 2), t in [2^-14, 2^-9): |t − g|/|g| equal in fp32, different in fp64.
+  double ga = 0, ta = 0, gb = 0, tb = 0;
+  std::map<float, std::pair<double, double>> seen;  // fl32 quotient → a pair giving it
+  for (uint32_t g_bits = 0x3F80; g_bits < 0x4000 && gb == 0; ++g_bits) {
+    for (uint32_t t_bits = 0x3880; t_bits < 0x3B00 && gb == 0; ++t_bits) {
+      const double g = bf16(g_bits), t = bf16(t_bits);
+      const float q32 = static_cast<float>(g - t) / static_cast<float>(g);  // the kernel's |d| / |g|
+      auto [it, fresh] = seen.try_emplace(q32, g, t);
+      const double q = (g - t) / g, q_seen = (it->second.first - it->second.second) / it->second.first;
+      if (fresh || q == q_seen) continue;
+      const auto [g0, t0] = it->second;
+      std::tie(ga, ta, gb, tb) = q < q_seen ? std::tuple(g, t, g0, t0) : std::tuple(g0, t0, g, t);
+    }
+  }
+  ASSERT_NE(gb, 0.0) << "no two bf16 quotients share an fp32 rounding";
+  ASSERT_LT((ga - ta) / ga, (gb - tb) / gb);
+
+  const int64_t n = 5 * metrics_detail::kChunk;
+  std::mt19937_64 rng(5);
+  std::normal_distribution<double> nd(0.0, 1.0);
+  std::vector<double> g(static_cast<size_t>(n)), t(g.size());
+  for (int64_t i = 0; i < n; ++i) {  // rounding-level noise, signs mixed (the kernel's m2 bound)
+    g[i] = round_bf16(nd(rng));
+    t[i] = g[i] * (1 + 0x1p-9 * nd(rng));
+  }
+  auto plant = [&](int64_t i, double gv, double tv) { g[i] = gv, t[i] = tv; };
+  const int64_t chunk = metrics_detail::kChunk;
+  plant(1 * chunk + 100, ga, ta);     // A, fp32-lane block
+  plant(3 * chunk + 5000, gb, tb);    // B, fp32-lane block
+  plant(4 * chunk + 7, gb, tb);       // B, fp64 block (the NaN below), later
+  g[4 * chunk + 9] = t[4 * chunk + 9] = kNan;
+  auto reference = [&](int64_t& ad_at, int64_t& rel_at) {
+    double ad_max = -1, rel_max = -1;
+    for (int64_t i = 0; i < n; ++i) {
+      if (std::isnan(g[i])) continue;
+      const double tr = round_bf16(t[i]), ad = std::fabs(tr - g[i]);
+      if (ad > ad_max) ad_max = ad, ad_at = i;
+      if (ad / std::fabs(g[i]) > rel_max) rel_max = ad / std::fabs(g[i]), rel_at = i;
+    }
+    return rel_max;
+  };
+  for (bool earlier_fp64_block : {false, true}) {
+    if (earlier_fp64_block) {  // B also in a fp64 block before the fp32-lane one: that one is first
+      plant(2 * chunk + 3, gb, tb);
+      g[2 * chunk + 1000] = t[2 * chunk + 1000] = kNan;
+    }
+    int64_t ad_at = -1, rel_at = -1;
+    const double rel_max = reference(ad_at, rel_at);
+    ASSERT_EQ(rel_max, (gb - tb) / gb);
+    ASSERT_EQ(rel_at, earlier_fp64_block ? 2 * chunk + 3 : 3 * chunk + 5000);
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE("threads " + std::to_string(threads) + (earlier_fp64_block ? ", B in an earlier fp64 block" : ""));
+      MetricOptions o;
+      o.threads = threads;
+      const PairMetrics m = run(half_like(DType::kBF16, g), half_like(DType::kBF16, t), o);
+      EXPECT_EQ(m.max_rel, rel_max);
+      EXPECT_EQ(m.max_rel_index, rel_at);
+      EXPECT_EQ(m.max_abs_index, ad_at);
+    }
+  }
 }
 
 TEST(Metrics, KernelVariantsAgreeBitForBit) {
