@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Paired whole-process timing of two commands: A and B run in turn (A B A B ...) after one warm-up each,
 # so a drift of the shared machine's speed hits both alike; prints each one's median wall, CPU and
-# peak RSS and the median of the pairwise ratios A/B. Uses GNU time (/usr/bin/time, Debian's `time`).
+# peak RSS and the median of the pairwise ratios A/B. Timed by bench/tools/timed.py (microseconds).
 #
 #   bench/tools/paired_time.sh RUNS 'COMMAND A' 'COMMAND B'
 #   bench/tools/paired_time.sh 5 'build/parity -q compare g t --json a.json' 'old/parity -q compare g t --json b.json'
@@ -9,12 +9,10 @@ set -euo pipefail
 runs=${1:?usage: paired_time.sh RUNS 'COMMAND A' 'COMMAND B'}
 a=${2:?command A}
 b=${3:?command B}
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+timed="$(dirname "$0")/timed.py"
 
 one() {  # one run of a command: "wall cpu peak_kib" (its own output discarded; its exit status ignored)
-  /usr/bin/time -f '%e %U %S %M' -o "$log" sh -c "exec $1 >/dev/null 2>&1" || true
-  tail -n 1 "$log" | awk '{ printf "%s %.3f %s\n", $1, $2 + $3, $4 }'  # after any "Command exited" line
+  python3 "$timed" /dev/null sh -c "exec $1" || true
 }
 
 one "$a" >/dev/null
