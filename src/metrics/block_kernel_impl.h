@@ -39,6 +39,9 @@ typedef int64_t v4i __attribute__((vector_size(32)));
 typedef uint64_t v4u __attribute__((vector_size(32)));  // bit arithmetic that may wrap
 
 static inline v4d splat(double a) { return v4d{a, a, a, a}; }
+// std::fmax (the larger; a NaN argument loses to a number), inlined: GCC calls libm's for std::fmax,
+// a call per guard in every block.
+static inline double fmax_inline(double a, double b) { return std::isnan(a) ? b : std::isnan(b) ? a : a > b ? a : b; }
 static inline v4i splati(int64_t a) { return v4i{a, a, a, a}; }
 static inline v4d load(const double* p) {
   v4d v;
@@ -629,7 +632,7 @@ static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n,
   if (!(g_amin >= p.min_normal_t) || !(t_amin >= p.min_normal_t)) return FastResult::kNotClean;
   const double g_lo = hmin8(gmin), g_hi = hmax8(gmax), t_lo = hmin8(tmin), t_hi = hmax8(tmax);
   if constexpr (!kCompensated) {
-    if (!(std::fmax(-g_lo, g_hi) < Lg::kExactRange * g_amin) || !(std::fmax(-t_lo, t_hi) < Lt::kExactRange * t_amin)) {
+    if (!(fmax_inline(-g_lo, g_hi) < Lg::kExactRange * g_amin) || !(fmax_inline(-t_lo, t_hi) < Lt::kExactRange * t_amin)) {
       return FastResult::kNeedsCompensation;
     }
   }
@@ -903,8 +906,8 @@ static bool bf16_block_partial(const Bf16Block& b, int64_t n, double m2_limit, P
     gap4 = gap4 && gapmax[l] < (4 << 23) && gapmin[l] > -(4 << 23);
   }
   const double g_lo = hmin8(gmin), g_hi = hmax8(gmax), t_lo = hmin8(tmin), t_hi = hmax8(tmax);
-  if (!(std::fmax(-g_lo, g_hi) < LoadBF16::kExactRange * g_amin) ||
-      !(std::fmax(-t_lo, t_hi) < LoadBF16::kExactRange * t_amin)) {
+  if (!(fmax_inline(-g_lo, g_hi) < LoadBF16::kExactRange * g_amin) ||
+      !(fmax_inline(-t_lo, t_hi) < LoadBF16::kExactRange * t_amin)) {
     return false;
   }
   // The exact sums Σg, Σt, rounded once by the division: the general kernel's means.
@@ -1031,9 +1034,9 @@ static bool bf16_pass_fp32_sums(const std::byte* gp, const std::byte* tp, int64_
   const double a_min = _mm512_reduce_min_ps((__m512)amin);
   const double g_lo = _mm512_reduce_min_ps((__m512)gmin), g_hi = _mm512_reduce_max_ps((__m512)gmax);
   const double t_lo = _mm512_reduce_min_ps((__m512)tmin), t_hi = _mm512_reduce_max_ps((__m512)tmax);
-  const double lowest = std::fmax(p.min_normal_t, 0x1p-50);
+  const double lowest = fmax_inline(p.min_normal_t, 0x1p-50);
   if (!(a_min >= lowest)) return false;
-  if (!(std::fmax(-g_lo, g_hi) < 0x1p60) || !(std::fmax(-t_lo, t_hi) < 0x1p60)) return false;
+  if (!(fmax_inline(-g_lo, g_hi) < 0x1p60) || !(fmax_inline(-t_lo, t_hi) < 0x1p60)) return false;
   const int32_t widest = _mm512_reduce_max_epi32((__m512i)gapmax);
   if (widest >= (15 << 23)) return false;
 
