@@ -55,6 +55,14 @@ using DecodeFn = bool (*)(DType dt, const std::byte* p, int64_t n, double* out);
 using FastFn = bool (*)(const std::byte* g, const std::byte* t, int64_t n, const KernelParams& params, Partial& out,
                         bool& compensate, bool& two_pass);
 
+// A longer stretch for the kernels whose cost per call is worth spreading: n (a multiple of kBlock, at
+// most kSpanBlocks·kBlock) contiguous native-order pairs measured into one Partial, or false (nothing
+// usable in out): the caller then measures the stretch block by block. Only bf16 × bf16 on AVX-512
+// (bf16_pass_fp32_sums: its bounds hold for any n, its sums being fp32 lanes of 256 pairs with fp64
+// totals); a kernel whose exactness depends on the block length (the fp64 fused ones) has none.
+inline constexpr int64_t kSpanBlocks = 4;
+using SpanFn = bool (*)(const std::byte* g, const std::byte* t, int64_t n, const KernelParams& params, Partial& out);
+
 int64_t first_index_of_max(const double* g, const double* t, int64_t n, const KernelParams& params, int kind,
                            double value);
 // The largest |t − g| (kind 0) or msprobe relative error (kind 1) over the compared elements of
@@ -76,6 +84,10 @@ FastFn select_fast_kernel(DType g, DType t);
 FastFn fast_kernel_generic(DType g, DType t);
 FastFn fast_kernel_avx2(DType g, DType t);
 FastFn fast_kernel_avx512(DType g, DType t);
+// The span kernel of this CPU's variant for a dtype pair; nullptr where there is none or when
+// PARITY_METRICS_FAST=0 turns the fast path off.
+SpanFn select_span_kernel(DType g, DType t);
+SpanFn span_kernel_avx512(DType g, DType t);
 // "avx512vl", "avx2" or "baseline": which variant select_block_kernel() picks (for benchmarks and tests).
 const char* block_kernel_name();
 

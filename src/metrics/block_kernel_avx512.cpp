@@ -35,11 +35,13 @@ namespace parity::metrics_detail {
 BlockFn block_kernel_avx512() { return &avx512::block_entry; }
 DecodeFn decoder_avx512() { return &avx512::decode_entry; }
 FastFn fast_kernel_avx512(DType g, DType t) { return avx512::fast_entry(g, t); }
+SpanFn span_kernel_avx512(DType g, DType t) { return avx512::span_entry(g, t); }
 }  // namespace parity::metrics_detail
 #else
 namespace parity::metrics_detail {
 BlockFn block_kernel_avx512() { return nullptr; }
 DecodeFn decoder_avx512() { return nullptr; }
 FastFn fast_kernel_avx512(DType, DType) { return nullptr; }
+SpanFn span_kernel_avx512(DType, DType) { return nullptr; }
 }  // namespace parity::metrics_detail
 #endif

@@ -52,18 +52,32 @@ DecodeFn select_decoder() {
   return fn;
 }
 
-FastFn select_fast_kernel(DType g, DType t) {
+namespace {
+
+// PARITY_METRICS_FAST=0: no fused or span kernel (tests of the general kernel).
+bool fast_path_off() {
   static const bool off = [] {
     const char* v = std::getenv("PARITY_METRICS_FAST");
     return v != nullptr && std::strcmp(v, "0") == 0;
   }();
-  if (off) return nullptr;
+  return off;
+}
+
+}  // namespace
+
+FastFn select_fast_kernel(DType g, DType t) {
+  if (fast_path_off()) return nullptr;
   switch (best_variant()) {
     case Variant::kAvx512: return fast_kernel_avx512(g, t);
     case Variant::kAvx2: return fast_kernel_avx2(g, t);
     case Variant::kBaseline: break;
   }
   return fast_kernel_generic(g, t);
+}
+
+SpanFn select_span_kernel(DType g, DType t) {
+  if (fast_path_off() || best_variant() != Variant::kAvx512) return nullptr;
+  return span_kernel_avx512(g, t);
 }
 
 const char* block_kernel_name() {

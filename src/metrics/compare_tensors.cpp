@@ -244,25 +244,29 @@ class PairDecoder {
 };
 
 // Where a chunk's maxima are. The kernels give maxima without indices, and an index takes a scan of a
-// decoded block; so the scans run once per tensor, on the block that holds the tensor's first maximum
-// (locate_maxima), not once per chunk. A block of the bf16 fp32-lane kernel carries only the fp32
-// rounding of its largest relative error (Partial::max_rel_fp32), which locate_maxima resolves.
+// decoded block; so the scans run once per tensor, on the stretch that holds the tensor's first maximum
+// (locate_maxima), not once per chunk. A stretch is what one Partial covers: a block, or a span of
+// kSpanBlocks blocks (SpanFn), named by its first block. A stretch of the bf16 fp32-lane kernel carries
+// only the fp32 rounding of its largest relative error (Partial::max_rel_fp32), resolved by locate_maxima.
 struct ChunkMaxima {
   double ad = -1;                 // the chunk's max |d| (exact from every kernel)
   int64_t ad_block = -1;          // the first of its blocks attaining it
   double rel_exact = -1;          // the largest fp64 max_rel of its blocks measured in fp64
   int64_t rel_exact_block = -1;   // the first block attaining it
   double rel_fp32 = -1;           // the largest fp32-rounded max_rel of its fp32-lane blocks
-  uint64_t rel_fp32_blocks = 0;   // bit j: block j is at rel_fp32
-  bool rel_fp32_distinct = true;  // each of those blocks is max_rel_fp32_distinct
+  uint64_t rel_fp32_blocks = 0;   // bit j: the stretch starting at block j is at rel_fp32
+  bool rel_fp32_distinct = true;  // each of those stretches is max_rel_fp32_distinct
+  uint64_t span_starts = 0;       // bit j: a span of kSpanBlocks blocks (one Partial) starts at block j
 };
 static_assert(kBlocksPerChunk <= 64, "ChunkMaxima::rel_fp32_blocks holds a bit per block");
 
-// Records where the maxima of a chunk's blocks are, and takes the fp32-rounded max_rel out of the
-// pairwise combine (set to -1): locate_maxima gives the tensor its max_rel.
-void summarise_maxima(Partial* blocks, int64_t nb, ChunkMaxima& cm) {
-  for (int64_t j = 0; j < nb; ++j) {
-    Partial& b = blocks[j];
+// Records where the maxima of a chunk's stretches are (parts[k] starts at block first_block[k]), and
+// takes the fp32-rounded max_rel out of the pairwise combine (set to -1): locate_maxima gives the tensor
+// its max_rel.
+void summarise_maxima(Partial* parts, const int64_t* first_block, int64_t nparts, ChunkMaxima& cm) {
+  for (int64_t k = 0; k < nparts; ++k) {
+    Partial& b = parts[k];
+    const int64_t j = first_block[k];
     if (b.max_ad > cm.ad) {  // strictly greater: the first block keeps it
       cm.ad = b.max_ad;
       cm.ad_block = j;
@@ -288,43 +292,56 @@ void summarise_maxima(Partial* blocks, int64_t nb, ChunkMaxima& cm) {
   }
 }
 
-// A block of the tensor, by chunk and block within the chunk; ordered by position.
+// A stretch of the tensor, by chunk and first block within the chunk, and its length in blocks;
+// ordered by position.
 struct BlockAt {
-  int64_t chunk = -1, block = -1;
+  int64_t chunk = -1, block = -1, blocks = 1;
   bool found() const { return chunk >= 0; }
   bool before(const BlockAt& o) const { return !o.found() || chunk < o.chunk || (chunk == o.chunk && block < o.block); }
   int64_t begin() const { return chunk * kChunk + block * kBlock; }
 };
 
-// Decodes one block and scans it: the largest error of a kind (kind 0 |d|, 1 relative) in fp64, or the
-// flat index of the first element with that error equal to `value`.
+BlockAt stretch_at(const std::vector<ChunkMaxima>& maxima, int64_t chunk, int64_t block) {
+  const bool span = (maxima[static_cast<size_t>(chunk)].span_starts >> block & 1) != 0;
+  return BlockAt{chunk, block, span ? metrics_detail::kSpanBlocks : 1};
+}
+
+// Decodes a stretch block by block and scans it: the largest error of a kind (kind 0 |d|, 1 relative)
+// in fp64, or the flat index of the first element with that error equal to `value`.
 class BlockScanner {
  public:
   BlockScanner(const PairDecoder& decoder, const KernelParams& params, int64_t numel)
       : decoder_(decoder), params_(params), numel_(numel) {}
 
   double max_of(BlockAt at, int kind) {
-    const int64_t n = load(at);
-    return metrics_detail::max_of_block(gb_, tb_, n, params_, kind);
+    double best = -1;
+    for (int64_t b = at.begin(); b < end_of(at); b += kBlock) {
+      best = std::max(best, metrics_detail::max_of_block(gb_, tb_, load(b), params_, kind));
+    }
+    return best;
   }
   int64_t first_index(BlockAt at, int kind, double value) {
-    const int64_t n = load(at);
-    const int64_t i = metrics_detail::first_index_of_max(gb_, tb_, n, params_, kind, value);
-    return i < 0 ? -1 : at.begin() + i;
+    for (int64_t b = at.begin(); b < end_of(at); b += kBlock) {
+      const int64_t i = metrics_detail::first_index_of_max(gb_, tb_, load(b), params_, kind, value);
+      if (i >= 0) return b + i;
+    }
+    return -1;
   }
 
  private:
-  int64_t load(BlockAt at) {
-    const int64_t n = std::min(kBlock, numel_ - at.begin());
-    if (at.chunk != loaded_.chunk || at.block != loaded_.block) decoder_.decode(at.begin(), n, gb_, tb_);
-    loaded_ = at;
+  int64_t end_of(BlockAt at) const { return std::min(numel_, at.begin() + at.blocks * kBlock); }
+  // The block at flat index b into the buffers; its length.
+  int64_t load(int64_t b) {
+    const int64_t n = std::min(kBlock, numel_ - b);
+    if (b != loaded_) decoder_.decode(b, n, gb_, tb_);
+    loaded_ = b;
     return n;
   }
 
   const PairDecoder& decoder_;
   const KernelParams& params_;
   int64_t numel_;
-  BlockAt loaded_;
+  int64_t loaded_ = -1;
   alignas(64) double gb_[kBlock + 4];
   alignas(64) double tb_[kBlock + 4];
 };
@@ -345,7 +362,7 @@ void locate_maxima(Partial& total, const std::vector<ChunkMaxima>& maxima, Block
   if (total.max_ad >= 0) {
     for (int64_t c = 0; c < nchunks; ++c) {
       if (maxima[c].ad != total.max_ad) continue;
-      total.max_ad_index = scan.first_index(BlockAt{c, maxima[c].ad_block}, 0, total.max_ad);
+      total.max_ad_index = scan.first_index(stretch_at(maxima, c, maxima[c].ad_block), 0, total.max_ad);
       break;
     }
   }
@@ -357,7 +374,7 @@ void locate_maxima(Partial& total, const std::vector<ChunkMaxima>& maxima, Block
     const ChunkMaxima& cm = maxima[c];
     if (cm.rel_exact > exact) {
       exact = cm.rel_exact;
-      exact_at = BlockAt{c, cm.rel_exact_block};
+      exact_at = stretch_at(maxima, c, cm.rel_exact_block);
     }
     if (cm.rel_fp32 > fp32) {
       fp32 = cm.rel_fp32;
@@ -379,7 +396,7 @@ void locate_maxima(Partial& total, const std::vector<ChunkMaxima>& maxima, Block
     for (int64_t c = 0; c < nchunks; ++c) {
       if (maxima[c].rel_fp32 != fp32) continue;
       for (uint64_t bits = maxima[c].rel_fp32_blocks; bits != 0; bits &= bits - 1) {
-        const BlockAt at{c, std::countr_zero(bits)};
+        const BlockAt at = stretch_at(maxima, c, std::countr_zero(bits));
         if (!distinct || resolved < 0) resolved = scan.max_of(at, 1);
         if (resolved > best || (resolved == best && at.before(best_at))) {
           best = resolved;
@@ -425,6 +442,9 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
   // Both sides contiguous, native order and fp32/bf16: the fused kernel reads them in place.
   const metrics_detail::FastFn fused =
       decoder.both_direct() ? metrics_detail::select_fast_kernel(golden.dtype, target.dtype) : nullptr;
+  const metrics_detail::SpanFn span =
+      decoder.both_direct() ? metrics_detail::select_span_kernel(golden.dtype, target.dtype) : nullptr;
+  constexpr int64_t kSpan = metrics_detail::kSpanBlocks * kBlock;
   const int64_t g_size = dtype_size(golden.dtype), t_size = dtype_size(target.dtype);
   const int64_t nchunks = (numel + kChunk - 1) / kChunk;
   std::vector<Partial> chunks(static_cast<size_t>(std::max<int64_t>(nchunks, 1)));
@@ -435,26 +455,45 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
     alignas(64) double tb[kBlock + 4];
     Partial blocks[kBlocksPerChunk];
     const int64_t begin = c * kChunk, end = std::min(numel, begin + kChunk);
-    // The fused kernel is tried while it keeps succeeding; after a few blocks that are not clean
-    // (zeros, NaN, subnormals) the rest of the chunk goes straight to the general kernel. Either way
-    // a block's Partial is the same, bit for bit but for the sides' m2 (within the bound of
-    // docs/metrics.md "Error bounds of the kernel").
-    int fast_misses = 0;
+    // A span kernel measures kSpanBlocks blocks per call; the fused kernel, one block, is tried while
+    // it keeps succeeding; after a few blocks that are not clean (zeros, NaN, subnormals) the rest of
+    // the chunk goes straight to the general kernel. Either way a block's Partial is the general
+    // kernel's within the bounds of docs/metrics.md "Error bounds of the kernel" (bit for bit but for
+    // the sides' m2, except the bf16 fp32-lane kernel's sums).
+    int fast_misses = 0, span_misses = 0;
     bool compensate = false, two_pass = false;
     int64_t nb = 0;
-    for (int64_t b = begin; b < end; b += kBlock) {
-      const int64_t n = std::min(kBlock, end - b);
-      Partial& blk = blocks[nb++];
-      const bool done = fused != nullptr && fast_misses < 4 &&
-                        fused(golden.data + b * g_size, target.data + b * t_size, n, params, blk, compensate, two_pass);
-      if (!done) {
-        fast_misses += fused != nullptr;
-        decoder.decode(b, n, gb, tb);
-        kernel(gb, tb, n, params, blk);
+    int64_t first_block[kBlocksPerChunk];
+    ChunkMaxima& cm = maxima[static_cast<size_t>(c)];
+    for (int64_t u = begin; u < end; u += kSpan) {
+      const int64_t u_end = std::min(end, u + kSpan);
+      // A whole span in one call where a span kernel takes it (after two refusals in a chunk, no more
+      // tries: each costs a pass over the span); otherwise block by block.
+      if (span != nullptr && span_misses < 2 && !compensate && !two_pass && u_end - u == kSpan) {
+        if (span(golden.data + u * g_size, target.data + u * t_size, kSpan, params, blocks[nb])) {
+          first_block[nb++] = (u - begin) / kBlock;
+          cm.span_starts |= uint64_t{1} << ((u - begin) / kBlock);
+          continue;
+        }
+        ++span_misses;
       }
-      if (!blk.lane_sums_fp32) blk.sum_ds = blk.sum_tt - blk.sum_gg;  // see Partial::sum_ds
+      for (int64_t b = u; b < u_end; b += kBlock) {
+        const int64_t n = std::min(kBlock, end - b);
+        Partial& blk = blocks[nb];
+        first_block[nb++] = (b - begin) / kBlock;
+        const bool done = fused != nullptr && fast_misses < 4 &&
+                          fused(golden.data + b * g_size, target.data + b * t_size, n, params, blk, compensate, two_pass);
+        if (!done) {
+          fast_misses += fused != nullptr;
+          decoder.decode(b, n, gb, tb);
+          kernel(gb, tb, n, params, blk);
+        }
+      }
     }
-    summarise_maxima(blocks, nb, maxima[static_cast<size_t>(c)]);
+    for (int64_t k = 0; k < nb; ++k) {
+      if (!blocks[k].lane_sums_fp32) blocks[k].sum_ds = blocks[k].sum_tt - blocks[k].sum_gg;  // see Partial::sum_ds
+    }
+    summarise_maxima(blocks, first_block, nb, cm);
     reduce_pairwise(blocks, nb);
     chunks[static_cast<size_t>(c)] = blocks[0];
     release_behind(golden, begin, end);

@@ -623,9 +623,10 @@ TEST(Metrics, Bf16RelativeThresholdsAreExactInFp32) {
   EXPECT_EQ(pairs, 128 * 384 * 2);
 }
 
-// The tensor's maxima and their first indices when they sit in different chunks, in blocks of the bf16
-// fp32-lane kernel (which carry only the fp32 rounding of their max relative error) and in blocks the
-// general kernel measured in fp64 (here: a block with an agreeing NaN). The two planted quotients A < B,
+// The tensor's maxima and their first indices when they sit in different chunks, in spans of the bf16
+// fp32-lane kernel (which carry only the fp32 rounding of their max relative error; B sits in the third
+// block of its span, so a scan of the span's first block alone misses it) and in blocks the general
+// kernel measured in fp64 (here: a block with an agreeing NaN, whose span then goes block by block). The two planted quotients A < B,
 // 1 − t/g with |t| 9 to 14 binades below |g| (not max_rel_fp32_distinct), round to the same fp32 value,
 // so only a scan in fp64 tells them apart. Checked against a direct fp64 loop, at one and two threads.
 TEST(Metrics, Bf16MaximaResolvedAcrossChunks) {
@@ -664,7 +665,7 @@ TEST(Metrics, Bf16MaximaResolvedAcrossChunks) {
   auto plant = [&](int64_t i, double gv, double tv) { g[i] = gv, t[i] = tv; };
   const int64_t chunk = metrics_detail::kChunk;
   plant(1 * chunk + 100, ga, ta);     // A, fp32-lane block
-  plant(3 * chunk + 5000, gb, tb);    // B, fp32-lane block
+  plant(3 * chunk + 7000, gb, tb);    // B, fp32-lane block (the third of a span of four)
   plant(4 * chunk + 7, gb, tb);       // B, fp64 block (the NaN below), later
   g[4 * chunk + 9] = t[4 * chunk + 9] = kNan;
   auto reference = [&](int64_t& ad_at, int64_t& rel_at) {
@@ -685,7 +686,7 @@ TEST(Metrics, Bf16MaximaResolvedAcrossChunks) {
     int64_t ad_at = -1, rel_at = -1;
     const double rel_max = reference(ad_at, rel_at);
     ASSERT_EQ(rel_max, (gb - tb) / gb);
-    ASSERT_EQ(rel_at, earlier_fp64_block ? 2 * chunk + 3 : 3 * chunk + 5000);
+    ASSERT_EQ(rel_at, earlier_fp64_block ? 2 * chunk + 3 : 3 * chunk + 7000);
     for (int threads : {1, 2}) {
       SCOPED_TRACE("threads " + std::to_string(threads) + (earlier_fp64_block ? ", B in an earlier fp64 block" : ""));
       MetricOptions o;

@@ -116,6 +116,20 @@ def test_bf16_target_from_bits():
     check(to_bf16_bits(g), g, golden_dtype="bf16")
 
 
+def test_bf16_pair_with_relu_zeros_in_some_blocks():
+    # Activations after a ReLU: exact zeros, which the bf16 fp32-lane kernel refuses. Every fourth block
+    # of 1024 holds some, so spans of four blocks are refused and measured block by block (the clean
+    # blocks still on fp32 lanes, the others by the general kernel); the rest go whole as spans.
+    r = rng(31)
+    g = r.standard_normal(9 * 65536 + 1000).astype(np.float32)
+    blocks = np.arange(g.size) // 1024
+    relu = (blocks % 4 == 1) & (g < 0)
+    g[relu] = 0.0
+    t = (g * (1 + 1e-3 * r.standard_normal(g.size))).astype(np.float32)
+    m = check(to_bf16_bits(g), to_bf16_bits(t), golden_dtype="bf16", target_dtype="bf16")
+    assert m["golden"]["zero_count"] > 0
+
+
 def test_fp16_target():
     r = rng(3)
     g = r.standard_normal(10_000).astype(np.float32) * 100
