@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The floors of a bf16 × bf16 compare kernel (issue 13 §0; docs/benchmarks.md "Why bf16 stays at
-# ~15 %"), in one run on this machine: read-and-sum of a 2 × 2²⁶ bf16 pair in memory, the seven fp64
+# The floors of a bf16 × bf16 compare kernel (issue 13 §0; docs/benchmarks.md "Why bf16 stayed at
+# ~15 % with fp64 sums"), in one run on this machine: read-and-sum of a 2 × 2²⁶ bf16 pair in memory, the seven fp64
 # sums of an accurate kernel alone, the leanest fp32-lane kernel of every metric, and parity's kernel,
 # at one and two threads; then each one's rate as a share of read-and-sum's at the same thread count.
 #   bash bench/kernel_floor.sh BUILD_DIR
