@@ -73,7 +73,8 @@ void BM_BF16_BF16_Perturbed(benchmark::State& s) { run_perturbed(s, parity::DTyp
 
 }  // namespace
 
-// ---- the floor of an accurate bf16 × bf16 kernel (docs/benchmarks.md "Why bf16 stayed at ~15 % with fp64 sums") ----
+// ---- the floor of an accurate bf16 × bf16 kernel ----
+// (docs/benchmarks.md "Why bf16 stayed at ~15 % with fp64 sums")
 // Loops over the same pair of bf16 arrays, too large for the caches: read-and-sum (64-bit adds of
 // every word, what bench/readsum_bench measures from files); the seven fp64 sums an accurate kernel
 // cannot do without — Σd², Σ|d|, Σtg, Σg², Σt², Σg, Σt of the pair widened to fp64, nothing else (no
