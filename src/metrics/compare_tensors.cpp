@@ -9,7 +9,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -17,6 +16,8 @@
 #include <vector>
 
 #include "metrics/block_kernel.h"
+#include "metrics/locate_maxima.h"
+#include "metrics/pair_decoder.h"
 #include "metrics/partial.h"
 #include "metrics/softmax_kl.h"
 #include "parity/metrics.h"
@@ -214,201 +215,6 @@ void release_tail(const TensorView& v) {
   release_bytes(v, from, hi);
 }
 
-// Decodes a range of both sides into fp64 block buffers: contiguous native-order data of a fast-path
-// dtype by the kernel variant's own decoder, anything else by decode_to_double.
-class PairDecoder {
- public:
-  PairDecoder(const TensorView& golden, const TensorView& target)
-      : golden_(golden), target_(target), fast_(metrics_detail::select_decoder()),
-        g_direct_(direct(golden)), t_direct_(direct(target)) {}
-
-  bool both_direct() const { return g_direct_ && t_direct_; }
-
-  // n ≤ kBlock elements from flat index b into gb, tb, padded with NaN (neutral) to a multiple of 4.
-  void decode(int64_t b, int64_t n, double* gb, double* tb) const {
-    side(golden_, g_direct_, b, n, gb);
-    side(target_, t_direct_, b, n, tb);
-    for (int64_t i = n; i < ((n + 3) & ~int64_t{3}); ++i) gb[i] = tb[i] = kNaN;
-  }
-
- private:
-  static bool direct(const TensorView& v) { return !v.byteswapped && v.is_c_contiguous(); }
-  void side(const TensorView& v, bool is_direct, int64_t b, int64_t n, double* out) const {
-    if (!is_direct || !fast_(v.dtype, v.data + b * dtype_size(v.dtype), n, out)) decode_to_double(v, b, n, out);
-  }
-
-  const TensorView& golden_;
-  const TensorView& target_;
-  metrics_detail::DecodeFn fast_;
-  bool g_direct_, t_direct_;
-};
-
-// Where a chunk's maxima are. The kernels give maxima without indices, and an index takes a scan of a
-// decoded block; so the scans run once per tensor, on the stretch that holds the tensor's first maximum
-// (locate_maxima), not once per chunk. A stretch is what one Partial covers: a block, or a span of
-// kSpanBlocks blocks (SpanFn), named by its first block. A stretch of the bf16 fp32-lane kernel carries
-// only the fp32 rounding of its largest relative error (Partial::max_rel_fp32), resolved by locate_maxima.
-struct ChunkMaxima {
-  double ad = -1;                 // the chunk's max |d| (exact from every kernel)
-  int64_t ad_block = -1;          // the first of its blocks attaining it
-  double rel_exact = -1;          // the largest fp64 max_rel of its blocks measured in fp64
-  int64_t rel_exact_block = -1;   // the first block attaining it
-  double rel_fp32 = -1;           // the largest fp32-rounded max_rel of its fp32-lane blocks
-  uint64_t rel_fp32_blocks = 0;   // bit j: the stretch starting at block j is at rel_fp32
-  bool rel_fp32_distinct = true;  // each of those stretches is max_rel_fp32_distinct
-  uint64_t span_starts = 0;       // bit j: a span of kSpanBlocks blocks (one Partial) starts at block j
-};
-static_assert(kBlocksPerChunk <= 64, "ChunkMaxima::rel_fp32_blocks holds a bit per block");
-
-// Records where the maxima of a chunk's stretches are (parts[k] starts at block first_block[k]), and
-// takes the fp32-rounded max_rel out of the pairwise combine (set to -1): locate_maxima gives the tensor
-// its max_rel.
-void summarise_maxima(Partial* parts, const int64_t* first_block, int64_t nparts, ChunkMaxima& cm) {
-  for (int64_t k = 0; k < nparts; ++k) {
-    Partial& b = parts[k];
-    const int64_t j = first_block[k];
-    if (b.max_ad > cm.ad) {  // strictly greater: the first block keeps it
-      cm.ad = b.max_ad;
-      cm.ad_block = j;
-    }
-    if (!b.max_rel_fp32) {
-      if (b.max_rel > cm.rel_exact) {
-        cm.rel_exact = b.max_rel;
-        cm.rel_exact_block = j;
-      }
-      continue;
-    }
-    if (b.max_rel > cm.rel_fp32) {
-      cm.rel_fp32 = b.max_rel;
-      cm.rel_fp32_blocks = 0;
-      cm.rel_fp32_distinct = true;
-    }
-    if (b.max_rel == cm.rel_fp32) {
-      cm.rel_fp32_blocks |= uint64_t{1} << j;
-      cm.rel_fp32_distinct = cm.rel_fp32_distinct && b.max_rel_fp32_distinct;
-    }
-    b.max_rel = -1;
-    b.max_rel_fp32 = false;
-  }
-}
-
-// A stretch of the tensor, by chunk and first block within the chunk, and its length in blocks;
-// ordered by position.
-struct BlockAt {
-  int64_t chunk = -1, block = -1, blocks = 1;
-  bool found() const { return chunk >= 0; }
-  bool before(const BlockAt& o) const { return !o.found() || chunk < o.chunk || (chunk == o.chunk && block < o.block); }
-  int64_t begin() const { return chunk * kChunk + block * kBlock; }
-};
-
-BlockAt stretch_at(const std::vector<ChunkMaxima>& maxima, int64_t chunk, int64_t block) {
-  const bool span = (maxima[static_cast<size_t>(chunk)].span_starts >> block & 1) != 0;
-  return BlockAt{chunk, block, span ? metrics_detail::kSpanBlocks : 1};
-}
-
-// Decodes a stretch block by block and scans it: the largest error of a kind (kind 0 |d|, 1 relative)
-// in fp64, or the flat index of the first element with that error equal to `value`.
-class BlockScanner {
- public:
-  BlockScanner(const PairDecoder& decoder, const KernelParams& params, int64_t numel)
-      : decoder_(decoder), params_(params), numel_(numel) {}
-
-  double max_of(BlockAt at, int kind) {
-    double best = -1;
-    for (int64_t b = at.begin(); b < end_of(at); b += kBlock) {
-      best = std::max(best, metrics_detail::max_of_block(gb_, tb_, load(b), params_, kind));
-    }
-    return best;
-  }
-  int64_t first_index(BlockAt at, int kind, double value) {
-    for (int64_t b = at.begin(); b < end_of(at); b += kBlock) {
-      const int64_t i = metrics_detail::first_index_of_max(gb_, tb_, load(b), params_, kind, value);
-      if (i >= 0) return b + i;
-    }
-    return -1;
-  }
-
- private:
-  int64_t end_of(BlockAt at) const { return std::min(numel_, at.begin() + at.blocks * kBlock); }
-  // The block at flat index b into the buffers; its length.
-  int64_t load(int64_t b) {
-    const int64_t n = std::min(kBlock, numel_ - b);
-    if (b != loaded_) decoder_.decode(b, n, gb_, tb_);
-    loaded_ = b;
-    return n;
-  }
-
-  const PairDecoder& decoder_;
-  const KernelParams& params_;
-  int64_t numel_;
-  int64_t loaded_ = -1;
-  alignas(64) double gb_[kBlock + 4];
-  alignas(64) double tb_[kBlock + 4];
-};
-
-// The tensor's max |d| index, and its max_rel with index, from the chunks' summaries: `total` is the
-// combined Partial (its max_ad is right, its max_rel covers the fp64-measured blocks only).
-//
-// max_rel: a block of the fp32-lane kernel carries the fp32 rounding M of its maximum. Rounding is
-// monotone, and two different quotients of such blocks (bf16 values at most 15 binades apart) differ
-// by far more than an fp64 ulp, so a block whose M is below the largest such value F holds a smaller
-// fp64 maximum than the blocks at F; and where F is below pred₃₂(RD₃₂(E)), E the largest fp64-measured
-// maximum, every such block holds less than E. Otherwise the blocks at F are measured in fp64 (a scan
-// of the decoded block) — only the first of them when all are max_rel_fp32_distinct (their maxima are
-// then one quotient, the same fp64 value). The tensor's maximum is the larger of E and those values,
-// and its index is that of the first block, in order, attaining it.
-void locate_maxima(Partial& total, const std::vector<ChunkMaxima>& maxima, BlockScanner& scan) {
-  const int64_t nchunks = static_cast<int64_t>(maxima.size());
-  if (total.max_ad >= 0) {
-    for (int64_t c = 0; c < nchunks; ++c) {
-      if (maxima[c].ad != total.max_ad) continue;
-      total.max_ad_index = scan.first_index(stretch_at(maxima, c, maxima[c].ad_block), 0, total.max_ad);
-      break;
-    }
-  }
-
-  double exact = -1, fp32 = -1;
-  BlockAt exact_at;
-  bool distinct = true;
-  for (int64_t c = 0; c < nchunks; ++c) {
-    const ChunkMaxima& cm = maxima[c];
-    if (cm.rel_exact > exact) {
-      exact = cm.rel_exact;
-      exact_at = stretch_at(maxima, c, cm.rel_exact_block);
-    }
-    if (cm.rel_fp32 > fp32) {
-      fp32 = cm.rel_fp32;
-      distinct = true;
-    }
-    if (cm.rel_fp32 == fp32) distinct = distinct && cm.rel_fp32_distinct;
-  }
-  bool resolve = fp32 >= 0;
-  if (resolve && exact >= 0) {
-    float r = static_cast<float>(exact);  // RD₃₂(E), then its predecessor
-    if (static_cast<double>(r) > exact) r = std::nextafter(r, -std::numeric_limits<float>::infinity());
-    r = std::nextafter(r, -std::numeric_limits<float>::infinity());
-    resolve = fp32 >= static_cast<double>(r);
-  }
-  double best = exact;
-  BlockAt best_at = exact_at;
-  if (resolve) {
-    double resolved = -1;
-    for (int64_t c = 0; c < nchunks; ++c) {
-      if (maxima[c].rel_fp32 != fp32) continue;
-      for (uint64_t bits = maxima[c].rel_fp32_blocks; bits != 0; bits &= bits - 1) {
-        const BlockAt at = stretch_at(maxima, c, std::countr_zero(bits));
-        if (!distinct || resolved < 0) resolved = scan.max_of(at, 1);
-        if (resolved > best || (resolved == best && at.before(best_at))) {
-          best = resolved;
-          best_at = at;
-        }
-      }
-    }
-  }
-  total.max_rel = best;
-  total.max_rel_index = best_at.found() ? scan.first_index(best_at, 1, best) : -1;
-}
-
 Status check_view(const TensorView& v, const char* side) {
   if (v.numel < 0) return Status::Invalid(std::string(side) + " tensor has a negative element count");
   if (v.numel > 0 && v.data == nullptr) {
@@ -438,7 +244,7 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
   const int64_t numel = golden.numel;
   const KernelParams params = make_params(target.dtype, options);
   const metrics_detail::BlockFn kernel = metrics_detail::select_block_kernel();
-  const PairDecoder decoder(golden, target);
+  const metrics_detail::PairDecoder decoder(golden, target);
   // Both sides contiguous, native order and fp32/bf16: the fused kernel reads them in place.
   const metrics_detail::FastFn fused =
       decoder.both_direct() ? metrics_detail::select_fast_kernel(golden.dtype, target.dtype) : nullptr;
@@ -448,7 +254,7 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
   const int64_t g_size = dtype_size(golden.dtype), t_size = dtype_size(target.dtype);
   const int64_t nchunks = (numel + kChunk - 1) / kChunk;
   std::vector<Partial> chunks(static_cast<size_t>(std::max<int64_t>(nchunks, 1)));
-  std::vector<ChunkMaxima> maxima(static_cast<size_t>(nchunks));
+  std::vector<metrics_detail::ChunkMaxima> maxima(static_cast<size_t>(nchunks));
 
   auto run_chunk = [&](int64_t c) {
     alignas(64) double gb[kBlock + 4];
@@ -464,7 +270,7 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
     bool compensate = false, two_pass = false;
     int64_t nb = 0;
     int64_t first_block[kBlocksPerChunk];
-    ChunkMaxima& cm = maxima[static_cast<size_t>(c)];
+    metrics_detail::ChunkMaxima& cm = maxima[static_cast<size_t>(c)];
     for (int64_t u = begin; u < end; u += kSpan) {
       const int64_t u_end = std::min(end, u + kSpan);
       // A whole span in one call where a span kernel takes it (after two refusals in a chunk, no more
@@ -493,7 +299,7 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
     for (int64_t k = 0; k < nb; ++k) {
       if (!blocks[k].lane_sums_fp32) blocks[k].sum_ds = blocks[k].sum_tt - blocks[k].sum_gg;  // see Partial::sum_ds
     }
-    summarise_maxima(blocks, first_block, nb, cm);
+    metrics_detail::summarise_maxima(blocks, first_block, nb, cm);
     reduce_pairwise(blocks, nb);
     chunks[static_cast<size_t>(c)] = blocks[0];
     release_behind(golden, begin, end);
@@ -508,8 +314,7 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
     for (int64_t c = 0; c < nchunks; ++c) run_chunk(c);
   }
   reduce_pairwise(chunks.data(), nchunks);
-  BlockScanner scanner(decoder, params, numel);
-  locate_maxima(chunks[0], maxima, scanner);
+  metrics_detail::locate_maxima(chunks[0], maxima, decoder, params, numel);
   release_tail(golden);
   release_tail(target);
 

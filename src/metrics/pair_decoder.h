@@ -1,0 +1,42 @@
+// PairDecoder: both sides of a compared range widened into fp64 block buffers (compare_tensors' general
+// kernel and the scans of locate_maxima).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+#include "metrics/block_kernel.h"
+#include "parity/tensor.h"
+
+namespace parity::metrics_detail {
+
+// Decodes a range of both sides into fp64 block buffers: contiguous native-order data of a fast-path
+// dtype by the kernel variant's own decoder, anything else by decode_to_double.
+class PairDecoder {
+ public:
+  PairDecoder(const TensorView& golden, const TensorView& target)
+      : golden_(golden), target_(target), fast_(select_decoder()),
+        g_direct_(direct(golden)), t_direct_(direct(target)) {}
+
+  bool both_direct() const { return g_direct_ && t_direct_; }
+
+  // n ≤ kBlock elements from flat index b into gb, tb, padded with NaN (neutral) to a multiple of 4.
+  void decode(int64_t b, int64_t n, double* gb, double* tb) const {
+    side(golden_, g_direct_, b, n, gb);
+    side(target_, t_direct_, b, n, tb);
+    for (int64_t i = n; i < ((n + 3) & ~int64_t{3}); ++i) gb[i] = tb[i] = std::numeric_limits<double>::quiet_NaN();
+  }
+
+ private:
+  static bool direct(const TensorView& v) { return !v.byteswapped && v.is_c_contiguous(); }
+  void side(const TensorView& v, bool is_direct, int64_t b, int64_t n, double* out) const {
+    if (!is_direct || !fast_(v.dtype, v.data + b * dtype_size(v.dtype), n, out)) decode_to_double(v, b, n, out);
+  }
+
+  const TensorView& golden_;
+  const TensorView& target_;
+  DecodeFn fast_;
+  bool g_direct_, t_direct_;
+};
+
+}  // namespace parity::metrics_detail
