@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "parity/boxed.h"
+#include "parity/loss_scale.h"
 #include "parity/metrics.h"
 #include "parity/open_source.h"  // RankShares
 #include "parity/process_group.h"
@@ -66,6 +67,12 @@ struct CompareRow {
   MatchKind match = MatchKind::kExact;
   CompareMode mode = CompareMode::kNone;
   bool shape_differs = false;             // same element count, different shape: compared flat, flagged
+  // The difference lies along the golden far beyond what rounding puts there (parity/noise.h ErrorShape,
+  // set by classify_rows): a scale or offset error, structural whatever its size.
+  bool error_structured = false;
+  // k of a recognised loss scale (parity/loss_scale.h): the target was compared as stored × 2^-k, and its
+  // statistics in `metrics` / `stats` are those of the compared values; 0 = compared as stored.
+  int8_t loss_scale_log2 = 0;
   std::optional<bool> checksum_equal;     // mode == kChecksum
   // The fixed-threshold judgement (compare/judge.h) and the final verdict under the policy in effect
   // (parity/verdict_policy.h is their only writer after measurement), with their reasons below.
@@ -112,6 +119,11 @@ const TensorStats& golden_stats(const CompareRow& row);
 const TensorStats& target_stats(const CompareRow& row);
 // The differences of a row with `stats`: compare_stats(golden_stats(row), target_stats(row)).
 StatsDifferences stats_differences(const CompareRow& row);
+// Statistics of x × 2^log2 from those of x: min, max, mean, l2norm and absmax scaled (exact in fp64 but
+// where it under/overflows), the counts kept. A loss-scaled row's target is compared as
+// scale_stats(stored, -k); the overflow and underflow judgements read scale_stats(compared, +k), the
+// values as stored (a gradient overflows or underflows as the target held it).
+TensorStats scale_stats(TensorStats stats, int log2);
 
 // Observed relative error of a compared row, for the rounding-noise model (parity/noise.h): rel_l2 for
 // tensors (structural +inf when non-finite values disagree); for statistics a proven *lower bound* of
@@ -167,6 +179,8 @@ struct CompareResult {
   // Under rank shares: rows of another process's ranks that no process sent (their pairing crossed
   // ranks), which process 0 then measured itself. 0 when the division worked as planned.
   int64_t rows_measured_for_others = 0;
+  // The (rank, step)s whose backward rows were compared after unscaling (parity/loss_scale.h).
+  std::vector<LossScale> loss_scales;
 };
 
 // Counts and overall verdict of a result's rows, unmatched records and problems. run_compare fills

@@ -26,6 +26,12 @@ struct MetricOptions {
   // Elements whose |golden| is below this and nonzero, but whose target is exactly 0, count as
   // flushed to zero even when they are normal in the target's dtype ("subnormal-or-tiny").
   double ftz_tiny = 0.0;    // 0 = use the target dtype's smallest normal
+  // Compare the target multiplied by 2^-target_scale_log2 (a loss-scaled gradient, parity/loss_scale.h):
+  // exact in fp64 for every stored dtype. Every metric, and the target's SideStats, describe the scaled
+  // target — except its subnormal count, which counts the values as stored (subnormal in its dtype is a
+  // property of what the target holds; GRAD_UNDERFLOW reads it). KL is not computed on a scaled pair.
+  // 0 (the default) keeps the fused fast paths; a scaled pair takes the general kernel.
+  int target_scale_log2 = 0;
 };
 
 // Statistics of one side over its finite elements (NaN/Inf are counted, not included).

@@ -390,9 +390,13 @@ MeasuredSide measured_records(const CompareResult& result, bool target_side) {
       t.zero_count = s.zero_count;
       t.subnormal_count = s.subnormal_count;
       t.numel = row.metrics->numel;
+      // A loss-scaled target was compared unscaled; it overflows or underflows as stored (scaled).
+      if (target_side && row.loss_scale_log2 != 0) t = scale_stats(t, row.loss_scale_log2);
       stats = &t;
     } else if (row.stats) {
       stats = target_side ? &target_stats(row) : &golden_stats(row);
+      if (target_side && row.loss_scale_log2 != 0)
+        stats = &out.derived.emplace_back(scale_stats(target_stats(row), row.loss_scale_log2));
     }
     out.records.push_back(MeasuredRecord{record, stats});
   }

@@ -30,6 +30,7 @@
 #include <tuple>
 
 #include "compare/judge.h"
+#include "compare/loss_scale_rows.h"
 #include "compare/measure_updates.h"
 #include "compare/row_exchange.h"
 #include "parity/compare.h"
@@ -93,6 +94,22 @@ std::optional<TensorView> transposed_view(const TensorView& t, const Shape& want
   return v;
 }
 
+// "512 backward rows compared after unscaling the target: × 2^-12 (step 0, rank 0), × 2^-11 (step 1, rank 0)".
+std::string loss_scale_note(const std::vector<LossScale>& scales, int64_t rows) {
+  std::string text = std::to_string(rows) + " backward rows compared after unscaling the target (loss scale, "
+                     "docs/judgement.md):";
+  for (size_t i = 0; i < scales.size(); ++i)
+    text += (i ? ", " : " ") + ("× 2^" + std::to_string(-scales[i].evidence.log2_ratio)) + " (step " +
+            std::to_string(scales[i].step) + ", rank " + std::to_string(scales[i].rank) + ")";
+  return text;
+}
+
+// What a loss-scaled row's reason starts with: "target × 2^-12 (loss scale); ".
+std::string loss_scale_prefix(const CompareRow& row) {
+  if (row.loss_scale_log2 == 0) return "";
+  return "target × 2^" + std::to_string(-row.loss_scale_log2) + " (loss scale); ";
+}
+
 void set_error(CompareRow& row, const Status& st) {
   row.verdict = Verdict::kError;
   row.reason = st.message();
@@ -112,6 +129,7 @@ void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golde
       MetricOptions mo;
       mo.kl = plan.kl;
       mo.threads = threads;
+      mo.target_scale_log2 = row.loss_scale_log2;  // a loss-scaled gradient is compared unscaled
       Result<PairMetrics> m = compare_tensors(*g, *t, mo);
       if (!m.ok()) return set_error(row, m.status().WithContext(row.golden->name));
       // A 2-D tensor stored transposed on one side (Hugging Face's Conv1D keeps [in, out] where nn.Linear
@@ -137,7 +155,7 @@ void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golde
       row.metrics = std::move(m).value();
       compare::Judgement j = compare::judge_tensor(*row.metrics, th);
       row.verdict = j.verdict;
-      row.reason = std::move(j.reason);
+      row.reason = loss_scale_prefix(row) + j.reason;
     } else if (row.mode == CompareMode::kStatistics) {
       // A side whose record stores no statistics is compared by those of its tensor data, kept in the row.
       Boxed<TensorStats> golden_computed, target_computed;
@@ -151,12 +169,15 @@ void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golde
         if (!t.ok()) return set_error(row, t.status());
         target_computed = compute_stats(*t);
       }
+      // A loss-scaled gradient is compared unscaled: its compared statistics are held by the row.
+      if (row.loss_scale_log2 != 0)
+        target_computed = scale_stats(target_computed ? *target_computed : *row.target->stats, -row.loss_scale_log2);
       const TensorStats& gs = golden_computed ? *golden_computed : *row.golden->stats;
       const TensorStats& ts = target_computed ? *target_computed : *row.target->stats;
       compare::Judgement j = compare::judge_stats(gs, ts, compare::compare_stats(gs, ts), th);
       row.stats = StatsComparison{std::move(golden_computed), std::move(target_computed)};
       row.verdict = j.verdict;
-      row.reason = std::move(j.reason);
+      row.reason = loss_scale_prefix(row) + j.reason;
     }
   } catch (const std::exception& e) {
     row.verdict = Verdict::kError;
@@ -401,7 +422,9 @@ int64_t count_implementation_records(const CompareResult& result, bool golden_si
       compared_modules.insert(row.golden->module);
   int64_t n = 0;
   for (const Record& r : golden_side ? result.unmatched_golden : result.unmatched_target)
-    if ((is_op_event(r) || is_module_io_event(r)) && compared_modules.count(r.module)) ++n;
+    if (((is_op_event(r) || is_module_io_event(r)) && compared_modules.count(r.module)) ||
+        is_loss_scale_op_record(r, result.loss_scales))  // how that side scales its loss (parity/loss_scale.h)
+      ++n;
   return n;
 }
 
@@ -529,6 +552,11 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
   for (const auto& [note, count] : note_counts) {
     res.notes.push_back(std::to_string(count) + (count == 1 ? " pair " : " pairs ") + note);
   }
+  // A backward pass run on a scaled loss: its rows are compared after unscaling the target (every process
+  // finds the same scales from the records it lists, before measuring).
+  res.loss_scales = compare::detect_loss_scales(res.rows, golden, target);
+  if (const int64_t unscaled = compare::mark_loss_scaled_rows(res.rows, res.loss_scales); unscaled > 0)
+    res.notes.push_back(loss_scale_note(res.loss_scales, unscaled));
   // Parameters at a later step: the process that measures the later row also measures the update.
   std::vector<compare::UpdatePair> updates = compare::plan_parameter_updates(res.rows);
   {

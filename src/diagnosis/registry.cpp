@@ -20,6 +20,7 @@ extern const Rule rule_outliers;
 extern const Rule rule_drift_after_steps;
 extern const Rule rule_rank_inconsistent;
 extern const Rule rule_accumulation_noise;
+extern const Rule rule_loss_scale;
 
 const std::vector<Rule>& registered_rules() {
   static const std::vector<Rule> rules = {
@@ -39,6 +40,7 @@ const std::vector<Rule>& registered_rules() {
       rule_drift_after_steps,
       rule_rank_inconsistent,
       rule_accumulation_noise,
+      rule_loss_scale,
   };
   return rules;
 }

@@ -215,6 +215,24 @@ void release_tail(const TensorView& v) {
   release_bytes(v, from, hi);
 }
 
+// Subnormal elements (in the target dtype: 0 < |x| < min_normal) of a tensor as stored. The general
+// kernel counts them on the values it compares; for a scaled target (MetricOptions::target_scale_log2)
+// those are not what the target holds, so this second pass over the target alone counts the stored ones.
+int64_t count_stored_subnormals(const TensorView& v, double min_normal, int threads) {
+  if (!(min_normal > 0)) return 0;  // integers have no subnormals
+  constexpr int64_t kB = 4096;
+  const int64_t nblocks = (v.numel + kB - 1) / kB;
+  int64_t count = 0;
+#pragma omp parallel for schedule(static) num_threads(threads) reduction(+ : count) if (nblocks > 1 && threads > 1)
+  for (int64_t blk = 0; blk < nblocks; ++blk) {
+    double buf[kB];
+    const int64_t b = blk * kB, n = std::min(kB, v.numel - b);
+    decode_to_double(v, b, n, buf);
+    for (int64_t i = 0; i < n; ++i) count += buf[i] != 0 && std::fabs(buf[i]) < min_normal;
+  }
+  return count;
+}
+
 Status check_view(const TensorView& v, const char* side) {
   if (v.numel < 0) return Status::Invalid(std::string(side) + " tensor has a negative element count");
   if (v.numel > 0 && v.data == nullptr) {
@@ -244,12 +262,15 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
   const int64_t numel = golden.numel;
   const KernelParams params = make_params(target.dtype, options);
   const metrics_detail::BlockFn kernel = metrics_detail::select_block_kernel();
-  const metrics_detail::PairDecoder decoder(golden, target);
-  // Both sides contiguous, native order and fp32/bf16: the fused kernel reads them in place.
+  const bool scaled = options.target_scale_log2 != 0;
+  const metrics_detail::PairDecoder decoder(golden, target, std::ldexp(1.0, -options.target_scale_log2));
+  // Both sides contiguous, native order and fp32/bf16: the fused kernel reads them in place (not a scaled
+  // target: the fused kernels read the stored values).
+  const bool in_place = decoder.both_direct() && !scaled;
   const metrics_detail::FastFn fused =
-      decoder.both_direct() ? metrics_detail::select_fast_kernel(golden.dtype, target.dtype) : nullptr;
+      in_place ? metrics_detail::select_fast_kernel(golden.dtype, target.dtype) : nullptr;
   const metrics_detail::SpanFn span =
-      decoder.both_direct() ? metrics_detail::select_span_kernel(golden.dtype, target.dtype) : nullptr;
+      in_place ? metrics_detail::select_span_kernel(golden.dtype, target.dtype) : nullptr;
   constexpr int64_t kSpan = metrics_detail::kSpanBlocks * kBlock;
   const int64_t g_size = dtype_size(golden.dtype), t_size = dtype_size(target.dtype);
   const int64_t nchunks = (numel + kChunk - 1) / kChunk;
@@ -320,8 +341,10 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
 
   PairMetrics m;
   finish(chunks[0], numel, m);  // an empty tensor leaves the default Partial: counts 0, metrics NaN
+  // tiny_cosine reads the stored values: a cosine does not change with a positive scale.
   if (numel > 1 && chunks[0].both > 0 && both_norms_zero(chunks[0])) m.cosine = tiny_cosine(golden, target, numel);
-  if (options.kl) PARITY_RETURN_NOT_OK(metrics_detail::softmax_kl(golden, target, threads, m));
+  if (scaled) m.target.subnormal_count = count_stored_subnormals(target, params.min_normal_t, threads);
+  if (options.kl && !scaled) PARITY_RETURN_NOT_OK(metrics_detail::softmax_kl(golden, target, threads, m));
   return m;
 }
 

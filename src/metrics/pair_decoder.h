@@ -11,12 +11,14 @@
 namespace parity::metrics_detail {
 
 // Decodes a range of both sides into fp64 block buffers: contiguous native-order data of a fast-path
-// dtype by the kernel variant's own decoder, anything else by decode_to_double.
+// dtype by the kernel variant's own decoder, anything else by decode_to_double. A target scale 2^e ≠ 1
+// (MetricOptions::target_scale_log2) multiplies the target's block after decoding: a power of two, so
+// exact in fp64 for every stored dtype.
 class PairDecoder {
  public:
-  PairDecoder(const TensorView& golden, const TensorView& target)
+  PairDecoder(const TensorView& golden, const TensorView& target, double target_scale = 1.0)
       : golden_(golden), target_(target), fast_(select_decoder()),
-        g_direct_(direct(golden)), t_direct_(direct(target)) {}
+        g_direct_(direct(golden)), t_direct_(direct(target)), target_scale_(target_scale) {}
 
   bool both_direct() const { return g_direct_ && t_direct_; }
 
@@ -24,6 +26,8 @@ class PairDecoder {
   void decode(int64_t b, int64_t n, double* gb, double* tb) const {
     side(golden_, g_direct_, b, n, gb);
     side(target_, t_direct_, b, n, tb);
+    if (target_scale_ != 1.0)
+      for (int64_t i = 0; i < n; ++i) tb[i] *= target_scale_;
     for (int64_t i = n; i < ((n + 3) & ~int64_t{3}); ++i) gb[i] = tb[i] = std::numeric_limits<double>::quiet_NaN();
   }
 
@@ -37,6 +41,7 @@ class PairDecoder {
   const TensorView& target_;
   DecodeFn fast_;
   bool g_direct_, t_direct_;
+  double target_scale_;
 };
 
 }  // namespace parity::metrics_detail

@@ -227,6 +227,7 @@ void write_compare_row_json(const CompareRow& row, std::string& out, std::string
   w.key("fixed_verdict").text(verdict_name(row.fixed_verdict));
   write_side(w.key("golden"), g);
   w.key("index").integer(g.index);
+  w.key("loss_scale_log2").integer(row.loss_scale_log2);
   w.key("match").text(match_kind_name(row.match));
   w.key("match_confidence").number(row.match_confidence);
   if (row.metrics) write_metrics(w.key("metrics"), *row.metrics);
@@ -255,6 +256,25 @@ void write_compare_row_json(const CompareRow& row, std::string& out, std::string
 }
 
 namespace {
+
+json loss_scale_op_json(const std::optional<LossScaleOp>& op) {
+  if (!op) return nullptr;
+  return {{"event", op->event}, {"factor", json_number(op->factor)}};
+}
+
+// The (rank, step)s compared after unscaling the target (parity/loss_scale.h), with their evidence.
+json loss_scales_json(const std::vector<LossScale>& scales) {
+  json out = json::array();
+  for (const LossScale& s : scales) {
+    const ScaleEvidence& e = s.evidence;
+    out.push_back({{"rank", s.rank}, {"step", s.step}, {"log2", e.log2_ratio},
+                   {"factor", json_number(std::ldexp(1.0, e.log2_ratio))}, {"rows_at_ratio", e.rows_at_ratio},
+                   {"rows_measured", e.rows_measured}, {"median_log2", json_number(e.median)},
+                   {"max_deviation", json_number(e.max_deviation)}, {"golden_op", loss_scale_op_json(s.golden_op)},
+                   {"target_op", loss_scale_op_json(s.target_op)}});
+  }
+  return out;
+}
 
 void findings_json(const Findings& f, const CompareResult& result, json& j) {
   json cd = json::array();
@@ -310,6 +330,7 @@ void findings_json(const Findings& f, const CompareResult& result, json& j) {
                     {"unmatched_golden", ug}, {"unmatched_target", ut}};
 
   j["overflow"] = {{"target", overflow_to_json(f.target_overflow)}, {"golden", overflow_to_json(f.golden_overflow)}};
+  j["loss_scales"] = loss_scales_json(result.loss_scales);
   j["noise_summary"] = {{"noise", f.analysis.rows_noise},         {"elevated", f.analysis.rows_elevated},
                         {"structural", f.analysis.rows_structural}, {"unknown", f.analysis.rows_unknown},
                         {"worst", noise_class_name(f.analysis.worst_noise)},

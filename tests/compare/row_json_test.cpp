@@ -67,6 +67,7 @@ json reference_row(const CompareRow& row, const std::string& fixed_reason) {
               {"target", {{"dtype", dtype_name(row.target->dtype)}, {"shape", row.target->shape.vec()}, {"file", row.target->file}}},
               {"module", g.module}, {"op", g.op}, {"direction", g.direction}, {"role", g.role}, {"index", g.index},
               {"step", g.step}, {"rank", g.rank}, {"order", g.order}, {"shape_differs", row.shape_differs},
+              {"loss_scale_log2", row.loss_scale_log2},
               {"threshold_dtype", dtype_name(lower_precision(g.dtype, row.target->dtype))},
               {"metrics", row.metrics ? metrics(*row.metrics) : json(nullptr)},
               {"stats", row.stats ? stats_comparison(row) : json(nullptr)},
@@ -138,6 +139,7 @@ TEST(RowJson, TheDirectWriterSpellsRowsAsNlohmannDoes) {
     row.match_confidence = r.d();
     row.mode = static_cast<CompareMode>(r.rng() % 4);
     row.shape_differs = r.b();
+    row.loss_scale_log2 = static_cast<int8_t>(r.rng() % 256);  // every value of the field, negative ones too
     if (r.b()) {
       PairMetrics m;
       m.numel = r.i(); m.compared = r.i(); m.cosine = r.d(); m.euclidean = r.d(); m.rel_l2 = r.d(); m.rmse = r.d();
