@@ -2,7 +2,8 @@
 
 A `Side` says how a model computes one training step: attention implementation, a dtype cast of the whole
 model (`model.to(dtype)`, inputs cast alike), an autocast region, a loss scale applied as
-`torch.amp.GradScaler.scale(loss)` does it, the intra-op thread count, and the fault injected (faults.py).
+`torch.amp.GradScaler.scale(loss)` does it, a plain loss factor (gradient accumulation), and the fault
+injected (faults.py).
 `capture_step` records forward, loss and backward of that step with `parity.capture`.
 
 A `Column` is one column of the matrix: golden side, target side, capture options, and `applies(arch)`,
@@ -27,8 +28,12 @@ class Side:
     cast: Optional[torch.dtype] = None        # model.to(cast): parameters, buffers and float inputs
     autocast: Optional[torch.dtype] = None    # torch.autocast("cpu", dtype=...) around forward and loss
     loss_scale: Optional[object] = None       # None | "dynamic" (GradScaler's settled scale) | a float
-    threads: Optional[int] = None             # torch.set_num_threads for this side's step
+    loss_factor: Optional[float] = None       # loss * factor before backward (a plain mul: gradient accumulation)
     inject: Optional[Callable] = None         # inject(built, roles) -> None: the fault (faults.py)
+
+
+class FaultVoid(Exception):
+    """A fault that, measured on this model, changes nothing (the cell is n/a with the measurement)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,19 +84,6 @@ def settled_loss_scale(built, side):
     raise RuntimeError("no loss scale >= 1 gives finite gradients")
 
 
-@contextlib.contextmanager
-def _threads(n):
-    if n is None:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def prepare(arch, side, seed=0):
     """The model of one side: built, cast, fault injected. Returns (built, roles, notes)."""
     built = architectures.build(arch, attn=side.attn, seed=seed)
@@ -110,18 +102,18 @@ def capture_step(arch, side, path, mode="tensor", level="mix", direction="both",
     recorded into `path`. Returns notes about the step (the loss scale used, the fault's own notes)."""
     import parity
     built, roles, notes = prepare(arch, side, seed)
-    with _threads(side.threads):
-        scale = side.loss_scale
-        if scale == "dynamic":
-            scale = settled_loss_scale(built, side)
-        scaler = torch.amp.GradScaler("cpu", init_scale=scale) if scale is not None else None
-        with parity.capture(built.model, str(path), level=level, mode=mode, direction=direction) as cap:
-            with _autocast(side.autocast):
-                loss = built.loss(built.model(**built.batch))
-            if direction != "forward":
-                (scaler.scale(loss) if scaler else loss).backward()
-            cap.log(loss=loss)
-            cap.next_step()
+    scale = side.loss_scale
+    if scale == "dynamic":
+        scale = settled_loss_scale(built, side)
+    scaler = torch.amp.GradScaler("cpu", init_scale=scale) if scale is not None else None
+    with parity.capture(built.model, str(path), level=level, mode=mode, direction=direction) as cap:
+        with _autocast(side.autocast):
+            loss = built.loss(built.model(**built.batch))
+        if direction != "forward":
+            scaled = loss * side.loss_factor if side.loss_factor is not None else loss
+            (scaler.scale(scaled) if scaler else scaled).backward()
+        cap.log(loss=loss)
+        cap.next_step()
     if scale is not None:
         notes["loss_scale"] = scale
     notes["loss"] = float(loss.detach())
