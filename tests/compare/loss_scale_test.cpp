@@ -11,6 +11,7 @@
 #include "compare/loss_scale_rows.h"
 #include "parity/analysis.h"
 #include "parity/compare.h"
+#include "parity/diagnosis.h"
 #include "parity/loss_scale.h"
 #include "parity/thresholds.h"
 
@@ -326,6 +327,47 @@ TEST(LossScaleCompare, ScalingOpRowsOnBothSides) {
   EXPECT_EQ(row_named(*r, "<global>/mul#0/backward/input/0").loss_scale_log2, 0);
   EXPECT_EQ(row_named(*r, "<global>/mul#0/backward/output/0").loss_scale_log2, 12);
   EXPECT_EQ(r->summary.verdict, Verdict::kPass);
+}
+
+// ---- the finding ----------------------------------------------------------------------------------------
+
+const Diagnosis* diagnosis(const Findings& f, const std::string& code) {
+  for (const Diagnosis& d : f.diagnoses)
+    if (d.code == code) return &d;
+  return nullptr;
+}
+
+TEST(LossScaleDiagnosis, SaidAsInformationNeverAsACause) {
+  MemoryRun golden, target;
+  add_step(golden, 0, 1.0f, false);
+  target.add_mul("forward/output/0", "forward", "output", 2.5f * 4096, R"({"args": ["<tensor f32 []>", 4096.0]})");
+  add_step(target, 0, 4096.0f, true);
+  Result<CompareResult> r = run_compare(golden, target, options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const Findings f = analyse_and_diagnose(*r, &golden, &target);
+  const Diagnosis* d = diagnosis(f, "LOSS_SCALE");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->strength, 0);  // no action needed: never a cause
+  std::string text;
+  for (const std::string& line : d->evidence) text += line + "\n";
+  EXPECT_NE(text.find("target gradients × 4096 = 2^12 (step 0, rank 0), compared after unscaling; evidence: 10 of "
+                      "10 backward rows at ratio 2^12 ± "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("scaling op `<global>/mul#0` argument 4096 in the target"), std::string::npos) << text;
+  ASSERT_FALSE(d->events.empty());
+  EXPECT_EQ(d->events[0], "<global>/mul#0");
+  EXPECT_EQ(diagnosis(f, "GRAD_OVERFLOW"), nullptr);
+  EXPECT_EQ(diagnosis(f, "GRAD_UNDERFLOW"), nullptr);
+}
+
+TEST(LossScaleDiagnosis, SilentWithoutAScale) {
+  MemoryRun golden, target;
+  add_step(golden, 0, 1.0f, false);
+  add_step(target, 0, 1.0f, true, /*layer_factor=*/0.5f);
+  Result<CompareResult> r = run_compare(golden, target, options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(diagnosis(analyse_and_diagnose(*r, &golden, &target), "LOSS_SCALE"), nullptr);
 }
 
 }  // namespace
