@@ -65,6 +65,21 @@ empty empty_like empty_strided new_empty new_empty_strided
 # Ops whose outputs are uninitialised memory (empty*) or profiler handles (_record_function_*) are not
 # values: recording them would make identical reruns differ.
 _SKIP_PREFIXES = ("_record_function", "_profiler")
+# Factories of uninitialised memory. Their outputs are not events (above); the capture remembers their storage
+# (Capture._uninitialised) so that an op writing into it does not record the garbage it overwrites as an input:
+# Mixtral fills a `new_empty` buffer with `__setitem__`, and its old contents (8e18 in an int64 buffer) made
+# identical runs differ.
+_UNINITIALISED_FACTORIES = frozenset("empty empty_like empty_strided new_empty new_empty_strided".split())
+# Writes that replace every element of their receiver: after one covering the whole storage, the memory holds
+# values. Other in-place writes (`__setitem__`, `index_put_`, `scatter_`, `index_add_`, ...) fill a part.
+_FULL_WRITES = frozenset("copy_ fill_ zero_ normal_ uniform_ random_ bernoulli_ exponential_ geometric_ "
+                         "log_normal_ cauchy_ set_".split())
+# Conversions that return their input itself when it already has the asked dtype, device or layout
+# (`x.to(torch.float32)` of an fp32 tensor): in such a run the call computes nothing and its output's gradient
+# is the whole gradient of the input, in a run where it converts it is the gradient of that branch only. The
+# two records would be different quantities under one name, so these calls record no backward event in any
+# run; their forward records stay (docs/capture.md "Aliases").
+_CONVERSIONS = frozenset("to type type_as float double half bfloat16 contiguous cpu cuda".split())
 # Calls that write their receiver (args[0]) in place although their name does not end in "_" (torch 1.13
 # reports `a += b` as add_, newer versions may report __iadd__).
 _INPLACE_DUNDERS = frozenset("""
@@ -249,6 +264,27 @@ def _uninstall_collective_hooks():
         del _dist_saved[:]
 
 
+def _version(t):
+    """t's version counter (bumped by every in-place write); None for inference tensors, which have none."""
+    try:
+        return t._version
+    except RuntimeError:
+        return None
+
+
+def _versions(tensors):
+    """{id(t): version} of tensors, to tell afterwards which of them a call returned unchanged."""
+    return {id(t): _version(t) for t in tensors}
+
+
+def _drop(obj, tensors):
+    """obj without the tensors in `tensors` (by identity): None when obj is one of them, a list otherwise."""
+    ids = {id(t) for t in tensors}
+    if isinstance(obj, torch.Tensor):
+        return None if id(obj) in ids else obj
+    return [t for _, t in iter_tensors(obj) if id(t) not in ids]
+
+
 def _one(objs):
     """A single argument stands for itself (index 0, no path), several for a list."""
     return objs[0] if len(objs) == 1 else objs
@@ -295,6 +331,10 @@ class _OpMode(torch.overrides.TorchFunctionMode):
             out = func(*args, **kwargs)
             if name in _FOREIGN_FACTORIES:
                 cap._wrote(out, escape=True)
+            return out
+        if name in _UNINITIALISED_FACTORIES:
+            out = func(*args, **kwargs)
+            cap._note_uninitialised(out)
             return out
         if name in _SKIP_OPS or name.startswith(_SKIP_PREFIXES):
             return func(*args, **kwargs)
@@ -488,6 +528,9 @@ class Capture:
         # there the cache lives for one burst of records only (_begin_burst).
         self._known = {}
         self._gen = {}
+        # storage key -> weakref of the tensor an `empty*` factory returned: memory holding no values yet
+        # (_note_uninitialised). Valid while that tensor lives; a step starts with none.
+        self._uninit = {}
 
     def _begin_burst(self):
         """Module level: user code may have run since the last record, and without the op mode nothing
@@ -514,6 +557,38 @@ class Capture:
         finally:
             if mine:
                 self._busy = busy
+
+    def _note_uninitialised(self, out):
+        """`out` came from an `empty*` factory: its memory holds no values until something writes it."""
+        if not isinstance(out, torch.Tensor):
+            return
+        busy, self._busy = self._busy, True  # data_ptr() must not come back through the op mode
+        try:
+            key = _storage_key(out)
+            if key is not None:
+                self._uninit[key] = weakref.ref(out)
+        except TypeError:  # not weak-referenceable
+            pass
+        finally:
+            self._busy = busy
+
+    def _uninitialised(self, t):
+        """Whether t's memory came from an `empty*` factory whose tensor still lives and that no write has
+        filled whole since (_fill_uninitialised)."""
+        if not self._uninit or not isinstance(t, torch.Tensor):
+            return False
+        ref = self._uninit.get(_storage_key(t))
+        return ref is not None and ref() is not None
+
+    def _fill_uninitialised(self, written):
+        """After a call wrote `written` whole (`out=` destinations, `copy_`, `fill_`, ...): memory they cover
+        whole holds values from now on."""
+        for t in written:
+            key = _storage_key(t)
+            ref = self._uninit.get(key)
+            base = ref() if ref is not None else None
+            if base is not None and t.numel() == base.numel() and t.storage_offset() == base.storage_offset():
+                del self._uninit[key]
 
     def _remove_handles(self):
         for h in getattr(self, "_handles", []):
@@ -715,9 +790,13 @@ class Capture:
         return self._record_indexed(((i, p, t) for i, (p, t) in enumerate(iter_tensors(obj))), base, module, op,
                                     direction, role, call, args)
 
-    def _record_inputs(self, args, kwargs, base, module, op, call):
-        """Record a call's forward inputs; a None argument keeps its index (_tensors.iter_input_tensors)."""
-        return self._record_indexed(iter_input_tensors(args, kwargs), base, module, op, "forward", "input", call)
+    def _record_inputs(self, args, kwargs, base, module, op, call, skip=()):
+        """Record a call's forward inputs; a None argument keeps its index (_tensors.iter_input_tensors).
+        Tensors whose id is in `skip` (memory the call only writes) keep their index but are not recorded."""
+        items = iter_input_tensors(args, kwargs)
+        if skip:
+            items = [(i, p, t) for i, p, t in items if id(t) not in skip]
+        return self._record_indexed(items, base, module, op, "forward", "input", call)
 
     def _record_indexed(self, items, base, module, op, direction, role, call, args=None):
         out = []
@@ -812,12 +891,12 @@ class Capture:
                 finally:
                     cap._busy = busy
             cap._stack.append(ev)
-            return cap, ev, k, record, ins
+            return cap, ev, k, record, ins, _versions(t for _, t in ins)
 
         @_eager
         def leave(state, out, failed=False):
             """After the call: records outputs and hooks the gradients (unless the call raised)."""
-            cap, ev, k, record, ins = state
+            cap, ev, k, record, ins, versions = state
             cap._stack.pop()
             if record and not failed:
                 busy = cap._busy
@@ -825,7 +904,7 @@ class Capture:
                 try:
                     cap._begin_burst()
                     outs = cap._record_all(out, ev, name, cls, "forward", "output", k)
-                    cap._hook_grads(outs, ev, name, cls, "input", k)
+                    cap._hook_grads(cap._computed(outs, versions, ""), ev, name, cls, "input", k)
                     cap._hook_grads(ins, ev, name, cls, "output", k)
                 finally:
                     cap._busy = busy
@@ -861,16 +940,22 @@ class Capture:
         base, module, k = self._next_op_call(name)
         self._busy = True
         try:
+            written = _written_tensors(name, args, kwargs)
+            unread = self._written_not_read(written, kwargs)
             # Inputs are recorded before the call: an in-place op would change them.
-            ins = self._record_inputs(args, kwargs, base, module, name, k)
+            ins = self._record_inputs(args, kwargs, base, module, name, k, skip=unread)
+            versions = _versions(t for _, _, t in iter_input_tensors(args, kwargs))
         finally:
             self._busy = False
         out = func(*args, **kwargs)
         self._busy = True
         try:
-            written = _written_tensors(name, args, kwargs)
+            destinations = [t for _, t in iter_tensors(kwargs.get("out"))]  # written whole
+            filling = [t for _, t in iter_tensors(written) if id(t) in unread and self._uninitialised(t)
+                       and not any(t is d for d in destinations)]
             if written:
                 self._wrote(written)
+                self._fill_uninitialised(destinations + ([] if name not in _FULL_WRITES else filling))
             if name in _FOREIGN_FACTORIES:
                 self._wrote(out, escape=True)
             result = out
@@ -881,12 +966,35 @@ class Capture:
             regions = autocast_state()
             if regions != "off" and "fn" in spec:
                 spec["autocast"] = regions  # replay re-enters it (docs/dump-format.md "Replay information")
+            if filling and any(self._uninitialised(t) for t in filling):
+                # A part of fresh memory written: the rest holds no values yet, so the receiver is no value
+                # either. What is written is recorded (as inputs); the buffer where it is read.
+                spec["unreplayable"] = "writes part of memory from an empty* factory, which holds no values"
+                result = _drop(result, filling)
             outs = self._record_all(result, base, module, name, "forward", "output", k, args=described)
-            self._hook_grads(outs, base, module, name, "input", k)
+            self._hook_grads(self._computed(outs, versions, name), base, module, name, "input", k)
             del ins
         finally:
             self._busy = False
         return out
+
+    def _written_not_read(self, written, kwargs):
+        """ids of the tensors a call writes without reading them: `out=` destinations, and receivers whose
+        memory came from an `empty*` factory (docs/capture.md "Uninitialised memory")."""
+        skip = {id(t) for _, t in iter_tensors(kwargs.get("out"))}
+        for _, t in iter_tensors(written):
+            if self._uninitialised(t):
+                skip.add(id(t))
+        return skip
+
+    @staticmethod
+    def _computed(outs, versions, name):
+        """The outputs whose gradient is this call's own: not an input returned unchanged (an alias: the same
+        tensor object, not written by the call — its gradient is the input's whole gradient, whoever else reads
+        it), and none of a conversion's (_CONVERSIONS: an alias in some runs, a new tensor in others)."""
+        if name in _CONVERSIONS:
+            return []
+        return [(i, t) for i, t in outs if id(t) not in versions or versions[id(t)] != _version(t)]
 
     # ---- torch.distributed collectives (op and mix levels) ------------------------------------------------
     @staticmethod
