@@ -114,8 +114,10 @@ struct EventError {
   bool nonfinite_born = false;   // the target's outputs hold NaN/Inf that its inputs and the golden do not
 };
 
-enum class SuspectKind : uint8_t { kInputs, kParameters, kSource };
-const char* suspect_kind_name(SuspectKind k);  // "inputs" | "parameters" | "source"
+// kStructure: an op present in one run only, inside a module call that creates error after it
+// (docs/judgement.md "Ops present in one run only"); diagnosed as STRUCTURE_DIFF.
+enum class SuspectKind : uint8_t { kInputs, kParameters, kSource, kStructure };
+const char* suspect_kind_name(SuspectKind k);  // "inputs" | "parameters" | "source" | "structure"
 
 struct Suspect {
   SuspectKind kind = SuspectKind::kSource;
@@ -141,6 +143,9 @@ struct Analysis {
   bool statistics_only = false;     // every measured row came from statistics: weaker evidence
   bool has_events = false;          // the sources carry capture metadata (modules/ops/roles)
   NoiseClass worst_noise = NoiseClass::kUnknown;
+  // Rows by noise class, except that a row whose final verdict fails counts as structural whatever its
+  // class (a parameter failed by its update, a difference structured along the golden): the summary
+  // never calls a failing row noise.
   int64_t rows_noise = 0, rows_elevated = 0, rows_structural = 0, rows_unknown = 0;
 };
 

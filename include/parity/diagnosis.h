@@ -7,6 +7,7 @@
 // documented in docs/diagnosis.md with their sources (seed 004 §5 symptom table, anchors.md).
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,18 @@
 
 namespace parity {
 
+// What a diagnosis says about the run as a whole (docs/diagnosis.md "Severity"), the one way a finding
+// reaches the headline and exit code (decide_run_verdict):
+//   kInfo — context that never changes the verdict (CONFIG_DIFF, ACCUMULATION_NOISE, a loss scale, a
+//           flipped decision, an argument difference with no effect on the output);
+//   kWarn — a cause of error the rows show: the run is at least PASSED WITH WARNINGS, and the rows decide
+//           whether it fails;
+//   kFail — the run is broken whatever its rows say (NaN/Inf born in the target from finite inputs,
+//           other inputs or weights, gradients that overflow or underflow).
+// kInfo is the default: a rule must say so to change the verdict.
+enum class Severity : uint8_t { kInfo, kWarn, kFail };
+const char* severity_name(Severity s);  // "info" | "warn" | "fail"
+
 struct Diagnosis {
   std::string code;                   // stable: "LOW_PRECISION_SENSITIVE_OP", ...
   std::string title;                  // one line
@@ -29,6 +42,7 @@ struct Diagnosis {
   // How strongly this explains the difference, for ordering: 3 = root cause found in the data,
   // 2 = likely cause, 1 = contributing / informational, 0 = no action needed.
   int strength = 1;
+  Severity severity = Severity::kInfo;
 };
 
 // Everything a rule may read. Sources are optional: with them a rule may load a few tensors (FLUSH_TO_ZERO
@@ -42,6 +56,9 @@ struct DiagnosisContext {
   const RecordSource* golden_source = nullptr;      // may be null
   const RecordSource* target_source = nullptr;      // may be null
   AnalysisOptions options;
+  // The diagnoses of the rules registered before the one running (NO_CAUSE_FOUND reads them); null
+  // outside diagnose().
+  const std::vector<Diagnosis>* earlier = nullptr;
 };
 
 struct Rule {
@@ -55,6 +72,17 @@ const std::vector<Rule>& registered_rules();
 
 // Runs every rule; results ordered by strength (strongest first), then registration order.
 std::vector<Diagnosis> diagnose(const DiagnosisContext& ctx);
+
+// The verdict of a whole run, the one answer that the headline, the exit code and the JSON summary give
+// (docs/diagnosis.md "Severity", docs/cli.md "Exit codes"): the worst of the rows' verdict
+// (CompareSummary::verdict: rows, unmatched records, unreadable files) and every diagnosis's severity.
+struct RunVerdict {
+  Verdict verdict = Verdict::kPass;
+  // Why the verdict is worse than the rows' alone ("" = the rows decide): "OVERFLOW: NaN/Inf are born at
+  // an op (the rows alone: warn)".
+  std::string raised_by;
+};
+RunVerdict decide_run_verdict(Verdict rows_verdict, const std::vector<Diagnosis>& diagnoses);
 
 // Everything compare adds after measuring: noise classes, analysis, configuration differences, the
 // NaN/Inf reports of both sides and the diagnoses. `golden`/`target` may be null (no tensor loading).

@@ -53,10 +53,13 @@ ExactPairing pair_exact(const RecordList& golden, const RecordList& target,
                         const RecordFilter& filter);
 
 // Op events are named by their parent call and a per-op counter ("layers.0.attn/transpose#1/..."): the
-// names agree only while both sides run the same op sequence inside that call. Where the sequences
-// differ (another implementation: fused attention, a chunked linear), equal names are different calls,
-// so every exactly-paired op record of that call is released to the unmatched lists for the order
-// alignment (which pairs them with a confidence). Returns how many calls were released.
+// k-th call of an op in a module call. Where the two sides' op sequences of a call differ and an op runs
+// a different number of times on each (another implementation: a chunked linear), its equal names are
+// different calls, so its exactly-paired records are released to the unmatched lists for the order
+// alignment (which pairs them with a confidence). An op that runs equally often on both sides keeps its
+// exact pairs however the rest of the sequence differs: an op missing or added beside it (an attention
+// without its 1/√d scaling) does not change which call "softmax#0" is. Returns how many calls had ops
+// released.
 int64_t release_diverging_op_sequences(const RecordList& golden, const RecordList& target,
                                        ExactPairing& pairing);
 

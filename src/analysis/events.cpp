@@ -136,6 +136,7 @@ const char* suspect_kind_name(SuspectKind k) {
     case SuspectKind::kInputs: return "inputs";
     case SuspectKind::kParameters: return "parameters";
     case SuspectKind::kSource: return "source";
+    case SuspectKind::kStructure: return "structure";
   }
   return "source";
 }

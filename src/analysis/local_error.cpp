@@ -17,6 +17,7 @@
 
 #include "analysis/conditioning.h"
 #include "analysis/event_index.h"
+#include "analysis/one_sided_ops.h"
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "parity/analysis.h"
@@ -25,6 +26,7 @@ namespace parity {
 
 using analysis_detail::direction_rank;
 using analysis_detail::has_capture_metadata;
+using analysis_detail::add_one_sided_op_suspects;
 using analysis_detail::has_conditioning_model;
 using analysis_detail::propagated_relative_error;
 using analysis_detail::Slot;
@@ -150,7 +152,8 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
   // Row counts and statistics-only evidence.
   int64_t measured = 0, stats_rows = 0;
   for (const CompareRow& row : result.rows) {
-    switch (row.noise) {
+    // A failing row is not noise whatever its class says (its update or the shape of its error failed it).
+    switch (row.verdict == Verdict::kFail ? NoiseClass::kStructural : row.noise) {
       case NoiseClass::kNoise: ++a.rows_noise; break;
       case NoiseClass::kElevated: ++a.rows_elevated; break;
       case NoiseClass::kStructural: ++a.rows_structural; break;
@@ -295,9 +298,13 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
     } else {
       e.amplification = out / std::max(in, 1.0);
     }
+    // A source creates error: its output leaves the noise class and is either source_amplification times
+    // what its inputs bring, or comes from inputs within one rounding (in ≤ 1: the same inputs give an
+    // output beyond what one op's rounding explains, elevated or structural — issue 28 §7).
+    const bool from_identical_inputs = in <= 1.0;
     if (std::isnan(out) || out <= noise_max) {
       e.role = EventRole::kClean;
-    } else if (std::isinf(e.amplification) ||
+    } else if (std::isinf(e.amplification) || from_identical_inputs ||
                (!std::isnan(e.amplification) && e.amplification >= options.source_amplification)) {
       e.role = EventRole::kSource;
     } else {
@@ -391,13 +398,18 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
     make(SuspectKind::kSource, k, log2_score(e.amplification), std::move(why));
   }
 
+  add_one_sided_op_suspects(result, a, suspects);
+
   // Forward causes come before backward ones (backward errors follow from the forward pass when it
   // already differs); inside a direction: differing inputs, then differing parameters in execution order
   // (both present before any computation: upstream of everything), then sources by error created.
   const bool forward_has_suspect = std::any_of(suspects.begin(), suspects.end(), [](const Suspect& s) {
     return direction_rank(s.direction) == 0;
   });
+  // Sources and one-sided ops both create error where they are: ranked together by score, and at equal
+  // score the one-sided op first (it is upstream of the error its call creates).
   auto kind_rank = [](SuspectKind k) { return k == SuspectKind::kInputs ? 0 : k == SuspectKind::kParameters ? 1 : 2; };
+  auto ranked_by_score = [](SuspectKind k) { return k == SuspectKind::kSource || k == SuspectKind::kStructure; };
   std::stable_sort(suspects.begin(), suspects.end(), [&](const Suspect& x, const Suspect& y) {
     const int dx = forward_has_suspect ? direction_rank(x.direction) : 0;
     const int dy = forward_has_suspect ? direction_rank(y.direction) : 0;
@@ -405,7 +417,8 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
     if (kind_rank(x.kind) != kind_rank(y.kind)) return kind_rank(x.kind) < kind_rank(y.kind);
     // Weak evidence (statistics only, or pairs found only by order alignment) ranks below strong.
     if (x.weak_evidence != y.weak_evidence) return !x.weak_evidence;
-    if (x.kind == SuspectKind::kSource && x.score != y.score) return x.score > y.score;
+    if (ranked_by_score(x.kind) && x.score != y.score) return x.score > y.score;
+    if (x.kind != y.kind) return x.kind == SuspectKind::kStructure;
     return std::make_tuple(x.rank, x.step, a.events[x.event].first_order) <
            std::make_tuple(y.rank, y.step, a.events[y.event].first_order);
   });

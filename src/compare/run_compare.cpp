@@ -490,7 +490,8 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
     const int64_t released = matching::release_diverging_op_sequences(grecs, trecs, pairing);
     if (released > 0)
       res.notes.push_back(std::to_string(released) + " module calls run a different op sequence in the target: their "
-                          "ops are paired by order alignment, not by name (docs/alignment.md)");
+                          "ops that run a different number of times are paired by order alignment, not by name "
+                          "(docs/alignment.md)");
   }
   // Names left unmatched: the --map rules, then order-based alignment of capture events
   // (parity/matching.h, docs/alignment.md).

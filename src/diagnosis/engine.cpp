@@ -8,8 +8,10 @@ namespace parity {
 
 std::vector<Diagnosis> diagnose(const DiagnosisContext& ctx) {
   std::vector<Diagnosis> all;
+  DiagnosisContext with_earlier = ctx;
+  with_earlier.earlier = &all;  // each rule sees the diagnoses of the rules registered before it
   for (const Rule& rule : registered_rules()) {
-    std::vector<Diagnosis> found = rule.run(ctx);
+    std::vector<Diagnosis> found = rule.run(with_earlier);
     for (Diagnosis& d : found) {
       if (d.code.empty()) d.code = rule.code;
       if (d.title.empty()) d.title = rule.title;
@@ -72,7 +74,7 @@ void refine_suspects_with_nan_origin(Findings& f) {
 Findings analyse_and_diagnose(CompareResult& result, const RecordSource* golden, const RecordSource* target,
                               const AnalysisOptions& options) {
   Findings f;
-  classify_rows(result, options);
+  classify_rows(result, options, golden, target);
   f.analysis = analyse(result, options, golden, target);
   f.config = config_diff(result.golden_fingerprint, result.target_fingerprint);
   f.target_overflow = analyse_overflow(measured_records(result, /*target_side=*/true).records);

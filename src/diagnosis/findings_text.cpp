@@ -84,7 +84,9 @@ void print_findings(std::FILE* out, const Findings& f, const CompareResult& resu
     std::fprintf(out, "%s\n", bold("Diagnosis", color).c_str());
     for (const Diagnosis& d : f.diagnoses) {
       const std::string code = d.strength >= 3 ? red(d.code, color) : d.strength == 0 ? green(d.code, color) : yellow(d.code, color);
-      std::fprintf(out, "  %s — %s\n", code.c_str(), d.title.c_str());
+      // The verdict line says FAILED because of it: the diagnosis says so where it is read.
+      const std::string fails = d.severity == Severity::kFail ? " " + red("[fails the run]", color) : "";
+      std::fprintf(out, "  %s — %s%s\n", code.c_str(), d.title.c_str(), fails.c_str());
       for (size_t i = 0; i < d.evidence.size() && i < 6; ++i) std::fprintf(out, "      · %s\n", terminal_text(d.evidence[i]).c_str());
       std::string advice = d.advice;
       size_t pos = 0;

@@ -21,6 +21,8 @@ extern const Rule rule_drift_after_steps;
 extern const Rule rule_rank_inconsistent;
 extern const Rule rule_accumulation_noise;
 extern const Rule rule_loss_scale;
+extern const Rule rule_structure_diff;
+extern const Rule rule_no_cause_found;  // last: it reads every other rule's diagnoses
 
 const std::vector<Rule>& registered_rules() {
   static const std::vector<Rule> rules = {
@@ -41,6 +43,8 @@ const std::vector<Rule>& registered_rules() {
       rule_rank_inconsistent,
       rule_accumulation_noise,
       rule_loss_scale,
+      rule_structure_diff,
+      rule_no_cause_found,
   };
   return rules;
 }

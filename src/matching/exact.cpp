@@ -127,21 +127,43 @@ std::map<CallKey, std::vector<std::string>> op_sequences(const RecordList& recs)
 
 }  // namespace
 
+namespace {
+
+// How many times each op runs in a call.
+std::map<std::string, int> op_counts(const std::vector<std::string>& sequence) {
+  std::map<std::string, int> counts;
+  for (const std::string& op : sequence) ++counts[op];
+  return counts;
+}
+
+}  // namespace
+
 int64_t release_diverging_op_sequences(const RecordList& golden, const RecordList& target,
                                        ExactPairing& pairing) {
   const auto gseq = op_sequences(golden);
   const auto tseq = op_sequences(target);
-  std::set<CallKey> diverging;
+  // Per diverging call, the ops whose names no longer say which call they are: an op is counted per op
+  // within its call ("softmax#0" is the call's first softmax), so where both runs call an op equally
+  // often the k-th call is the k-th call on both sides, whatever other op one of them adds or lacks (an
+  // attention without its 1/√d keeps "softmax#0" — issue 28 §6). Where the counts differ (a linear
+  // chunked in two), "linear#0" is a different call on each side and goes to the alignment.
+  std::map<CallKey, std::set<std::string>> ambiguous;
   for (const auto& [key, seq] : gseq) {
     auto it = tseq.find(key);
-    if (it != tseq.end() && it->second != seq) diverging.insert(key);
+    if (it == tseq.end() || it->second == seq) continue;
+    const std::map<std::string, int> gc = op_counts(seq), tc = op_counts(it->second);
+    std::set<std::string>& ops = ambiguous[key];
+    for (const auto& [op, n] : gc)
+      if (auto t = tc.find(op); t != tc.end() && t->second != n) ops.insert(op);
+    if (ops.empty()) ambiguous.erase(key);
   }
-  if (diverging.empty()) return 0;
+  if (ambiguous.empty()) return 0;
   std::vector<std::pair<size_t, size_t>> kept;
   for (const auto& [g, t] : pairing.pairs) {
     const Record& r = golden[g];
     const std::string parent = op_parent(r);
-    if (!parent.empty() && diverging.count({r.rank, r.step, parent})) {
+    const auto call = parent.empty() ? ambiguous.end() : ambiguous.find({r.rank, r.step, parent});
+    if (call != ambiguous.end() && call->second.count(r.op.str())) {
       pairing.unmatched_golden.push_back(g);
       pairing.unmatched_target.push_back(t);
     } else {
@@ -151,7 +173,7 @@ int64_t release_diverging_op_sequences(const RecordList& golden, const RecordLis
   pairing.pairs = std::move(kept);
   std::sort(pairing.unmatched_golden.begin(), pairing.unmatched_golden.end());
   std::sort(pairing.unmatched_target.begin(), pairing.unmatched_target.end());
-  return static_cast<int64_t>(diverging.size());
+  return static_cast<int64_t>(ambiguous.size());
 }
 
 }  // namespace parity::matching

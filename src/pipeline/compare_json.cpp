@@ -308,7 +308,7 @@ void findings_json(const Findings& f, const CompareResult& result, json& j) {
   json diag = json::array();
   for (const Diagnosis& d : f.diagnoses)
     diag.push_back({{"code", d.code}, {"title", d.title}, {"evidence", d.evidence}, {"advice", d.advice},
-                    {"events", d.events}, {"strength", d.strength}});
+                    {"events", d.events}, {"strength", d.strength}, {"severity", severity_name(d.severity)}});
   j["diagnosis"] = diag;
 
   // How each pair was matched, and what stayed unmatched.
@@ -375,7 +375,8 @@ json compare_report_head_to_json(const CompareReport& report) {
         {"verdict", verdict_name(s.verdict)},
         {"policy", verdict_policy_name(result.policy)},
         {"exit_code", report.exit_code},
-        {"no_input", report.no_input.empty() ? json(nullptr) : json(report.no_input)}}},
+        {"no_input", report.no_input.empty() ? json(nullptr) : json(report.no_input)},
+        {"verdict_raised_by", report.verdict_raised_by.empty() ? json(nullptr) : json(report.verdict_raised_by)}}},
       {"rows", std::move(rows)},
       {"unmatched", {{"golden", std::move(ug)}, {"target", std::move(ut)}}},
       {"problems", std::move(problems)},
@@ -386,7 +387,8 @@ json compare_report_head_to_json(const CompareReport& report) {
   findings_json(report.findings, result, j);
   // Revision 1.1 (additive, docs/compare-json.md "Replay"): the replay of the suspects, when asked.
   // Revision 1.3 (additive): the peak resident memory of every process.
-  j["revision"] = "1.3";
+  // Revision 1.4 (additive, issue 28): summary.verdict_raised_by, diagnosis[].severity, suspect kind "structure".
+  j["revision"] = "1.4";
   j["peak_resident_bytes"] = result.peak_resident_bytes;
   if (report.replay_asked)
     j["replay"] = {{"problem", report.replay_problem.empty() ? json(nullptr) : json(report.replay_problem)},

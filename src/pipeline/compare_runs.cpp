@@ -87,7 +87,7 @@ Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSourc
   if (!is_output_process(options.compare.group)) return report;
   CompareResult& result = report.result;
   release_free_memory();  // the measurement's temporaries, before the analyses' own
-  classify_rows(result, options.analysis);
+  classify_rows(result, options.analysis, &golden, &target);
   apply_verdict_policy(result, options.compare.thresholds.policy);
   report.findings = analyse_and_diagnose(result, &golden, &target, options.analysis);
   if (options.replay != nullptr) replay_suspects(report, options);
@@ -98,12 +98,14 @@ Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSourc
 
   report.no_input = no_usable_input(golden, target);
   if (report.no_input.empty()) report.no_input = filters_match_nothing(result, options.compare, golden);
-  // The gate: a run passes unless something fails (a structural row, an error, a record that could not be
-  // compared). A warning (an elevated row, a weakly paired one, a layout change) is shown but does not
-  // fail the gate unless asked (--fail-on-warn).
-  const Verdict v = result.summary.verdict;
-  const bool gate_fails = v == Verdict::kFail || v == Verdict::kError || (v == Verdict::kWarn && options.fail_on_warn);
-  report.exit_code = !report.no_input.empty() ? kExitUsage : gate_fails ? kExitDifferences : kExitOk;
+  // One answer (docs/cli.md "Exit codes"): the run verdict is the rows' verdict raised by any diagnosis that
+  // says the run is worse (decide_run_verdict); the summary, the headline and the exit code all read it. A
+  // warning (an elevated row, a weakly paired one, a cause of elevated error) is shown but does not fail
+  // the gate unless asked (--fail-on-warn).
+  const RunVerdict run = decide_run_verdict(result.summary.verdict, report.findings.diagnoses);
+  result.summary.verdict = run.verdict;
+  report.verdict_raised_by = run.raised_by;
+  report.exit_code = !report.no_input.empty() ? kExitUsage : verdict_exit_code(run.verdict, options.fail_on_warn);
   report.command = options.command;
   report.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (result.peak_resident_bytes.empty()) result.peak_resident_bytes.resize(1);

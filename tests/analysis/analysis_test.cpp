@@ -318,3 +318,25 @@ TEST(Analysis, CancellationFloorInBackwardOnly) {
 
 }  // namespace
 }  // namespace parity
+
+namespace parity {
+namespace {
+
+// Issue 28 §7: an op that creates elevated error (4 < r ≤ 32) from identical inputs is a source, although
+// it amplifies by less than source_amplification (8); one that receives a few roundings and adds as
+// many is still a carrier.
+TEST(Analysis, ElevatedErrorFromIdenticalInputsIsASource) {
+  const double u = std::ldexp(1.0, -24);  // fp32; an activation is elementwise: expected = u
+  test::Synth s;
+  s.module("layers.0.mlp.act", "SiLU", 0, 6 * u);
+  s.module("layers.0.mlp.down", "Linear", 6 * u, 7 * u * std::sqrt(1.0 + 6));  // n = 64: 7 u from 6 u
+  s.module("layers.1.mlp.act", "SiLU", 3 * u, 6 * u);  // 2× from 3 u: carried, not created
+  Analysis a = analyse(s.result);
+  ASSERT_EQ(a.suspects.size(), 1u);
+  EXPECT_EQ(a.suspects[0].name, "layers.0.mlp.act/forward");
+  EXPECT_EQ(a.suspects[0].kind, SuspectKind::kSource);
+  EXPECT_NEAR(a.suspects[0].score, std::log2(6.0), 0.1);
+}
+
+}  // namespace
+}  // namespace parity

@@ -37,6 +37,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
   Diagnosis d;
   d.strength = 0;
+  d.severity = Severity::kInfo;  // "no action needed" never changes a verdict
   d.evidence.push_back(fmt::format("{} of {} rows differ; none beyond rounding: {} noise, {} elevated, 0 structural",
                                    differing, measured, a.rows_noise, a.rows_elevated));
   d.evidence.push_back(fmt::format("median {}, worst {} at {}", units(ratios[ratios.size() / 2]), units(worst), worst_name));

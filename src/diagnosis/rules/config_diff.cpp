@@ -16,6 +16,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   if (lines.empty()) return {};
   Diagnosis d;
   d.strength = 1;  // context for every other finding, not a cause by itself
+  d.severity = Severity::kInfo;
   diagnosis_detail::append_limited(d.evidence, lines, 12);
   d.advice =
       "Align these settings (or confirm each is intended) before reading the tensor differences: precision "

@@ -68,6 +68,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
 
   Diagnosis d;
   d.strength = 3;
+  d.severity = Severity::kWarn;  // a cause: how far the drift goes is the rows' to say
   d.evidence.push_back(fmt::format("step {}: {} model rows, none beyond rounding", first_step, first.rows));
   if (s.has_params) {
     d.evidence.push_back(fmt::format("step {}: {} parameters differ before they are used:", step,

@@ -97,6 +97,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
       if (static_cast<double>(sig->tiny) < kTinyShare * static_cast<double>(sig->zeroed)) continue;
       Diagnosis d;
       d.strength = 3;
+      d.severity = Severity::kWarn;
       d.events = {e.name, row.golden->name};
       d.evidence.push_back(fmt::format(
           "{}: {} of {} elements are 0 in the target but nonzero in the golden; {} of them were below fp16's "
@@ -128,6 +129,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
       continue;
     Diagnosis d;
     d.strength = 3;
+    d.severity = Severity::kWarn;
     d.events = {event_name(*row.golden), row.golden->name};
     d.evidence.push_back(fmt::format("{}: {} of {} elements tiny and nonzero in the golden are exactly 0 in the target",
                                      row.golden->name, m.ftz_count, m.numel));

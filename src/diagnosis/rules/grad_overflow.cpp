@@ -43,6 +43,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   if (events.empty()) return {};
   Diagnosis d;
   d.strength = 3;
+  d.severity = Severity::kFail;  // gradients the golden keeps finite are Inf/NaN: the step is broken
   d.events = events;
   d.evidence.push_back(fmt::format("{} of {} parameter gradients overflow in the target", events.size(), grads));
   append_limited(d.evidence, lines, 8);

@@ -44,6 +44,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   if (events.empty()) return {};
   Diagnosis d;
   d.strength = 3;
+  d.severity = Severity::kFail;  // most of a gradient lost to zero: the step is broken
   d.events = events;
   d.evidence.push_back(fmt::format("{} of {} parameter gradients underflow in the target (worst {:.1f} % zero)",
                                    events.size(), grads, 100 * worst));

@@ -14,6 +14,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     const EventError& e = event_of(ctx, s);
     Diagnosis d;
     d.strength = 3;
+    d.severity = Severity::kFail;  // two runs on other inputs are not comparable at all
     d.events.push_back(e.name);
     d.evidence.push_back(fmt::format("first event of step {} rank {}: {} — inputs {}", e.step, e.rank, e.name,
                                      units(e.input_ratio)));

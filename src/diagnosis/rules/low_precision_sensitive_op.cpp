@@ -60,6 +60,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     if (low.empty()) continue;  // an fp32 op that differs is not a precision problem
     Diagnosis d;
     d.strength = (&s == top_source(ctx)) ? 2 : 1;
+    d.severity = d.strength >= 2 ? Severity::kWarn : Severity::kInfo;  // the top source is a cause; others context
     d.events.push_back(e.name);
     d.evidence.push_back(fmt::format("{} ({}) turns inputs at {} into output at {} (×{:.3g}); {}", e.name,
                                      e.op.empty() ? e.module : e.op, units(e.input_ratio), units(e.output_ratio),

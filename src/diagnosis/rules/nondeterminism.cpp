@@ -36,6 +36,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     if (arguments_differ(ctx, e)) continue;
     Diagnosis d;
     d.strength = 3;
+    d.severity = Severity::kWarn;
     d.events.push_back(e.name);
     d.evidence.push_back(fmt::format("{} ({}) is a random op: its inputs agree ({}), its output does not ({}, ×{:.3g})", e.name,
                                      e.op.empty() ? e.module : e.op, units(e.input_ratio), units(e.output_ratio),

@@ -146,6 +146,8 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   if (effective.empty() && inert.empty()) return {};
   Diagnosis d;
   d.strength = effective.empty() ? 1 : 3;
+  // An argument that changed the output is a cause; one whose output agrees anyway is context.
+  d.severity = effective.empty() ? Severity::kInfo : Severity::kWarn;
   d.events = events;
   append_limited(d.evidence, effective, 8);
   append_limited(d.evidence, inert, effective.empty() ? 8 : 3);

@@ -56,6 +56,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   if (events.empty()) return {};
   Diagnosis d;
   d.strength = 1;
+  d.severity = Severity::kInfo;  // where the error sits, not a cause
   d.events = events;
   append_limited(d.evidence, lines, 8);
   d.advice =

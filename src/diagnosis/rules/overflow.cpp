@@ -27,6 +27,9 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     Diagnosis d;
     d.strength = 3;
     const bool both = golden_has_origin_at(*ctx.golden_overflow, o);
+    // NaN/Inf born in the target from finite inputs where the golden stays finite: the run is broken, at
+    // whatever capture level it was seen (issue 28 §6). Where the golden overflows too, the two agree.
+    d.severity = both ? Severity::kWarn : Severity::kFail;
     d.events.push_back(o.event);
     std::string where;
     for (const std::string& part : {o.op.empty() ? o.module : o.op, o.direction})

@@ -57,6 +57,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   if (events.empty()) return {};
   Diagnosis d;
   d.strength = 2;
+  d.severity = Severity::kWarn;
   d.events = events;
   append_limited(d.evidence, lines, 8);
   d.advice =

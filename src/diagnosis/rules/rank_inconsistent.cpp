@@ -30,6 +30,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   if (bad == 0 || good == 0) return {};
   Diagnosis d;
   d.strength = 2;
+  d.severity = Severity::kWarn;
   for (const auto& [rank, r] : ranks) {
     d.evidence.push_back(fmt::format("rank {}: {} of {} rows structural{}", rank, r.structural, r.rows,
                                      r.structural ? ", first " + r.first_bad : std::string()));

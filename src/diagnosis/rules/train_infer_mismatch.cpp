@@ -15,6 +15,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   if (lines.empty()) return {};
   Diagnosis d;
   d.strength = 2;
+  d.severity = Severity::kWarn;
   diagnosis_detail::append_limited(d.evidence, lines, 12);
   d.advice =
       "Use the training configuration's tokenizer, special tokens (BOS/EOS/PAD) and RoPE settings (theta, "

@@ -64,6 +64,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   }
   Diagnosis d;
   d.strength = 3;
+  d.severity = Severity::kFail;  // two runs of other weights are not comparable at all
   d.events = events;
   d.evidence.push_back(fmt::format("{} of {} parameter and buffer records differ beyond rounding (worst {}) before use",
                                    params_differ, params_total, units(worst)));
