@@ -559,35 +559,44 @@ class Capture:
                 self._busy = busy
 
     def _note_uninitialised(self, out):
-        """`out` came from an `empty*` factory: its memory holds no values until something writes it."""
+        """`out` came from an `empty*` factory: its memory holds no values until writes have covered it."""
         if not isinstance(out, torch.Tensor):
             return
         busy, self._busy = self._busy, True  # data_ptr() must not come back through the op mode
         try:
             key = _storage_key(out)
-            if key is not None:
-                self._uninit[key] = weakref.ref(out)
+            if key is not None and out.numel() > 0:
+                self._uninit[key] = [weakref.ref(out), 0]  # the factory's tensor, elements written so far
         except TypeError:  # not weak-referenceable
             pass
         finally:
             self._busy = busy
 
     def _uninitialised(self, t):
-        """Whether t's memory came from an `empty*` factory whose tensor still lives and that no write has
-        filled whole since (_fill_uninitialised)."""
+        """Whether t's memory came from an `empty*` factory whose tensor still lives and that writes have not
+        covered yet (_count_written)."""
         if not self._uninit or not isinstance(t, torch.Tensor):
             return False
-        ref = self._uninit.get(_storage_key(t))
-        return ref is not None and ref() is not None
+        entry = self._uninit.get(_storage_key(t))
+        return entry is not None and entry[0]() is not None
 
-    def _fill_uninitialised(self, written):
-        """After a call wrote `written` whole (`out=` destinations, `copy_`, `fill_`, ...): memory they cover
-        whole holds values from now on."""
-        for t in written:
+    def _count_written(self, name, args, kwargs, written):
+        """After a call wrote into fresh memory: add the elements it wrote — a whole receiver or `out=`
+        destination for `copy_`-like fills and `out=`, the values' element count for indexed writes
+        (`__setitem__`, `index_put_`, `scatter_`, ...) — and forget the memory once the writes cover it
+        (Mixtral's inverse permutation: one `__setitem__` of n values into n elements; DeepSeek-V3's keys:
+        two `copy_` into the halves of a `new_empty` buffer)."""
+        destinations = [t for _, t in iter_tensors(kwargs.get("out"))]
+        values = [t for _, _, t in iter_input_tensors(args[1:], {k: v for k, v in kwargs.items() if k != "out"})]
+        for _, t in iter_tensors(written):
             key = _storage_key(t)
-            ref = self._uninit.get(key)
-            base = ref() if ref is not None else None
-            if base is not None and t.numel() == base.numel() and t.storage_offset() == base.storage_offset():
+            entry = self._uninit.get(key)
+            base = entry[0]() if entry is not None else None
+            if base is None:
+                continue
+            whole = name in _FULL_WRITES or any(t is d for d in destinations)
+            entry[1] += t.numel() if whole else (values[-1].numel() if values and values[-1].numel() > 1 else 0)
+            if entry[1] >= base.numel():
                 del self._uninit[key]
 
     def _remove_handles(self):
@@ -941,7 +950,7 @@ class Capture:
         self._busy = True
         try:
             written = _written_tensors(name, args, kwargs)
-            unread = self._written_not_read(written, kwargs)
+            unread = self._not_inputs(args, kwargs)
             # Inputs are recorded before the call: an in-place op would change them.
             ins = self._record_inputs(args, kwargs, base, module, name, k, skip=unread)
             versions = _versions(t for _, _, t in iter_input_tensors(args, kwargs))
@@ -950,12 +959,10 @@ class Capture:
         out = func(*args, **kwargs)
         self._busy = True
         try:
-            destinations = [t for _, t in iter_tensors(kwargs.get("out"))]  # written whole
-            filling = [t for _, t in iter_tensors(written) if id(t) in unread and self._uninitialised(t)
-                       and not any(t is d for d in destinations)]
             if written:
                 self._wrote(written)
-                self._fill_uninitialised(destinations + ([] if name not in _FULL_WRITES else filling))
+                if self._uninit:
+                    self._count_written(name, args, kwargs, written)
             if name in _FOREIGN_FACTORIES:
                 self._wrote(out, escape=True)
             result = out
@@ -966,11 +973,12 @@ class Capture:
             regions = autocast_state()
             if regions != "off" and "fn" in spec:
                 spec["autocast"] = regions  # replay re-enters it (docs/dump-format.md "Replay information")
-            if filling and any(self._uninitialised(t) for t in filling):
-                # A part of fresh memory written: the rest holds no values yet, so the receiver is no value
-                # either. What is written is recorded (as inputs); the buffer where it is read.
-                spec["unreplayable"] = "writes part of memory from an empty* factory, which holds no values"
-                result = _drop(result, filling)
+            garbage = [t for _, t in iter_tensors(result) if self._uninitialised(t)]
+            if garbage:
+                # A view of fresh memory, or a receiver written only in part: no values yet. What is written
+                # is recorded (as inputs); the memory where it is read once writes have covered it.
+                spec["unreplayable"] = "reads or writes part of memory from an empty* factory, which holds no values"
+                result = _drop(result, garbage)
             outs = self._record_all(result, base, module, name, "forward", "output", k, args=described)
             self._hook_grads(self._computed(outs, versions, name), base, module, name, "input", k)
             del ins
@@ -978,13 +986,13 @@ class Capture:
             self._busy = False
         return out
 
-    def _written_not_read(self, written, kwargs):
-        """ids of the tensors a call writes without reading them: `out=` destinations, and receivers whose
-        memory came from an `empty*` factory (docs/capture.md "Uninitialised memory")."""
+    def _not_inputs(self, args, kwargs):
+        """ids of the tensors a call is handed but does not read as values: `out=` destinations (written, not
+        read) and memory from an `empty*` factory that writes have not covered yet — the receiver of the
+        write that fills it, or a view made to write through (docs/capture.md "Uninitialised memory")."""
         skip = {id(t) for _, t in iter_tensors(kwargs.get("out"))}
-        for _, t in iter_tensors(written):
-            if self._uninitialised(t):
-                skip.add(id(t))
+        if self._uninit:
+            skip.update(id(t) for _, _, t in iter_input_tensors(args, kwargs) if self._uninitialised(t))
         return skip
 
     @staticmethod
