@@ -75,6 +75,19 @@ void print_findings(std::FILE* out, const Findings& f, const CompareResult& resu
     }
   } else if (a.has_events) {
     std::fprintf(out, "%s none: no event creates more error than it receives (beyond rounding)\n", bold("Suspects:", color).c_str());
+    // A run whose rows warn above rounding noise still says where (issue 28 §7): no event creates that
+    // error from inputs within noise, so it is accumulated over the ops before its worst row.
+    const CompareRow* worst_warning = nullptr;
+    for (const CompareRow& row : result.rows)
+      if (row.verdict == Verdict::kWarn && row.noise == NoiseClass::kElevated &&
+          (!worst_warning || row.noise_ratio > worst_warning->noise_ratio))
+        worst_warning = &row;
+    if (worst_warning)
+      std::fprintf(out, "  elevated rows warn, worst %s%s (%s): accumulated over the ops before it, no one op "
+                        "creates it\n",
+                   terminal_text(worst_warning->golden->name).c_str(),
+                   where(worst_warning->golden->step, worst_warning->golden->rank).c_str(),
+                   units(worst_warning->noise_ratio).c_str());
   }
   const size_t mapped = static_cast<size_t>(std::count_if(result.rows.begin(), result.rows.end(),
                                                           [](const CompareRow& r) { return r.match != MatchKind::kExact; }));

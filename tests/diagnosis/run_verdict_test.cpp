@@ -124,6 +124,8 @@ TEST(NoCauseFound, AFailingRunWithoutACauseSaysSo) {
   EXPECT_NE(text.find("1 failing rows looked at (1 parameter update)"), std::string::npos) << text;
   EXPECT_NE(text.find("rounds to nothing"), std::string::npos) << text;
   EXPECT_NE(text.find("norm/forward/parameter/weight [parameter update]"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 of them differ by 1.00 of the update's size, as a target update of zero does"), std::string::npos)
+      << text;
 }
 
 TEST(NoCauseFound, SilentWhenACauseIsNamedOrTheRunPasses) {

@@ -155,6 +155,8 @@ def test_failing_run_without_a_known_cause_says_so(tmp_path):
     assert found["severity"] == "fail" and "norm/forward/parameter/weight" in found["events"], found
     text = "\n".join(found["evidence"])
     assert "parameter update" in text and "rounds to nothing" in text, text
+    # the LayerNorm weight did not move at all: its update differs by exactly its own size
+    assert "as a target update of zero does (the parameter did not move): norm/forward/parameter/weight" in text, text
     assert_one_answer(rc, res)
 
 

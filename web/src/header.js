@@ -172,7 +172,8 @@ P.renderDiagnosis = function renderDiagnosis(cmp) {
     const card = P.el('div', { class: 'card suspect', dataset: { suspect: i } }, P.el('div', { class: 'kind', text: `suspect #${i + 1}` + (P.isNum(P.num(s && s.score)) ? ` · score ${P.fmt(P.num(s.score))}` : '') }));
     card.appendChild(P.el('h3', null, P.eventLink(ev, P.first(s && s.event, s && s.name, ev && ev.name, typeof s === 'string' ? s : ''))));
     // kind: the error is created by the op itself ("source"), or enters through its inputs or parameters
-    const kindText = { source: 'creates the error itself', inputs: 'its inputs already differ', parameters: 'its parameters differ' };
+    const kindText = { source: 'creates the error itself', inputs: 'its inputs already differ', parameters: 'its parameters differ',
+                       structure: 'an op present in one run only' };
     const kind = P.str(s && s.kind);
     if (kind) card.appendChild(P.el('p', { text: (kindText[kind] || kind) + (s.weak_evidence ? ' (statistics only: weak evidence)' : '') }));
     if (s && typeof s === 'object') {

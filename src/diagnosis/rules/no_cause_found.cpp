@@ -3,6 +3,7 @@
 // this finding lists the failing rows it looked at, what kind of failure each is, and why no rule
 // matched, so that the reader knows where to look next. Registered last: it reads the diagnoses of every
 // other rule (DiagnosisContext::earlier).
+#include <cmath>
 #include <map>
 
 #include "diagnosis/rule_util.h"
@@ -13,8 +14,13 @@ namespace {
 using namespace diagnosis_detail;
 
 // A diagnosis that names a cause (severity warn or fail) explains a failure; context (info) does not.
+const std::vector<Diagnosis>& earlier(const DiagnosisContext& ctx) {
+  static const std::vector<Diagnosis> none;
+  return ctx.earlier ? *ctx.earlier : none;  // a rule run alone, outside diagnose(), has no earlier rules
+}
+
 bool a_cause_is_named(const DiagnosisContext& ctx) {
-  for (const Diagnosis& d : *ctx.earlier)
+  for (const Diagnosis& d : earlier(ctx))
     if (d.severity != Severity::kInfo) return true;
   return false;
 }
@@ -40,6 +46,16 @@ std::string why_unexplained(const std::string& kind) {
   return "the noise model could not judge the row; the fixed thresholds fail it";
 }
 
+// Parameters whose update differs by ‖u_t − u_g‖ / ‖u_g‖ = 1 ± 1 %: what a target that did not move
+// (u_t = 0) gives, as when every update is below half an ulp of the weight.
+std::vector<std::string> parameters_that_did_not_move(const CompareResult& result) {
+  std::vector<std::string> out;
+  for (const CompareRow& row : result.rows)
+    if (row.verdict == Verdict::kFail && row.update && row.update->differs && std::fabs(row.update->rel_error - 1) < 0.01)
+      out.push_back(row.golden->name);
+  return out;
+}
+
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   const CompareSummary& s = ctx.result->summary;
   if ((s.verdict != Verdict::kFail && s.verdict != Verdict::kError) || a_cause_is_named(ctx)) return {};
@@ -61,6 +77,10 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
                                    counts.empty() ? "none" : counts,
                                    ctx.analysis->suspects.empty() ? "none" : std::to_string(ctx.analysis->suspects.size())));
   for (const auto& [kind, n] : kinds) d.evidence.push_back(kind + ": " + why_unexplained(kind));
+  if (const std::vector<std::string> still = parameters_that_did_not_move(*ctx.result); !still.empty())
+    d.evidence.push_back(fmt::format("{} of them differ by 1.00 of the update's size, as a target update of zero "
+                                     "does (the parameter did not move): {}{}", still.size(), still[0],
+                                     still.size() > 1 ? fmt::format(" and {} more", still.size() - 1) : ""));
   const int64_t unmatched = s.unmatched_golden + s.unmatched_target - s.unmatched_implementation;
   if (unmatched > 0)
     d.evidence.push_back(fmt::format("{} records present in one run only (see \"unmatched\"): nothing to compare "
@@ -68,7 +88,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   if (s.problems > 0) d.evidence.push_back(fmt::format("{} files or records could not be read (see \"problems\")", s.problems));
   append_limited(d.evidence, rows, 5);
   std::string tried;
-  for (const Diagnosis& e : *ctx.earlier) tried += (tried.empty() ? "" : ", ") + e.code;
+  for (const Diagnosis& e : earlier(ctx)) tried += (tried.empty() ? "" : ", ") + e.code;
   d.evidence.push_back("rules that fired, none naming a cause: " + (tried.empty() ? std::string("none") : tried));
   d.advice =
       "Look at the failing rows above in execution order (parity compare --sort order); replay the first one "
