@@ -133,7 +133,12 @@ def run_cell(arch, column, workdir, binary=None):
         return rec
     out = workdir / "compare.json"
     cmd = [binary or parity_bin(), "compare", str(workdir / "golden"), str(workdir / "target"), "--json", str(out)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:  # a binary being relinked, a hung compare
+        rec.update(status="error", error="parity compare did not run: {}".format(e), ok=False,
+                   misses=["compare failed"], wall_s=round(time.perf_counter() - t0, 2))
+        return rec
     rec["exit_code"] = p.returncode
     (workdir / "compare.txt").write_text(p.stdout + ("\n--- stderr ---\n" + p.stderr if p.stderr else ""))
     if p.returncode not in (0, 1) or not out.exists():

@@ -3,6 +3,7 @@
     python -m bench.zoo.run [--arch NAME ...] [--recipe NAME ...] [--fault NAME ...] [--benign] [--faults]
                             [--jobs 2] [--json bench/out/zoo.json] [--markdown FILE] [--docs FILE]
                             [--keep DIR] [--list]
+    python -m bench.zoo.run --render bench/out/zoo.json [--markdown FILE] [--docs FILE]
 
 Without --recipe / --fault / --benign / --faults every column runs; without --arch every architecture.
 Each cell runs in its own temporary directory (kept under --keep DIR when given): one training step of
@@ -19,6 +20,7 @@ import multiprocessing
 import os
 import pathlib
 import platform
+import subprocess
 import sys
 import tempfile
 import time
@@ -55,7 +57,13 @@ def run_cells(cells, jobs=MAX_JOBS, keep=None, progress=None):
                                                 initargs=(threads,)) as pool:
         futures = {pool.submit(_run_one, a, c, keep): i for i, (a, c) in enumerate(cells)}
         for f in concurrent.futures.as_completed(futures):
-            rec = f.result()
+            try:
+                rec = f.result()
+            except Exception as e:  # a worker that died: the cell is an error, the others still run
+                a, c = cells[futures[f]]
+                rec = {"schema": cell.SCHEMA, "arch": a, "column": c, "kind": COLUMNS[c].kind,
+                       "cell": "{}/{}".format(a, c), "status": "error", "ok": False, "misses": ["worker failed"],
+                       "error": "{}: {}".format(type(e).__name__, e), "wall_s": None}
             results[futures[f]] = rec
             if progress:
                 progress(rec)
@@ -88,13 +96,38 @@ def line(rec):
                                                               if rec.get("ok") is False else ""))
 
 
+def head_commit():
+    """The checkout's commit (and "+dirty" with uncommitted changes), or None outside git."""
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=cell.REPO, capture_output=True,
+                             text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cell.REPO,
+                               capture_output=True, text=True).stdout.strip()
+        return sha + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
 def meta(argv, wall):
     import torch
     import transformers
     return {"when": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "commit": head_commit(),
             "command": "python -m bench.zoo.run " + " ".join(argv), "torch": torch.__version__,
             "transformers": transformers.__version__, "parity": cell.parity_bin(), "host": platform.node(),
             "cpus": os.cpu_count(), "wall_s": round(wall, 1)}
+
+
+def render(path, markdown=None, docs=None):
+    data = json.loads(path.read_text())
+    text = report.markdown(data["cells"], data["meta"])
+    if markdown:
+        pathlib.Path(markdown).write_text(text)
+    if docs:
+        report.rewrite_section(pathlib.Path(docs), text)
+    if not markdown and not docs:
+        print(text)
+    return 0
 
 
 def main(argv=None):
@@ -112,7 +145,11 @@ def main(argv=None):
                     "tables".format(report.BEGIN, report.END))
     ap.add_argument("--keep", metavar="DIR", help="keep each cell's captures under DIR/<arch>/<column>")
     ap.add_argument("--list", action="store_true", help="list architectures, recipes, faults and exit")
+    ap.add_argument("--render", metavar="JSON", help="run nothing: write --markdown / --docs from the records of "
+                    "an earlier run's JSON")
     a = ap.parse_args(argv)
+    if a.render:
+        return render(pathlib.Path(a.render), a.markdown, a.docs)
     if a.list:
         for x in architectures.ARCHS:
             print("arch   {:12s} {} ({})".format(x.name, x.model, x.kind))
