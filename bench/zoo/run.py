@@ -169,6 +169,7 @@ def main(argv=None):
     out.write_text(json.dumps({"schema": cell.SCHEMA, "meta": info, "summary": report.summary(records),
                                "cells": records}, indent=1))
     if a.markdown:
+        pathlib.Path(a.markdown).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(a.markdown).write_text(report.markdown(records, info))
     if a.docs:
         report.rewrite_section(pathlib.Path(a.docs), report.markdown(records, info))
