@@ -8,7 +8,9 @@ injected (faults.py).
 
 A `Column` is one column of the matrix: golden side, target side, capture options, and `applies(arch)`,
 which returns None or the reason the cell is n/a. Benign columns are the recipes below; fault columns are
-built in faults.py from the same pieces. Every golden is fp32 with eager attention.
+built in faults.py from the same pieces. Every golden is fp32 with eager attention; two carry the
+target's instrumentation without its change (sumorder's untraced linears in order, dropout_train's
+dropout in eval mode) so that golden and target record the same structure.
 """
 import contextlib
 import dataclasses
@@ -29,7 +31,7 @@ class Side:
     autocast: Optional[torch.dtype] = None    # torch.autocast("cpu", dtype=...) around forward and loss
     loss_scale: Optional[object] = None       # None | "dynamic" (GradScaler's settled scale) | a float
     loss_factor: Optional[float] = None       # loss * factor before backward (a plain mul: gradient accumulation)
-    inject: Optional[Callable] = None         # inject(built, roles) -> None: the fault (faults.py)
+    inject: Optional[Callable] = None         # inject(built, roles) -> notes or None: the change (faults.py)
 
 
 class FaultVoid(Exception):
@@ -49,7 +51,6 @@ class Column:
     needs: Optional[Callable] = None           # needs(arch, roles, model) -> None | reason the cell is n/a
     role: Optional[str] = None                 # fault: the role (architectures.roles) it is injected into
     expected: tuple = ()                       # fault: the diagnosis codes that name its cause
-    only_warns: bool = False                   # fault whose effect is measured below rounding noise
 
     def applies(self, arch, roles, model):
         """None, or why this column does not apply to `arch` (`model`: its fp32 eager build)."""
