@@ -57,9 +57,9 @@ ExactPairing pair_exact(const RecordList& golden, const RecordList& target,
 // a different number of times on each (another implementation: a chunked linear), its equal names are
 // different calls, so its exactly-paired records are released to the unmatched lists for the order
 // alignment (which pairs them with a confidence). An op that runs equally often on both sides keeps its
-// exact pairs however the rest of the sequence differs: an op missing or added beside it (an attention
-// without its 1/√d scaling) does not change which call "softmax#0" is. Returns how many calls had ops
-// released.
+// exact pairs however the rest of the sequence differs — an op missing or added beside it (an attention
+// without its 1/√d scaling) does not change which call "softmax#0" is — unless the two records of a
+// pair differ in shape. Returns how many calls had records released.
 int64_t release_diverging_op_sequences(const RecordList& golden, const RecordList& target,
                                        ExactPairing& pairing);
 

@@ -155,17 +155,20 @@ int64_t release_diverging_op_sequences(const RecordList& golden, const RecordLis
     std::set<std::string>& ops = ambiguous[key];
     for (const auto& [op, n] : gc)
       if (auto t = tc.find(op); t != tc.end() && t->second != n) ops.insert(op);
-    if (ops.empty()) ambiguous.erase(key);
   }
   if (ambiguous.empty()) return 0;
+  // In a diverging call an equally counted op keeps its pair only while the two records agree in shape: a
+  // k-th call of another shape is another computation whatever its name.
   std::vector<std::pair<size_t, size_t>> kept;
+  std::set<CallKey> released;
   for (const auto& [g, t] : pairing.pairs) {
     const Record& r = golden[g];
     const std::string parent = op_parent(r);
     const auto call = parent.empty() ? ambiguous.end() : ambiguous.find({r.rank, r.step, parent});
-    if (call != ambiguous.end() && call->second.count(r.op.str())) {
+    if (call != ambiguous.end() && (call->second.count(r.op.str()) || r.shape != target[t].shape)) {
       pairing.unmatched_golden.push_back(g);
       pairing.unmatched_target.push_back(t);
+      released.insert(call->first);
     } else {
       kept.emplace_back(g, t);
     }
@@ -173,7 +176,7 @@ int64_t release_diverging_op_sequences(const RecordList& golden, const RecordLis
   pairing.pairs = std::move(kept);
   std::sort(pairing.unmatched_golden.begin(), pairing.unmatched_golden.end());
   std::sort(pairing.unmatched_target.begin(), pairing.unmatched_target.end());
-  return static_cast<int64_t>(ambiguous.size());
+  return static_cast<int64_t>(released.size());
 }
 
 }  // namespace parity::matching

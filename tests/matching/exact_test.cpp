@@ -71,6 +71,18 @@ TEST(ExactPairing, AnOpThatRunsAnotherNumberOfTimesIsReleased) {
   EXPECT_EQ(p.unmatched_target.size(), 6u);  // both linears and the cat
 }
 
+TEST(ExactPairing, AnEquallyCountedOpOfAnotherShapeIsReleased) {
+  // Both calls run one "add", but the target's adds a tensor of another shape: another computation.
+  const RecordList golden = call_of({"matmul", "div", "add"});
+  RecordList target = call_of({"matmul", "add"});
+  for (Record& r : target)
+    if (r.op == "add") r.shape = {2, 8};
+  ExactPairing p = pair_exact(golden, target, {});
+  EXPECT_EQ(release_diverging_op_sequences(golden, target, p), 1);
+  EXPECT_FALSE(paired(p, golden, "blocks.1/add#0/forward/output/0"));
+  EXPECT_TRUE(paired(p, golden, "blocks.1/matmul#0/forward/output/0"));
+}
+
 TEST(ExactPairing, EqualSequencesReleaseNothing) {
   const RecordList golden = call_of({"matmul", "softmax"});
   ExactPairing p = pair_exact(golden, golden, {});
