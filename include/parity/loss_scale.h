@@ -72,7 +72,11 @@ struct RecordedLossScaleOp {
 };
 std::vector<RecordedLossScaleOp> find_loss_scale_ops(const RecordSource& source);
 
-// Whether a record belongs to a recognised loss-scaling op of its (rank, step) on either side.
+// Whether a record is part of how a side scales its loss in a recognised scaled (rank, step): a record of
+// its recorded scaling op, or, where one was recorded, of torch.amp.GradScaler's bookkeeping outside the
+// model (its one-element scale tensors created, moved, inverted and updated — `full`, `to`, `double`,
+// `reciprocal`, `float`, `fill_`, `copy_` — and its `_amp_*` kernels). A side that scales and one that does
+// not differ by exactly these records; compare counts them as implementation records, not as missing ones.
 bool is_loss_scale_op_record(const Record& r, const std::vector<LossScale>& scales);
 
 }  // namespace parity

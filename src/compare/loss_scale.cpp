@@ -143,9 +143,27 @@ bool in_scaling_op(const Record& r, const LossScale& s) { return in_event(r, s.g
 
 }  // namespace
 
+namespace {
+
+// torch.amp.GradScaler's bookkeeping outside the model (torch/amp/grad_scaler.py): creating, moving, inverting
+// and updating its one-element scale and growth tracker (`full`, `to`, `double`, `reciprocal`, `float`,
+// `fill_`), and its fused kernels that unscale the gradients and update the scale (`_amp_*`). A run that uses
+// it records these ops; one that does not, none.
+bool is_grad_scaler_record(const Record& r) {
+  if (!r.name.starts_with(kGlobalPrefix)) return false;
+  const std::string_view op = r.op;
+  if (op.starts_with("_amp_")) return true;
+  static constexpr std::string_view kScaleOps[] = {"full", "to", "double", "reciprocal", "float", "fill_", "copy_"};
+  return one_element(r) && std::find(std::begin(kScaleOps), std::end(kScaleOps), op) != std::end(kScaleOps);
+}
+
+}  // namespace
+
 bool is_loss_scale_op_record(const Record& r, const std::vector<LossScale>& scales) {
   const LossScale* s = scale_of(scales, r.rank, r.step);
-  return s != nullptr && in_scaling_op(r, *s);
+  if (s == nullptr) return false;
+  // GradScaler's own ops count where a recorded scaling op shows that a scaler is in use.
+  return in_scaling_op(r, *s) || ((s->golden_op || s->target_op) && is_grad_scaler_record(r));
 }
 
 namespace compare {

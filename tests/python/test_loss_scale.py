@@ -31,17 +31,24 @@ def batch():
     return torch.randint(0, VOCAB, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
 
 
-def capture(model, path, loss_scales, mode, autocast_fp16=False):
+def capture(model, path, loss_scales, mode, autocast_fp16=False, grad_scaler=False):
     """One forward + backward per entry of `loss_scales` (no optimizer step: every step sees the same
-    weights), the loss multiplied by that scale before backward() unless it is None."""
+    weights), the loss multiplied by that scale before backward() unless it is None — by hand, or by a
+    torch.amp.GradScaler set to that scale."""
     ids = batch()
+    scaler = torch.amp.GradScaler("cpu", init_scale=loss_scales[0]) if grad_scaler else None
     with parity.capture(model, str(path), level="mix", mode=mode, steps=range(len(loss_scales))) as cap:
-        for scale in loss_scales:
+        for i, scale in enumerate(loss_scales):
             with torch.autocast("cpu", dtype=torch.float16, enabled=autocast_fp16):
                 out = model(input_ids=ids, labels=ids)
-            loss = out.loss if scale is None else out.loss * scale
+            if scaler is not None:
+                loss = scaler.scale(out.loss)
+            else:
+                loss = out.loss if scale is None else out.loss * scale
             loss.backward()
             model.zero_grad(set_to_none=True)
+            if scaler is not None and i + 1 < len(loss_scales):
+                scaler.update(loss_scales[i + 1])  # what GradScaler does after an overflow: the next scale
             cap.next_step()
 
 
@@ -58,10 +65,10 @@ def failing(res):
     return [(r["name"], r["step"], r["reason"][:120]) for r in res["rows"] if r["verdict"] in ("fail", "error")]
 
 
-@pytest.mark.parametrize("mode", ["tensor", "statistics"])
-def test_amp_fp16_with_loss_scaling_passes_and_names_the_scale(tmp_path, mode):
+@pytest.mark.parametrize("mode,grad_scaler", [("tensor", False), ("statistics", False), ("tensor", True)])
+def test_amp_fp16_with_loss_scaling_passes_and_names_the_scale(tmp_path, mode, grad_scaler):
     capture(llama(), tmp_path / "golden", [None, None], mode)
-    capture(llama(), tmp_path / "target", [4096.0, 2048.0], mode, autocast_fp16=True)
+    capture(llama(), tmp_path / "target", [4096.0, 2048.0], mode, autocast_fp16=True, grad_scaler=grad_scaler)
     rc, res = compare(tmp_path, tmp_path / "golden", tmp_path / "target")
     head = res["_text"].strip().splitlines()[-1]
     assert rc == 0 and not head.startswith("FAILED"), (head, failing(res)[:10], res["_text"][-3000:])
@@ -96,6 +103,10 @@ def test_amp_fp16_with_loss_scaling_passes_and_names_the_scale(tmp_path, mode):
     assert "target gradients × 2048 = 2^11 (step 1, rank 0)" in text, text
     assert "argument 4096 in the target" in text, text
     assert "LOSS_SCALE" in res["_text"]
+    # The scaling op, and GradScaler's bookkeeping of its scale, exist in the target only: how it scales its
+    # loss, not records missing from the golden.
+    s = res["summary"]
+    assert s["unmatched_golden"] == 0 and s["unmatched_target"] == s["unmatched_implementation"] > 0, s
 
 
 def test_one_layer_gradient_halved_is_not_a_loss_scale(tmp_path):
