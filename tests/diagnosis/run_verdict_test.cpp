@@ -128,6 +128,21 @@ TEST(NoCauseFound, AFailingRunWithoutACauseSaysSo) {
       << text;
 }
 
+TEST(NoCauseFound, PlainTensorFilesSayWhyNoRuleCanRelateARow) {
+  Synth s;
+  s.row("blocks.2.attn.proj", "", "", "", 0, 1.0);
+  s.last_golden().name = s.last_target().name = "blocks.2.attn.proj";
+  s.last_golden().role = s.last_target().role = "";
+  s.result.summary = summarize_compare(s.result);
+  Findings f = analyse_and_diagnose(s.result, nullptr, nullptr);
+  ASSERT_FALSE(f.analysis.has_events);
+  const Diagnosis* none = find(f, "NO_CAUSE_FOUND");
+  ASSERT_NE(none, nullptr);
+  std::string text;
+  for (const std::string& e : none->evidence) text += e + "\n";
+  EXPECT_NE(text.find("beyond rounding: the inputs hold tensors without ops"), std::string::npos) << text;
+}
+
 TEST(NoCauseFound, SilentWhenACauseIsNamedOrTheRunPasses) {
   Synth named;  // a bf16 norm that fails: LOW_PRECISION_SENSITIVE_OP names the cause
   named.module("embed", "Embedding", 0, 1e-3, DType::kBF16);

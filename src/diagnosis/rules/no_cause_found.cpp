@@ -34,7 +34,10 @@ std::string failure_kind(const CompareRow& row) {
 }
 
 // Why the rules that read rows and suspects had nothing to say about this kind of failure.
-std::string why_unexplained(const std::string& kind) {
+std::string why_unexplained(const std::string& kind, bool has_events) {
+  if (!has_events && kind != "error")
+    return "the inputs hold tensors without ops, modules or roles (plain tensor files): no rule can relate a "
+           "row to where it is computed";
   if (kind == "parameter update")
     return "the parameter agrees within rounding where it is compared, but its change since the earlier step "
            "does not: no rule reads optimizer steps (a weight update below half an ulp of the weight rounds to "
@@ -76,7 +79,7 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   d.evidence.push_back(fmt::format("{} failing rows looked at ({}); suspects: {}", s.fail + s.error,
                                    counts.empty() ? "none" : counts,
                                    ctx.analysis->suspects.empty() ? "none" : std::to_string(ctx.analysis->suspects.size())));
-  for (const auto& [kind, n] : kinds) d.evidence.push_back(kind + ": " + why_unexplained(kind));
+  for (const auto& [kind, n] : kinds) d.evidence.push_back(kind + ": " + why_unexplained(kind, ctx.analysis->has_events));
   if (const std::vector<std::string> still = parameters_that_did_not_move(*ctx.result); !still.empty())
     d.evidence.push_back(fmt::format("{} of them differ by 1.00 of the update's size, as a target update of zero "
                                      "does (the parameter did not move): {}{}", still.size(), still[0],
