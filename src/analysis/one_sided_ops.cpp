@@ -58,22 +58,29 @@ bool op_changes_values(const std::string& op) {
 
 void add_one_sided_op_suspects(const CompareResult& result, Analysis& a, std::vector<Suspect>& suspects) {
   const auto stream_key = [](const EventError& e) { return std::make_tuple(e.rank, e.step, direction_rank(e.direction)); };
+  // The forward sources of each (rank, step): few, where the events are many (a benign run has none, and
+  // its one-sided ops — another attention kernel, an extra cast — then cost one lookup each).
+  std::map<std::pair<int, int64_t>, std::vector<const EventError*>> sources;
+  for (const EventError& e : a.events)
+    if (e.role == EventRole::kSource && direction_rank(e.direction) == 0) sources[{e.rank, e.step}].push_back(&e);
+  const auto after_in_call = [](const EventError& e, const Record& r) {
+    return inside(e.module.str(), r.module.str()) && e.last_order > r.order && !std::isnan(e.output_ratio);
+  };
   std::vector<EventError> added;
   for (const OneSidedOp& op : one_sided_ops(result)) {
     const Record& r = *op.record;
-    // The events of its (rank, step) forward stream: a.events is sorted by (rank, step, direction, order).
+    const auto stream = sources.find({r.rank, r.step});
+    if (stream == sources.end() ||
+        std::none_of(stream->second.begin(), stream->second.end(), [&](const EventError* e) { return after_in_call(*e, r); }))
+      continue;  // its call creates no error after it: the op changed nothing measurable
+    // The worst output of its call after it, among the events of its (rank, step) forward stream (a.events
+    // is sorted by rank, step, direction, order).
     const auto key = std::make_tuple(r.rank, r.step, 0);
     const auto lo = std::lower_bound(a.events.begin(), a.events.end(), key,
                                      [&](const EventError& e, const auto& k) { return stream_key(e) < k; });
     const EventError* worst = nullptr;
-    bool creates = false;
-    for (auto it = lo; it != a.events.end() && stream_key(*it) == key; ++it) {
-      const EventError& e = *it;
-      if (!inside(e.module.str(), r.module.str()) || e.last_order <= r.order || std::isnan(e.output_ratio)) continue;
-      creates = creates || e.role == EventRole::kSource;
-      if (!worst || e.output_ratio > worst->output_ratio) worst = &e;
-    }
-    if (!creates || !worst) continue;  // its call creates no error after it: the op changed nothing measurable
+    for (auto it = lo; it != a.events.end() && stream_key(*it) == key; ++it)
+      if (after_in_call(*it, r) && (!worst || it->output_ratio > worst->output_ratio)) worst = &*it;
     EventError ev;
     ev.name = event_stem(r);
     ev.module = r.module;
