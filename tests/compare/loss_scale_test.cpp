@@ -271,6 +271,41 @@ TEST(LossScaleCompare, ScaledBackwardIsComparedUnscaledByStatistics) {
   EXPECT_NEAR(grad.target->stats->l2norm / golden_stats(grad).l2norm, 4096.0, 0.1);  // the record as stored
 }
 
+TEST(LossScaleCompare, BothSidesScaledCompareAtTheirRatio) {
+  // The golden scaled by 2^3, the target by 2^12: compared at 2^9.
+  MemoryRun golden, target;
+  add_step(golden, 0, 8.0f, false);
+  add_step(target, 0, 4096.0f, true);
+  Result<CompareResult> r = run_compare(golden, target, options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->loss_scales.size(), 1u);
+  EXPECT_EQ(r->loss_scales[0].evidence.log2_ratio, 9);
+  const CompareRow& grad = row_named(*r, "layers.0/backward/grad/weight");
+  EXPECT_EQ(grad.loss_scale_log2, 9);
+  EXPECT_LT(grad.metrics->rel_l2, 1e-5);
+  EXPECT_EQ(r->summary.verdict, Verdict::kPass);
+}
+
+TEST(LossScaleCompare, AnOverflowingScaleStillErrs) {
+  // A scale too high: one gradient holds Inf in the target. Inf × 2^-k is Inf, so the row stays an error,
+  // while the other rows still show the scale.
+  MemoryRun golden, target;
+  add_step(golden, 0, 1.0f, false);
+  add_step(target, 0, 4096.0f, true);
+  for (const Record& rec : target.records())
+    if (rec.name == "layers.0/backward/grad/weight") {
+      TensorView v = *target.load(rec);
+      reinterpret_cast<float*>(const_cast<std::byte*>(v.data))[3] = INFINITY;
+    }
+  Result<CompareResult> r = run_compare(golden, target, options());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->loss_scales.size(), 1u);
+  const CompareRow& grad = row_named(*r, "layers.0/backward/grad/weight");
+  EXPECT_EQ(grad.loss_scale_log2, 12);
+  EXPECT_EQ(grad.verdict, Verdict::kError);
+  EXPECT_EQ(grad.metrics->target.pinf_count, 1);
+}
+
 TEST(LossScaleCompare, OneLayerHalvedIsNotAbsorbed) {
   MemoryRun golden, target;
   add_step(golden, 0, 1.0f, false);
