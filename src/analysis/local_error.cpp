@@ -108,7 +108,10 @@ double explained_output_ratio(const CompareResult& result, const EventError& e, 
   if (!(out->metrics->rel_l2 > 0) || !(out->noise_ratio > 0) || std::isinf(out->noise_ratio)) return kNaN;
   if (!reduces_last_dim(golden, *out->golden, in->golden->shape.size())) return kNaN;
   const std::vector<double> xg = load_doubles(golden, *in->golden);
-  const std::vector<double> xt = load_doubles(target, *in->target);
+  std::vector<double> xt = load_doubles(target, *in->target);
+  // A loss-scaled target is compared unscaled (parity/loss_scale.h): its input error too.
+  if (in->loss_scale_log2 != 0)
+    for (double& x : xt) x = std::ldexp(x, -in->loss_scale_log2);
   const std::vector<double> yg = load_doubles(golden, *out->golden);
   const std::optional<double> rel = propagated_relative_error(e.op, xg, xt, yg, in->golden->shape.back());
   if (!rel) return kNaN;
