@@ -93,6 +93,7 @@ TEST(RunVerdict, OverflowOnAnUncomparedOpFailsARunWhoseRowsPass) {
   EXPECT_EQ(overflow->severity, Severity::kFail);
   EXPECT_EQ(decide_run_verdict(s.result.summary.verdict, f.diagnoses).verdict, Verdict::kFail);
   EXPECT_EQ(find(f, "NO_CAUSE_FOUND"), nullptr);  // the run's rows pass: nothing to explain
+  EXPECT_EQ(find(f, "ACCUMULATION_NOISE"), nullptr);  // "no action needed" never beside a cause
 }
 
 // A parameter failed by its update check (bf16 weight updates that round to nothing) while its own

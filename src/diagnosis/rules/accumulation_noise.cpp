@@ -19,6 +19,11 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     return {};
   for (const Suspect& s : a.suspects)
     if (s.kind != SuspectKind::kSource) return {};
+  // Nor beside a finding registered before it that names a cause (severity warn or fail): an OVERFLOW on
+  // an op whose effect no compared row shows fails the run although every row is noise.
+  if (ctx.earlier)
+    for (const Diagnosis& d : *ctx.earlier)
+      if (d.severity != Severity::kInfo) return {};
   double worst = 0;
   std::string worst_name;
   int64_t differing = 0, measured = 0;

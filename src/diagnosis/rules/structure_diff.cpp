@@ -45,8 +45,8 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     const auto [record, golden] = one_sided_record(ctx, s);
     const RecordSource* source = golden ? ctx.golden_source : ctx.target_source;
     const std::string call = record && source ? call_text(source->op_arguments_json(*record)) : "";
-    lines.push_back(fmt::format("{}: {}{} only in the {} run, at execution order {}; {}", s.name, s.op, call,
-                                golden ? "golden" : "target", record ? record->order : -1, s.why));
+    // s.why says which run has it and the error its call creates after it.
+    lines.push_back(fmt::format("{}: {}{} at execution order {}: {}", s.name, s.op, call, record ? record->order : -1, s.why));
     events.push_back(s.name);
     structural = structural || s.output_ratio > ctx.options.noise.structural_min;
   }
