@@ -61,12 +61,17 @@ struct AnalysisOptions {
   size_t max_suspects = 10;
 };
 
-// Fill CompareRow::noise and noise_ratio for every row (docs/judgement.md "Noise unit"): the unit
-// roundoff is the larger of the row's own dtypes and, for capture dumps, of every float dtype seen
-// earlier in the same rank/step (ambient precision of the computation so far); the reduction length is
+// Fill CompareRow::noise, noise_ratio and error_structured for every row (docs/judgement.md "Noise unit"):
+// the unit roundoff is the larger of the row's own dtypes and, for capture dumps, of the dtypes its own
+// event computed in (either side), the precision each run declares in its fingerprint (parameters,
+// autocast, matmul precision) and the difference carried from earlier steps; the reduction length is
 // the last dimension of the event's first floating input for reducing ops (matmul/linear, norms,
 // softmax, reductions, attention, and module events), else 1.
-void classify_rows(CompareResult& result, const AnalysisOptions& options = {});
+// With the two sources, every record of an event counts for its dtypes, also those a filter left out, and
+// a run without a fingerprint is judged at the coarsest dtype of its listing: the verdict of a row does not
+// depend on the filters (docs/judgement.md "Which dtype, which n").
+void classify_rows(CompareResult& result, const AnalysisOptions& options = {}, const RecordSource* golden = nullptr,
+                   const RecordSource* target = nullptr);
 
 // ---- first divergence -------------------------------------------------------------------------------------
 struct FirstDivergence {

@@ -55,6 +55,16 @@ struct ParameterUpdate {
   bool differs = false;
 };
 
+// A row's part in a discrete decision that flipped under low precision (docs/judgement.md "Decision flips").
+enum class FlipRole : uint8_t {
+  kNone,
+  kDecision,  // the decision's own output (top-k indices, an argmax, a mask) differs; its inputs by rounding only
+  kAffected,  // a row of the block the decision steers, judged given the flip
+};
+
+// "none" | "decision" | "affected": the spelling in every output.
+const char* flip_role_name(FlipRole r);
+
 struct CompareRow {
   // Each side's record (name, file, dtype, shape, module, step, ...) where its source listed it: a row
   // holds no copy of either (at a million rows, copies were a third of the memory), so the sources
@@ -70,6 +80,10 @@ struct CompareRow {
   // The difference lies along the golden far beyond what rounding puts there (parity/noise.h ErrorShape,
   // set by classify_rows): a scale or offset error, structural whatever its size.
   bool error_structured = false;
+  // A backward result cancelled to below 2^-10 of the scale it was computed from, measured against that scale
+  // (classify_rows; docs/judgement.md "Cancellation").
+  bool cancelled = false;
+  FlipRole flip = FlipRole::kNone;  // a discrete decision that flipped, or a row it steers (classify_rows)
   // k of a recognised loss scale (parity/loss_scale.h): the target was compared as stored × 2^-k, and its
   // statistics in `metrics` / `stats` are those of the compared values; 0 = compared as stored.
   int8_t loss_scale_log2 = 0;

@@ -32,6 +32,12 @@ struct MetricOptions {
   // property of what the target holds; GRAD_UNDERFLOW reads it). KL is not computed on a scaled pair.
   // 0 (the default) keeps the fused fast paths; a scaled pair takes the general kernel.
   int target_scale_log2 = 0;
+  // Read each side's largest finite magnitude of its own dtype (±finfo(dtype).max: −3.4e38 in fp32, −65504
+  // in fp16) as ±infinity. Frameworks fill masks with torch.finfo(dtype).min as "minus infinity", so an fp32
+  // and an fp16 run hold the same mask as −3.4e38 and −65504; read as −inf on both sides they agree, as
+  // non-finite positions do (docs/metrics.md "Dtype extremes"). Only what compare_rows asks for
+  // (parity/compare.h); like a scaled target, the pair takes the general kernel and gets no KL.
+  bool extremes_as_infinities = false;
 };
 
 // Statistics of one side over its finite elements (NaN/Inf are counted, not included).

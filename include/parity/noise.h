@@ -66,6 +66,30 @@ std::string noise_ratio_text(double ratio);
 // compared gradient the update differs when update_rel_error ≥ 0.5 (a learning rate 1.5x, a missing step).
 bool parameter_update_differs(double update_rel_error, double grad_rel_error, double u);
 
+// The shape of a difference d = t − g, not only its size (docs/judgement.md "The shape of an error").
+// d splits into a part along the golden, α·g with α = ⟨d,g⟩/‖g‖², and a part orthogonal to it. Rounding
+// puts independent, zero-mean errors on the elements, so its part along g is a small random fraction:
+// for any independent zero-mean d_i, ⟨d,g⟩ has variance Σ g_i²·var(d_i) ≤ max g_i² · E‖d‖², hence
+//   along = |⟨d,g⟩| / (‖d‖·‖g‖)  ≈  |N(0,1)| / sqrt(n_eff),   n_eff ≥ ‖g‖² / max g_i².
+// A scale or offset error (a sum that stopped growing in low precision, a wrong eps, a scale applied twice)
+// lies along g whatever its size. `z` = along · sqrt(n_eff) with n_eff the smaller of ‖g‖²/max g_i² and
+// the last dimension (rows of a batch share one weight rounding, so their errors are not independent
+// across the batch): under rounding z is at most |N(0,1)| in distribution.
+// ⟨d,g⟩ = (‖t‖² − ‖g‖² − ‖d‖²) / 2 from the fp64 sums of the kernel.
+struct ErrorShape {
+  double along = kNaN;      // |⟨d,g⟩| / (‖d‖·‖g‖): the fraction of ‖d‖ that lies along g, in [0, 1]
+  double along_rel = kNaN;  // |⟨d,g⟩| / ‖g‖²: the size of that part relative to ‖g‖
+  double z = kNaN;          // along · sqrt(n_eff): standard deviations of rounding's |N(0,1)|
+};
+ErrorShape error_shape(const PairMetrics& m, int64_t last_dim);
+
+// Whether a difference is structured, not rounding: its part along g is both improbable for rounding
+// (z ≥ kStructuredZ: 6 standard deviations, a false alarm below 2e-9 a row) and larger than a rounding's
+// allowance (along_rel ≥ 2·expected), so a per-row scale error of an fp32 norm summed in another order
+// (along g, but of one rounding's size) is not called structure.
+inline constexpr double kStructuredZ = 6.0;
+bool error_is_structured(const ErrorShape& shape, double expected);
+
 // The class of a ratio alone.
 NoiseClass noise_class_of_ratio(double ratio, const NoiseParams& params = {});
 

@@ -1,6 +1,7 @@
 // classify_rows: the rounding-noise class of every compared row (docs/judgement.md "Noise unit").
 #include <algorithm>
 #include <cmath>
+#include <climits>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -9,6 +10,7 @@
 #include "analysis/event_index.h"
 #include "nlohmann/json.hpp"
 #include "parity/analysis.h"
+#include "parity/noise.h"
 
 namespace parity {
 
@@ -35,10 +37,7 @@ int64_t reduction_length_for(const CompareRow& row, const Record* first_float_in
 // torch.backends.cuda.matmul.allow_tf32 is on or float32_matmul_precision is "high"; bf16 (2^-8) for
 // "medium" (torch docs, "torch.set_float32_matmul_precision"). 0 when the run asked for full fp32.
 // cudnn's allow_tf32 is on by default and says nothing about CPU runs: not used.
-double declared_matmul_roundoff(const std::optional<std::string>& fingerprint) {
-  if (!fingerprint) return 0.0;
-  const nlohmann::json j = nlohmann::json::parse(*fingerprint, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return 0.0;
+double declared_matmul_roundoff(const nlohmann::json& j) {
   double u = 0.0;
   if (const auto it = j.find("tf32"); it != j.end() && it->is_object() && it->value("cuda_matmul", false)) u = 0x1p-11;
   if (const auto it = j.find("matmul_precision"); it != j.end() && it->is_string()) {
@@ -46,6 +45,97 @@ double declared_matmul_roundoff(const std::optional<std::string>& fingerprint) {
     if (*it == "medium") u = std::max(u, 0x1p-8);
   }
   return u;
+}
+
+double roundoff_of_name(std::string_view name) {
+  const std::optional<DType> t = dtype_from_name(name);
+  return t ? unit_roundoff(*t) : 0.0;
+}
+
+// "off", or autocast regions "cpu:bfloat16,cuda:float16" (parity/fingerprint.py autocast_state): the
+// coarsest dtype autocast computes in.
+double autocast_roundoff(std::string_view regions) {
+  double u = 0.0;
+  while (!regions.empty()) {
+    const size_t comma = regions.find(',');
+    std::string_view region = regions.substr(0, comma);
+    if (const size_t colon = region.find(':'); colon != std::string_view::npos)
+      u = std::max(u, roundoff_of_name(region.substr(colon + 1)));
+    regions = comma == std::string_view::npos ? std::string_view() : regions.substr(comma + 1);
+  }
+  return u;
+}
+
+// The precision a capture run declares for its whole computation (docs/judgement.md "Which dtype"): the
+// coarsest dtype of its model's parameters, the autocast dtype in effect at a step and a reduced fp32
+// matmul precision, all from its fingerprint. It depends neither on the capture level nor on the records
+// a filter keeps: the same question gets the same answer.
+struct DeclaredPrecision {
+  bool known = false;
+  double fixed = 0.0;                                // parameters and matmul precision
+  std::vector<std::pair<int64_t, double>> autocast;  // (first step, u) in step order; before any entry: 0
+
+  static DeclaredPrecision from(const std::optional<std::string>& fingerprint) {
+    DeclaredPrecision d;
+    if (!fingerprint) return d;
+    const nlohmann::json j = nlohmann::json::parse(*fingerprint, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return d;
+    d.fixed = declared_matmul_roundoff(j);
+    if (const auto m = j.find("model"); m != j.end() && m->is_object()) {
+      if (const auto p = m->find("parameter_dtypes"); p != m->end() && p->is_object()) {
+        d.known = true;
+        for (const auto& [name, count] : p->items())
+          if (count.is_number() && count.get<double>() > 0) d.fixed = std::max(d.fixed, roundoff_of_name(name));
+      }
+    }
+    // precision_by_step: {"autocast": {"0": "off", "5": "cpu:bfloat16"}} (parity/fingerprint.py PrecisionTimeline)
+    if (const auto by = j.find("precision_by_step"); by != j.end() && by->is_object()) {
+      if (const auto a = by->find("autocast"); a != by->end() && a->is_object()) {
+        for (const auto& [step, value] : a->items())
+          if (value.is_string()) d.autocast.emplace_back(std::atoll(step.c_str()), autocast_roundoff(value.get<std::string>()));
+        std::sort(d.autocast.begin(), d.autocast.end());
+      }
+    }
+    if (const auto a = j.find("autocast"); d.autocast.empty() && a != j.end() && a->is_object() && a->value("cpu", false))
+      d.autocast.emplace_back(0, roundoff_of_name(a->value("cpu_dtype", std::string())));
+    return d;
+  }
+
+  double at(int64_t step) const {
+    double u = fixed;
+    double in_effect = 0.0;
+    for (const auto& [first, a] : autocast)
+      if (first <= std::max<int64_t>(step, 0)) in_effect = a;
+    return std::max(u, in_effect);
+  }
+};
+
+// The coarsest float unit roundoff among the records of each event, on either side, in the whole listing
+// (not only the compared rows): an op that computes in f16 inside an fp32 run has its f16 record among its
+// inputs or outputs, whether or not a filter keeps that record's row.
+using EventRoundoff = std::unordered_map<EventKey, double, EventKeyHash>;
+void add_event_roundoffs(const RecordList& records, EventRoundoff& out) {
+  for (const Record& r : records) {
+    if (!dtype_is_float(r.dtype) || r.direction.empty()) continue;
+    double& u = out[event_key(r)];
+    u = std::max(u, unit_roundoff(r.dtype));
+  }
+}
+
+// A side without a fingerprint (msprobe dumps, runs written by other tools) declares nothing: its floor is
+// the coarsest float dtype anywhere in its listing, per rank.
+void take_coarsest(const Record& r, std::map<int, double>& out) {
+  if (dtype_is_float(r.dtype)) out[r.rank] = std::max(out[r.rank], unit_roundoff(r.dtype));
+}
+std::map<int, double> coarsest_per_rank(const RecordList& records) {
+  std::map<int, double> out;
+  for (const Record& r : records) take_coarsest(r, out);
+  return out;
+}
+std::map<int, double> coarsest_per_rank(const RowList& rows, bool golden_side) {
+  std::map<int, double> out;
+  for (const CompareRow& row : rows) take_coarsest(golden_side ? *row.golden : *row.target, out);
+  return out;
 }
 
 // The difference a step's state carries from the steps before it, per (rank, step): the largest relative
@@ -69,76 +159,246 @@ std::map<std::pair<int, int64_t>, double> carried_state_error(const CompareResul
 
 }  // namespace
 
-void classify_rows(CompareResult& result, const AnalysisOptions& options) {
+// ‖g‖₂ and the element count of a row's golden side: from the metrics (tensor mode) or the stored
+// statistics (statistics mode); nullopt when neither is known.
+std::optional<std::pair<double, int64_t>> golden_norm(const CompareRow& row) {
+  if (row.metrics && row.metrics->numel > 0) return std::pair{row.metrics->golden.l2norm, row.metrics->numel};
+  if (row.mode == CompareMode::kStatistics && row.stats) {
+    const TensorStats& g = golden_stats(row);
+    if (g.numel > 0) return std::pair{g.l2norm, g.numel};
+  }
+  return std::nullopt;
+}
+
+// Cancellation (docs/judgement.md "Cancellation"): a backward result whose golden RMS is below
+// min(sqrt(u), 2^-10) × the RMS of what it was computed from has lost more than half its significant digits
+// (a key-bias gradient is zero in exact arithmetic: both runs hold rounding residue). Its error is then
+// measured against that scale: observed × ‖g‖ / (ref RMS × sqrt(n)) — rel L2 becomes RMS(d) / ref RMS in
+// tensor mode, the statistics' lower bound likewise in statistics mode. `ref` is the gradient arriving at the
+// event's output when recorded (the sum a bias gradient cancels is over it), else the event's first input.
+// Forward rows are never re-based (normalisations shrink their input's scale on purpose). Returns the
+// observed error to classify and sets row.cancelled.
+double cancellation_rebased(CompareRow& row, double observed, double u,
+                            const std::optional<std::pair<double, int64_t>>& in) {
+  row.cancelled = false;
+  if (!in || row.golden->direction != "backward" || !std::isfinite(observed)) return observed;
+  const auto out = golden_norm(row);
+  if (!out || !in || !(in->first > 0) || !std::isfinite(in->first)) return observed;
+  const double out_rms = out->first / std::sqrt(static_cast<double>(out->second));
+  const double in_rms = in->first / std::sqrt(static_cast<double>(in->second));
+  if (!(out_rms < std::min(std::sqrt(u), 0x1p-10) * in_rms)) return observed;
+  row.cancelled = true;
+  return observed * out->first / (in_rms * std::sqrt(static_cast<double>(out->second)));
+}
+
+// The noise class of one row for unit roundoff u (docs/judgement.md "The model").
+void classify_row(CompareRow& row, double u, const Record* first_input,
+                  const std::optional<std::pair<double, int64_t>>& cancellation_ref, const AnalysisOptions& options) {
+  const double observed = row_observed_error(row);
+  const double obs = cancellation_rebased(row, observed, u, cancellation_ref);
+  const NoiseJudgement j = classify_noise(obs, u, reduction_length_for(row, first_input),
+                                          options.noise);
+  row.noise = j.cls;
+  row.noise_ratio = j.ratio;
+  // The shape of the error, not only its size (docs/judgement.md "The shape of an error"): a difference
+  // along the golden that rounding cannot put there is structure even within a reduction's allowance.
+  // Such a row is measured by its part along g against what rounding puts along g (expected/sqrt(n_eff)):
+  // ratio × z, so the local error, the suspects and the first divergence see it like any other error.
+  const ErrorShape shape = obs == observed && row.metrics && !row.golden->shape.empty()
+                               ? error_shape(*row.metrics, row.golden->shape.back())
+                               : ErrorShape{};
+  row.error_structured = error_is_structured(shape, j.expected);
+  if (row.error_structured) {
+    row.noise_ratio = std::max(j.ratio, shape.z * j.ratio);
+    row.noise = noise_class_of_ratio(row.noise_ratio, options.noise);
+  }
+}
+
+// Per event: its first floating input record (lowest index) and the gradient arriving at its output
+// (backward/input/0), both of the golden side.
+class EventRecords {
+ public:
+  void add(const Record& r) {
+    if (slot_of(r) != Slot::kInput || !dtype_is_float(r.dtype)) return;
+    const EventKey key = event_key(r);
+    auto [it, inserted] = first_.try_emplace(key, &r);
+    if (!inserted && r.index < it->second->index) it->second = &r;
+    if (r.direction == "backward" && r.index == 0) arriving_[key] = &r;
+  }
+  const Record* first_input(const Record& r) const { return find(first_, r); }
+  const Record* arriving_grad(const Record& r) const { return find(arriving_, r); }
+
+ private:
+  using Map = std::unordered_map<EventKey, const Record*, EventKeyHash>;
+  static const Record* find(const Map& m, const Record& r) {
+    auto it = m.find(event_key(r));
+    return it == m.end() ? nullptr : it->second;
+  }
+  Map first_, arriving_;
+};
+
+// "model.layers.0.mlp.gate" → "model.layers.0.mlp": the module whose computation a decision of its child
+// steers (a router's top-k steers the experts of its MoE block).
+std::string parent_module(const std::string& module) {
+  const size_t dot = module.rfind('.');
+  return dot == std::string::npos ? module : module.substr(0, dot);
+}
+
+bool in_module(const std::string& module, const std::string& block) {
+  return module == block || (module.size() > block.size() && module.compare(0, block.size(), block) == 0 &&
+                             module[block.size()] == '.');
+}
+
+// Discrete decisions that flip (docs/judgement.md "Decision flips"). An integer or boolean output of a
+// decision op (top-k / sort indices, argmax, a comparison mask) that differs while the op's float inputs
+// differ by rounding only (noise or elevated) is a flip: a tie broken the other way, not a fault. The flip
+// row is elevated (shown, never failing); the rows of the block it steers (the decision module's parent:
+// a router's MoE block), forward and backward, are judged given the flip — at most elevated — and what the
+// block's rows differ by is carried, like a step's state, into the later rows of the rank and step.
+class DecisionFlips {
+ public:
+  // The ambient floor the flips before this row set (0 without one).
+  double floor(const Record& g) const {
+    double f = 0.0;
+    for (const Flip& x : flips_)
+      if (x.rank == g.rank && x.step == g.step && g.order > x.order) f = std::max(f, x.carried);
+    return f;
+  }
+
+  void judge(CompareRow& row, const std::unordered_map<EventKey, double, EventKeyHash>& worst_input_ratio,
+             const NoiseParams& params) {
+    const Record& g = *row.golden;
+    if (is_flip(row, worst_input_ratio, params)) {
+      row.flip = FlipRole::kDecision;
+      row.noise = NoiseClass::kElevated;
+      row.noise_ratio = kNaN;  // judged as a decision, not by the noise model (nor by the local error)
+      flips_.push_back({g.rank, g.step, g.order, parent_module(g.module), 0.0});
+      return;
+    }
+    for (Flip& x : flips_) {
+      if (x.rank != g.rank || x.step != g.step || g.order <= x.order || !in_module(g.module, x.block)) continue;
+      if (row.noise == NoiseClass::kStructural && row.fixed_verdict != Verdict::kError) {
+        row.flip = FlipRole::kAffected;
+        row.noise = NoiseClass::kElevated;
+        row.noise_ratio = kNaN;
+      }
+      const double e = row_observed_error(row);
+      if (std::isfinite(e) && dtype_is_float(g.dtype)) x.carried = std::max(x.carried, e);
+    }
+  }
+
+ private:
+  struct Flip {
+    int rank;
+    int64_t step, order;
+    std::string block;
+    double carried;  // the largest relative difference of the block's float rows so far
+  };
+  std::vector<Flip> flips_;
+
+  static bool is_flip(const CompareRow& row, const std::unordered_map<EventKey, double, EventKeyHash>& worst_input_ratio,
+                      const NoiseParams& params) {
+    const Record& g = *row.golden;
+    // Any op or module with float inputs and an integer or boolean output decides: top-k indices, argmax,
+    // a comparison mask, a router module's expert indices at module level.
+    if (dtype_is_float(g.dtype) || slot_of(g) != Slot::kOutput) return false;
+    if (!(row_observed_error(row) > 0)) return false;  // the decision agrees
+    const auto it = worst_input_ratio.find(event_key(g));
+    return it != worst_input_ratio.end() && it->second <= params.structural_min;
+  }
+};
+
+void classify_rows(CompareResult& result, const AnalysisOptions& options, const RecordSource* golden,
+                   const RecordSource* target) {
   const bool capture = has_capture_metadata(result);
 
-  // First floating input of each event (for the reduction length and the cancellation floor).
-  std::unordered_map<EventKey, size_t, EventKeyHash> first_input;
+  // Each event's first floating input (its reduction length) and the gradient arriving at its output
+  // (backward/input/0: the cancellation reference), from the golden listing when it is known — so that a
+  // filter that leaves those records out changes no verdict — else from the rows.
+  EventRecords events;
   if (capture) {
-    for (size_t i = 0; i < result.rows.size(); ++i) {
-      const CompareRow& row = result.rows[i];
-      if (slot_of(*row.golden) != Slot::kInput || !dtype_is_float(row.golden->dtype)) continue;
-      const EventKey key = event_key(*row.golden);
-      auto it = first_input.find(key);
-      if (it == first_input.end() || row.golden->index < result.rows[it->second].golden->index) first_input[key] = i;
+    if (golden) {
+      for (const Record& r : golden->records()) events.add(r);
+    } else {
+      for (const CompareRow& row : result.rows) events.add(*row.golden);
     }
   }
+  std::unordered_map<const Record*, size_t> row_of;  // the row of a golden record, for its measured norm
+  if (capture)
+    for (size_t i = 0; i < result.rows.size(); ++i) row_of.emplace(result.rows[i].golden, i);
+  // ‖g‖ and element count of a reference record: its stored statistics, else its row's.
+  auto reference_norm = [&](const Record* r) -> std::optional<std::pair<double, int64_t>> {
+    if (r == nullptr) return std::nullopt;
+    if (r->stats && r->stats->numel > 0) return std::pair{r->stats->l2norm, r->stats->numel};
+    if (auto it = row_of.find(r); it != row_of.end()) return golden_norm(result.rows[it->second]);
+    return std::nullopt;
+  };
 
-  // Ambient unit roundoff: for capture dumps, the coarsest float dtype seen so far in execution order
-  // within a rank, on either side, earlier steps included. A bf16 run carries bf16 noise into every later
-  // tensor, even those an fp32 island (a norm upcast to fp32) stores in fp32; and a step starts from the
-  // state the earlier steps computed (parameters updated from bf16-computed gradients, optimizer moments),
-  // so it carries their rounding from its first event on. Whether an update itself differs beyond what its
-  // gradient explains is judged separately (ParameterUpdate, docs/judgement.md "Parameters across steps").
+  // Ambient unit roundoff of each row (docs/judgement.md "Which dtype, which n"): the coarsest of the
+  // dtypes its own event computed in (every record of the event, either side), the precision each run
+  // declares (parameters, autocast, matmul precision: a bf16 model carries bf16 noise into the fp32 islands
+  // of its norms), and the difference the step's state carries from earlier steps. Not "any dtype seen
+  // earlier": one f16 op of an fp32 run does not make every later row an f16 row.
   std::vector<double> ambient(result.rows.size(), 0.0);
-  // A run that let fp32 matmuls round their inputs to TF32 (or bf16) carries that rounding from its first
-  // matmul on, whatever dtype it stores: the declared precision is the floor of the ambient one.
-  const double declared = std::max(declared_matmul_roundoff(result.golden_fingerprint),
-                                   declared_matmul_roundoff(result.target_fingerprint));
   if (capture) {
+    EventRoundoff event_u;
+    if (golden && target) {
+      add_event_roundoffs(golden->records(), event_u);
+      add_event_roundoffs(target->records(), event_u);
+    } else {
+      for (const CompareRow& row : result.rows) {
+        for (const Record* r : {row.golden, row.target}) {
+          if (!dtype_is_float(r->dtype)) continue;
+          double& u = event_u[event_key(*r)];
+          u = std::max(u, unit_roundoff(r->dtype));
+        }
+      }
+    }
+    const DeclaredPrecision declared_g = DeclaredPrecision::from(result.golden_fingerprint);
+    const DeclaredPrecision declared_t = DeclaredPrecision::from(result.target_fingerprint);
+    // Without the sources (a caller holding rows only) the listing is the rows.
+    std::map<int, double> undeclared_g, undeclared_t;
+    if (!declared_g.known) undeclared_g = golden ? coarsest_per_rank(golden->records()) : coarsest_per_rank(result.rows, true);
+    if (!declared_t.known) undeclared_t = target ? coarsest_per_rank(target->records()) : coarsest_per_rank(result.rows, false);
     const std::map<std::pair<int, int64_t>, double> state = carried_state_error(result);
-    std::map<int, double> coarsest;  // per rank; rows come in (rank, step, order) order
-    for (size_t i : rows_in_execution_order(result.rows)) {
-      const CompareRow& row = result.rows[i];
-      double& c = coarsest[row.golden->rank];
-      if (auto it = state.find({row.golden->rank, row.golden->step}); it != state.end()) c = std::max(c, it->second);
-      for (DType t : {row.golden->dtype, row.target->dtype})
-        if (dtype_is_float(t)) c = std::max(c, unit_roundoff(t));
-      ambient[i] = std::max(c, declared);
+    for (size_t i = 0; i < result.rows.size(); ++i) {
+      const Record& g = *result.rows[i].golden;
+      double u = std::max(declared_g.at(g.step), declared_t.at(g.step));
+      if (auto it = undeclared_g.find(g.rank); it != undeclared_g.end()) u = std::max(u, it->second);
+      if (auto it = undeclared_t.find(g.rank); it != undeclared_t.end()) u = std::max(u, it->second);
+      if (auto it = event_u.find(event_key(g)); it != event_u.end()) u = std::max(u, it->second);
+      // A step starts from the state the steps before it computed (parameters updated from gradients of
+      // another precision): their carried difference is the floor of this step and the later ones.
+      for (auto it = state.lower_bound({g.rank, INT64_MIN}); it != state.end() && it->first.first == g.rank &&
+                                                              it->first.second <= g.step; ++it)
+        u = std::max(u, it->second);
+      ambient[i] = u;
     }
   }
 
-  for (size_t i = 0; i < result.rows.size(); ++i) {
+  // In execution order: a decision flip (topk, argmax, a comparison mask) changes how the rows after it are
+  // judged (DecisionFlips).
+  DecisionFlips flips;
+  std::unordered_map<EventKey, double, EventKeyHash> worst_input_ratio;
+  for (size_t i : rows_in_execution_order(result.rows)) {
     CompareRow& row = result.rows[i];
-    const double observed = row_observed_error(row);
-    double u = pair_unit_roundoff(row.golden->dtype, row.target->dtype);
+    const Record& g = *row.golden;
+    double u = pair_unit_roundoff(g.dtype, row.target->dtype);
     // Integer rows (token ids, masks) stay exact whatever the ambient precision.
-    if (dtype_is_float(row.golden->dtype) || dtype_is_float(row.target->dtype)) u = std::max(u, ambient[i]);
-    const CompareRow* in_row = nullptr;
-    if (capture && slot_of(*row.golden) != Slot::kInput) {
-      auto it = first_input.find(event_key(*row.golden));
-      if (it != first_input.end()) in_row = &result.rows[it->second];
+    const bool is_float = dtype_is_float(g.dtype) || dtype_is_float(row.target->dtype);
+    if (is_float) u = std::max(u, std::max(ambient[i], flips.floor(g)));
+    const Record *first_input = nullptr, *reference = nullptr;
+    if (capture && slot_of(g) != Slot::kInput) {
+      first_input = reference = events.first_input(g);
+      if (const Record* a = events.arriving_grad(g)) reference = a;
     }
-    double obs = observed;
-    // Cancellation floor: a result whose golden RMS is below sqrt(u) × the RMS of the input it was computed
-    // from has lost more than half its significant digits to cancellation (a key-bias gradient, which is
-    // zero in exact arithmetic, is pure rounding residue). Relative to itself its error means nothing;
-    // it is measured relative to the input's scale instead (docs/judgement.md "Cancellation").
-    // Only in backward, where mathematically-zero results are common (bias gradients under softmax's shift
-    // invariance, gradients of masked positions); forward normalisations shrink their input's scale on
-    // purpose. The factor is min(sqrt(u), 2^-10) so that bf16's sqrt(u) = 1/16 does not catch ordinary
-    // scale changes.
-    if (in_row && row.metrics && in_row->metrics && std::isfinite(obs) && row.metrics->numel > 0 &&
-        in_row->metrics->numel > 0 && row.golden->direction == "backward") {
-      const double out_rms = row.metrics->golden.l2norm / std::sqrt(static_cast<double>(row.metrics->numel));
-      const double in_rms = in_row->metrics->golden.l2norm / std::sqrt(static_cast<double>(in_row->metrics->numel));
-      if (in_rms > 0 && std::isfinite(in_rms) && out_rms < std::min(std::sqrt(u), 0x1p-10) * in_rms)
-        obs = row.metrics->euclidean / (in_rms * std::sqrt(static_cast<double>(row.metrics->numel)));
+    classify_row(row, u, first_input, reference_norm(reference), options);
+    if (!capture) continue;
+    if (slot_of(g) == Slot::kInput && is_float && !std::isnan(row.noise_ratio)) {
+      double& w = worst_input_ratio[event_key(g)];
+      w = std::max(w, row.noise_ratio);
     }
-    const NoiseJudgement j = classify_noise(obs, u, reduction_length_for(row, in_row ? in_row->golden : nullptr),
-                                            options.noise);
-    row.noise = j.cls;
-    row.noise_ratio = j.ratio;
+    flips.judge(row, worst_input_ratio, options.noise);
   }
 }
 

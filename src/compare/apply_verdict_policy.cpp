@@ -1,7 +1,10 @@
 // apply_verdict_policy: the final verdict of every compared row, from decide_row_verdict
 // (parity/verdict_policy.h), plus the one thing only a row knows: how sure its pairing is.
+#include <cmath>
+
 #include "fmt/format.h"
 #include "parity/compare.h"
+#include "parity/noise.h"
 #include "parity/verdict_policy.h"
 
 namespace parity {
@@ -26,6 +29,29 @@ void apply_verdict_policy(CompareResult& result, VerdictPolicy policy) {
       v.verdict = Verdict::kWarn;
       prepend(fmt::format("paired by order alignment only (confidence {:.2f}); ", row.match_confidence));
     }
+    // A difference structured beyond rounding (parity/noise.h ErrorShape) says why it fails although its
+    // size may be within the rounding allowance.
+    if (row.error_structured && row.metrics && v.verdict != Verdict::kPass && v.verdict != Verdict::kError) {
+      const ErrorShape shape = error_shape(*row.metrics, row.golden->shape.empty() ? 1 : row.golden->shape.back());
+      prepend(fmt::format("{:.0f} % of the difference lies along the golden (z = {:.1f}, {:.3g} of its norm): "
+                          "a scale or offset error, not rounding; ", 100 * shape.along, shape.z, shape.along_rel));
+    }
+    if (row.cancelled && v.verdict != Verdict::kError)
+      prepend("zero in exact arithmetic (cancelled below 2^-10 of the gradient it sums): measured against that "
+              "gradient's scale; ");
+    // A discrete decision that flipped, and the rows of the block it steers (classify_rows): shown, never a
+    // failure by themselves (docs/judgement.md "Decision flips").
+    if (row.flip == FlipRole::kDecision && row.metrics)
+      prepend(fmt::format("a discrete decision ({}) flipped at {:.0f} of {} positions while its inputs differ by "
+                          "rounding only: a tie broken the other way, not a fault; ",
+                          row.golden->op.str(),
+                          std::round((1.0 - row.metrics->thousandth_ratio) * static_cast<double>(row.metrics->compared)),
+                          row.metrics->compared));
+    else if (row.flip == FlipRole::kDecision)
+      prepend(fmt::format("a discrete decision ({}) flipped while its inputs differ by rounding only: not a fault; ",
+                          row.golden->op.str()));
+    else if (row.flip == FlipRole::kAffected)
+      prepend("in the block a flipped decision steers: judged given the flip; ");
     // A parameter whose update since an earlier step differs beyond what its gradient explains fails
     // however small its own difference looks (docs/judgement.md "Parameters across steps").
     if (policy == VerdictPolicy::kNoiseModel && row.update && row.update->differs && v.verdict != Verdict::kError) {

@@ -30,6 +30,7 @@
 #include <tuple>
 
 #include "compare/judge.h"
+#include "fmt/format.h"
 #include "compare/loss_scale_rows.h"
 #include "compare/measure_updates.h"
 #include "compare/row_exchange.h"
@@ -110,6 +111,23 @@ std::string loss_scale_prefix(const CompareRow& row) {
   return "target × 2^" + std::to_string(-row.loss_scale_log2) + " (loss scale); ";
 }
 
+// Masks filled with torch.finfo(dtype).min — "minus infinity" in each run's own dtype: −3.4e38 in an fp32
+// run, −65504 in an fp16 one. Both sides reaching their own dtype's extreme (of two different float dtypes)
+// is that pattern: the pair is measured again with the extremes read as ±inf (MetricOptions::
+// extremes_as_infinities), and the reason says so.
+bool holds_dtype_extremes(const PairMetrics& m, DType golden, DType target) {
+  const FloatFormat *fg = float_format(golden), *ft = float_format(target);
+  if (fg == nullptr || ft == nullptr || fg->max_finite == ft->max_finite) return false;
+  return (m.golden.min == -fg->max_finite && m.target.min == -ft->max_finite) ||
+         (m.golden.max == fg->max_finite && m.target.max == ft->max_finite);
+}
+
+std::string extremes_prefix(DType golden, DType target) {
+  return fmt::format("each dtype's extreme finite value read as ±inf (a finfo.min mask: {:.4g} in {}, {:.4g} in {}); ",
+                     -float_format(golden)->max_finite, dtype_name(golden), -float_format(target)->max_finite,
+                     dtype_name(target));
+}
+
 void set_error(CompareRow& row, const Status& st) {
   row.verdict = Verdict::kError;
   row.reason = st.message();
@@ -132,6 +150,12 @@ void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golde
       mo.target_scale_log2 = row.loss_scale_log2;  // a loss-scaled gradient is compared unscaled
       Result<PairMetrics> m = compare_tensors(*g, *t, mo);
       if (!m.ok()) return set_error(row, m.status().WithContext(row.golden->name));
+      const bool extremes = holds_dtype_extremes(*m, row.golden->dtype, row.target->dtype);
+      if (extremes) {
+        mo.extremes_as_infinities = true;
+        m = compare_tensors(*g, *t, mo);
+        if (!m.ok()) return set_error(row, m.status().WithContext(row.golden->name));
+      }
       // A 2-D tensor stored transposed on one side (Hugging Face's Conv1D keeps [in, out] where nn.Linear
       // keeps [out, in]) holds the same numbers in another layout: compared flat it looks like noise.
       // Its transpose is compared too, and the closer reading kept, with the layout named in the reason.
@@ -155,7 +179,8 @@ void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golde
       row.metrics = std::move(m).value();
       compare::Judgement j = compare::judge_tensor(*row.metrics, th);
       row.verdict = j.verdict;
-      row.reason = loss_scale_prefix(row) + j.reason;
+      row.reason = loss_scale_prefix(row) + (extremes ? extremes_prefix(row.golden->dtype, row.target->dtype) : "") +
+                   j.reason;
     } else if (row.mode == CompareMode::kStatistics) {
       // A side whose record stores no statistics is compared by those of its tensor data, kept in the row.
       Boxed<TensorStats> golden_computed, target_computed;

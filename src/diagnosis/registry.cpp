@@ -21,6 +21,7 @@ extern const Rule rule_drift_after_steps;
 extern const Rule rule_rank_inconsistent;
 extern const Rule rule_accumulation_noise;
 extern const Rule rule_loss_scale;
+extern const Rule rule_decision_flip;
 extern const Rule rule_structure_diff;
 extern const Rule rule_no_cause_found;  // last: it reads every other rule's diagnoses
 
@@ -43,6 +44,7 @@ const std::vector<Rule>& registered_rules() {
       rule_rank_inconsistent,
       rule_accumulation_noise,
       rule_loss_scale,
+      rule_decision_flip,
       rule_structure_diff,
       rule_no_cause_found,
   };

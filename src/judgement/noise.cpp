@@ -64,4 +64,25 @@ bool parameter_update_differs(double update_rel_error, double grad_rel_error, do
   return update_rel_error > 8.0 * g + 8.0 * std::sqrt(g) + 32.0 * u;
 }
 
+ErrorShape error_shape(const PairMetrics& m, int64_t last_dim) {
+  ErrorShape s;
+  const double gg = m.golden.l2norm * m.golden.l2norm, tt = m.target.l2norm * m.target.l2norm;
+  const double dd = m.euclidean * m.euclidean;
+  // Non-finite values or an empty tensor: no shape to speak of. Σ over compared elements only when every
+  // element was compared (the side norms are over each side's finite elements).
+  if (!(gg > 0) || !(dd > 0) || !std::isfinite(gg + tt + dd) || m.compared != m.numel || m.golden.absmax <= 0)
+    return s;
+  const double dg = 0.5 * (tt - gg - dd);  // ⟨d,g⟩ from ‖t‖² = ‖g‖² + 2⟨d,g⟩ + ‖d‖²
+  s.along = std::min(1.0, std::fabs(dg) / std::sqrt(dd * gg));
+  s.along_rel = std::fabs(dg) / gg;
+  const double n_eff = std::min(gg / (m.golden.absmax * m.golden.absmax),
+                                static_cast<double>(std::max<int64_t>(last_dim, 1)));
+  s.z = s.along * std::sqrt(std::max(n_eff, 1.0));
+  return s;
+}
+
+bool error_is_structured(const ErrorShape& shape, double expected) {
+  return shape.z >= kStructuredZ && shape.along_rel >= 2.0 * expected;
+}
+
 }  // namespace parity

@@ -262,8 +262,10 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
   const int64_t numel = golden.numel;
   const KernelParams params = make_params(target.dtype, options);
   const metrics_detail::BlockFn kernel = metrics_detail::select_block_kernel();
-  const bool scaled = options.target_scale_log2 != 0;
-  const metrics_detail::PairDecoder decoder(golden, target, std::ldexp(1.0, -options.target_scale_log2));
+  // A scaled target, or extremes read as infinities: the values compared are not the stored ones.
+  const bool scaled = options.target_scale_log2 != 0 || options.extremes_as_infinities;
+  const metrics_detail::PairDecoder decoder(golden, target, std::ldexp(1.0, -options.target_scale_log2),
+                                            options.extremes_as_infinities);
   // Both sides contiguous, native order and fp32/bf16: the fused kernel reads them in place (not a scaled
   // target: the fused kernels read the stored values).
   const bool in_place = decoder.both_direct() && !scaled;

@@ -16,9 +16,12 @@ namespace parity::metrics_detail {
 // exact in fp64 for every stored dtype.
 class PairDecoder {
  public:
-  PairDecoder(const TensorView& golden, const TensorView& target, double target_scale = 1.0)
+  PairDecoder(const TensorView& golden, const TensorView& target, double target_scale = 1.0,
+              bool extremes_as_infinities = false)
       : golden_(golden), target_(target), fast_(select_decoder()),
-        g_direct_(direct(golden)), t_direct_(direct(target)), target_scale_(target_scale) {}
+        g_direct_(direct(golden)), t_direct_(direct(target)), target_scale_(target_scale),
+        g_extreme_(extremes_as_infinities ? extreme_of(golden) : 0.0),
+        t_extreme_(extremes_as_infinities ? extreme_of(target) : 0.0) {}
 
   bool both_direct() const { return g_direct_ && t_direct_; }
 
@@ -26,6 +29,8 @@ class PairDecoder {
   void decode(int64_t b, int64_t n, double* gb, double* tb) const {
     side(golden_, g_direct_, b, n, gb);
     side(target_, t_direct_, b, n, tb);
+    if (g_extreme_ > 0) extremes_to_infinities(gb, n, g_extreme_);
+    if (t_extreme_ > 0) extremes_to_infinities(tb, n, t_extreme_);
     if (target_scale_ != 1.0)
       for (int64_t i = 0; i < n; ++i) tb[i] *= target_scale_;
     for (int64_t i = n; i < ((n + 3) & ~int64_t{3}); ++i) gb[i] = tb[i] = std::numeric_limits<double>::quiet_NaN();
@@ -33,6 +38,16 @@ class PairDecoder {
 
  private:
   static bool direct(const TensorView& v) { return !v.byteswapped && v.is_c_contiguous(); }
+  // The largest finite magnitude of a float dtype (MetricOptions::extremes_as_infinities); 0 for integers.
+  static double extreme_of(const TensorView& v) {
+    const FloatFormat* f = float_format(v.dtype);
+    return f != nullptr ? f->max_finite : 0.0;
+  }
+  static void extremes_to_infinities(double* x, int64_t n, double extreme) {
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    for (int64_t i = 0; i < n; ++i)
+      if (x[i] == extreme || x[i] == -extreme) x[i] = x[i] > 0 ? kInf : -kInf;
+  }
   void side(const TensorView& v, bool is_direct, int64_t b, int64_t n, double* out) const {
     if (!is_direct || !fast_(v.dtype, v.data + b * dtype_size(v.dtype), n, out)) decode_to_double(v, b, n, out);
   }
@@ -42,6 +57,7 @@ class PairDecoder {
   DecodeFn fast_;
   bool g_direct_, t_direct_;
   double target_scale_;
+  double g_extreme_, t_extreme_;  // > 0: read ±this as ±inf on that side
 };
 
 }  // namespace parity::metrics_detail

@@ -220,11 +220,14 @@ void write_compare_row_json(const CompareRow& row, std::string& out, std::string
   const Record& t = *row.target;
   RowWriter w(out, pad);
   w.open();
+  w.key("cancelled").boolean(row.cancelled);
   if (row.checksum_equal) w.key("checksum_equal").boolean(*row.checksum_equal);
   else w.key("checksum_equal").null();
   w.key("direction").text(g.direction);
+  w.key("error_structured").boolean(row.error_structured);
   w.key("fixed_reason").text(row.fixed_reason());
   w.key("fixed_verdict").text(verdict_name(row.fixed_verdict));
+  w.key("flip").text(flip_role_name(row.flip));
   write_side(w.key("golden"), g);
   w.key("index").integer(g.index);
   w.key("loss_scale_log2").integer(row.loss_scale_log2);

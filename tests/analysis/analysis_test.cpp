@@ -122,6 +122,75 @@ TEST(Analysis, AmbientPrecisionCarriesIntoFp32Islands) {
   EXPECT_EQ(plain.result.rows.back().noise, NoiseClass::kStructural);
 }
 
+// The rows' own events and the precision each run declares set the ambient roundoff, not the rows that came
+// earlier: one f16 op of an fp32 run made every later row an f16 row (issue 28, the fp16 softmax fault).
+TEST(Analysis, OneF16OpDoesNotMakeLaterRowsF16) {
+  Synth s;
+  s.result.golden_fingerprint = s.result.target_fingerprint = R"({"model": {"parameter_dtypes": {"float32": 100}}})";
+  s.module("attn", "softmax", 0, 3e-4, DType::kF16);  // the target's softmax in f16: noise in f16 units
+  s.module("proj", "Linear", 3e-4, 3e-4, DType::kF32);
+  classify_rows(s.result);
+  EXPECT_EQ(s.result.rows[1].noise, NoiseClass::kNoise) << s.result.rows[1].golden->name;
+  EXPECT_EQ(s.result.rows[3].noise, NoiseClass::kStructural) << s.result.rows[3].golden->name;
+}
+
+TEST(Analysis, DeclaredPrecisionCarriesIntoFp32Islands) {
+  // The target declares bf16 parameters: its fp32 islands carry bf16 noise from the first row on.
+  Synth s;
+  s.result.golden_fingerprint = R"({"model": {"parameter_dtypes": {"float32": 100}}})";
+  s.result.target_fingerprint = R"({"model": {"parameter_dtypes": {"bfloat16": 100}}})";
+  s.module("norm", "RMSNorm", 0, 3e-3, DType::kF32);
+  classify_rows(s.result);
+  EXPECT_EQ(s.result.rows.back().noise, NoiseClass::kNoise);
+  // Autocast from step 1 on: step 0 is judged in fp32 units, step 1 in bf16 units.
+  Synth a;
+  a.result.golden_fingerprint = R"({"model": {"parameter_dtypes": {"float32": 100}}})";
+  a.result.target_fingerprint =
+      R"({"model": {"parameter_dtypes": {"float32": 100}}, "precision_by_step": {"autocast": {"0": "off", "1": "cpu:bfloat16"}}})";
+  a.module("norm", "RMSNorm", 0, 3e-3, DType::kF32, -1, /*step=*/0);
+  a.module("norm", "RMSNorm", 0, 3e-3, DType::kF32, -1, /*step=*/1);
+  classify_rows(a.result);
+  EXPECT_EQ(a.result.rows[1].noise, NoiseClass::kStructural);
+  EXPECT_EQ(a.result.rows[3].noise, NoiseClass::kNoise);
+}
+
+// The shape of an error (parity/noise.h ErrorShape): a difference along g far beyond what rounding puts there
+// is structural although its size is within a reduction's allowance; the same size spread isotropically is not.
+// A bf16 norm output of 4 × 512 elements, |g| ≤ 1, ‖g‖ = 45 (n_eff = min(45², 512) = 512), rel L2 0.04:
+// 3.24 u by size for a 512-long reduction (expected 2^-8·sqrt(10) = 0.0123).
+CompareRow shaped_row(double along_fraction, int64_t last_dim, Synth& s) {
+  s.result.golden_fingerprint = s.result.target_fingerprint = R"({"model": {"parameter_dtypes": {"bfloat16": 100}}})";
+  CompareRow& r = s.row("norm", "RMSNorm", "forward", "output", 0, 0.04, DType::kBF16, DType::kBF16);
+  s.last_golden().shape = s.last_target().shape = {2048 / last_dim, last_dim};
+  PairMetrics& m = *r.metrics;
+  m.numel = m.compared = 2048;
+  m.golden.absmax = 1;
+  const double g = 45, d = 0.04 * 45, dg = along_fraction * d * g;  // ⟨d,g⟩ = f·‖d‖‖g‖
+  m.golden.l2norm = g;
+  m.euclidean = d;
+  m.target.l2norm = std::sqrt(g * g + 2 * dg + d * d);
+  classify_rows(s.result);
+  return s.result.rows.back();
+}
+
+TEST(Analysis, AScaleErrorIsStructuralWithinTheSizeAllowance) {
+  Synth a, b, c;
+  const CompareRow isotropic = shaped_row(0.05, 512, a);  // z = 0.05·sqrt(512) = 1.1: rounding's shape
+  EXPECT_FALSE(isotropic.error_structured);
+  EXPECT_EQ(isotropic.noise, NoiseClass::kNoise);
+  const CompareRow along = shaped_row(0.96, 512, b);  // z = 21.7; part along g 0.0384 ≥ 2 × 0.0123
+  EXPECT_TRUE(along.error_structured);
+  EXPECT_EQ(along.noise, NoiseClass::kStructural);
+  EXPECT_NEAR(along.noise_ratio, 0.04 / (0x1p-8 * std::sqrt(10.0)) * 0.96 * std::sqrt(512.0), 1e-6);
+  const ErrorShape shape = error_shape(*along.metrics, 512);
+  EXPECT_NEAR(shape.along, 0.96, 1e-9);
+  EXPECT_NEAR(shape.along_rel, 0.96 * 0.04, 1e-9);
+  // The same fraction over 16-wide rows: rows of a batch share a weight's rounding, so n_eff is at most the
+  // last dimension and z = 0.96·4 = 3.8 is not evidence.
+  const CompareRow narrow = shaped_row(0.96, 16, c);
+  EXPECT_FALSE(narrow.error_structured);
+}
+
 TEST(Analysis, FirstDivergenceIsForwardBeforeBackward) {
   Synth s;
   s.row("layers.0", "Block", "backward", "output", 0, 0.5);  // fails, listed first
