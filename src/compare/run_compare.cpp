@@ -115,11 +115,15 @@ std::string loss_scale_prefix(const CompareRow& row) {
 // run, −65504 in an fp16 one. Both sides reaching their own dtype's extreme (of two different float dtypes)
 // is that pattern: the pair is measured again with the extremes read as ±inf (MetricOptions::
 // extremes_as_infinities), and the reason says so.
+// A side "reaches" −∞ when it holds −finfo.max of its dtype or −inf itself: a mask value plus a score overflows
+// to −inf in fp16 (GPT-J, GPT-Neo) where fp32 stays at −3.4e38.
 bool holds_dtype_extremes(const PairMetrics& m, DType golden, DType target) {
   const FloatFormat *fg = float_format(golden), *ft = float_format(target);
   if (fg == nullptr || ft == nullptr || fg->max_finite == ft->max_finite) return false;
-  return (m.golden.min == -fg->max_finite && m.target.min == -ft->max_finite) ||
-         (m.golden.max == fg->max_finite && m.target.max == ft->max_finite);
+  const bool g_lo = m.golden.min == -fg->max_finite, t_lo = m.target.min == -ft->max_finite;
+  const bool g_hi = m.golden.max == fg->max_finite, t_hi = m.target.max == ft->max_finite;
+  return ((g_lo || t_lo) && (g_lo || m.golden.ninf_count > 0) && (t_lo || m.target.ninf_count > 0)) ||
+         ((g_hi || t_hi) && (g_hi || m.golden.pinf_count > 0) && (t_hi || m.target.pinf_count > 0));
 }
 
 std::string extremes_prefix(DType golden, DType target) {

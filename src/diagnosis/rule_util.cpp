@@ -25,9 +25,17 @@ const Suspect* top_source(const DiagnosisContext& ctx) {
   return nullptr;
 }
 
+bool born_from_dtype_extreme(const NanOrigin& o) {
+  for (const ValueRange& in : o.inputs) {
+    const FloatFormat* f = float_format(in.dtype);
+    if (f != nullptr && (in.min == -f->max_finite || in.max == f->max_finite)) return true;
+  }
+  return false;
+}
+
 bool target_forward_nonfinite(const DiagnosisContext& ctx) {
   for (const NanOrigin& o : ctx.target_overflow->origins)
-    if (!o.role_is_grad && o.direction != "backward") return true;
+    if (!o.role_is_grad && o.direction != "backward" && !born_from_dtype_extreme(o)) return true;
   return false;
 }
 

@@ -38,7 +38,12 @@ inline void add_worst_output_row(const DiagnosisContext& ctx, const EventError& 
 // The first forward source suspect that is not explained by a contained event, or null.
 const Suspect* top_source(const DiagnosisContext& ctx);
 
-// True when NaN/Inf are born in the target's forward pass (OVERFLOW's story: whatever follows in
+// True when an input of the origin holds its dtype's extreme finite value (±finfo.max): a mask filled with
+// finfo(dtype).min plus a score overflows to −inf in fp16, and that −inf is what the mask stands for
+// (docs/metrics.md "Dtype extremes"). Such an origin is no overflow of the computation.
+bool born_from_dtype_extreme(const NanOrigin& o);
+
+// True when NaN/Inf are born in the target's forward pass (an origin born from a dtype extreme excepted) (OVERFLOW's story: whatever follows in
 // backward, gradients included, is its consequence).
 bool target_forward_nonfinite(const DiagnosisContext& ctx);
 

@@ -28,11 +28,10 @@ import parity  # noqa: E402
 REPO = pathlib.Path(os.environ.get("PARITY_SOURCE_DIR", pathlib.Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(REPO))
 
-from bench.zoo import architectures, cell, recipes  # noqa: E402
-from bench.zoo import faults as _faults  # noqa: E402,F401  (registers the fault columns)
+from bench.zoo import architectures, cell, faults, recipes  # noqa: E402
 
 ARCHS = {a.name: a for a in architectures.ARCHS}
-COLUMNS = {c.name: c for c in recipes.RECIPES}
+COLUMNS = {c.name: c for c in recipes.RECIPES + faults.FAULTS}
 
 
 def run(arch, column, tmp_path):
@@ -77,6 +76,19 @@ def test_router_flips_are_findings_not_failures(tmp_path, arch):
     assert any(r["op"] == "topk" for r in flips), [(r["name"], r["op"]) for r in flips]
     assert all(re.match(r"model\.layers\.\d+\.mlp[./]", r["name"]) for r in flips), [r["name"] for r in flips]
     assert all(r["verdict"] == "warn" and r["noise"] == "elevated" for r in flips)
+
+
+def test_fp16_gradients_that_underflow_are_named(tmp_path):
+    # model.to(float16) without a loss scale and the loss divided by 4096: 99 % of the gradients subnormal.
+    # The golden's fp32 gradients are as small, so "subnormal in fp16" in the golden is no excuse.
+    rec = run("llama", "grad_underflow", tmp_path)
+    assert rec["verdict"] == "fail" and "GRAD_UNDERFLOW" in [c["code"] for c in rec["codes"]], explain(rec)
+
+
+def test_a_finfo_min_mask_meeting_a_score_is_no_overflow(tmp_path):
+    # GPT-Neo in op-level statistics: the fp16 mask (−65504) plus a score overflows to −inf, the −inf it means
+    rec = run("gpt_neo", "stats_op", tmp_path)
+    assert rec["ok"] and "OVERFLOW" not in [c["code"] for c in rec["codes"]], explain(rec)
 
 
 def tiny_llama(hidden):
