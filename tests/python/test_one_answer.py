@@ -29,6 +29,16 @@ def tiny_llama(layers=3):
     return transformers.LlamaForCausalLM(cfg)
 
 
+def sharp_attention_llama():
+    """A 3-layer Llama whose layer-2 attention is sharp (query and key weights × 20, the same in both runs):
+    its scores reach tens, where exp overflows fp16 (above ln 65504 = 11.09) unless the max is subtracted."""
+    model = tiny_llama()
+    with torch.no_grad():
+        for proj in (model.model.layers[2].self_attn.q_proj, model.model.layers[2].self_attn.k_proj):
+            proj.weight.mul_(20)
+    return model
+
+
 def train_step(model, path, level, mode="tensor"):
     ids = torch.randint(0, VOCAB, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
     with parity.capture(model, str(path), level=level, mode=mode) as cap:
@@ -82,9 +92,9 @@ def fp16_softmax_without_max(faulty):
         k = ml.repeat_kv(key, module.num_key_value_groups)
         v = ml.repeat_kv(value, module.num_key_value_groups)
         scores = torch.matmul(query, k.transpose(2, 3)) * scaling
-        if attention_mask is not None:
-            scores = scores + attention_mask
-        e = torch.exp(scores.half())  # the masked scores (-3.4e38) become -inf: NaN/Inf born in fp16
+        e = torch.exp(scores.half())  # no max subtracted: scores above 11.09 overflow to Inf in fp16
+        if attention_mask is not None:  # the causal mask as a product (its finfo.min would be -inf in fp16)
+            e = e * (attention_mask == 0)
         p = (e / e.sum(-1, keepdim=True)).to(query.dtype)
         return torch.matmul(p, v).transpose(1, 2).contiguous(), p
     return forward
@@ -92,8 +102,8 @@ def fp16_softmax_without_max(faulty):
 
 @pytest.mark.parametrize("level", ["module", "mix"])
 def test_overflow_fails_the_run_at_every_capture_level(tmp_path, monkeypatch, level):
-    train_step(tiny_llama(), tmp_path / "golden", level)
-    target = tiny_llama()
+    train_step(sharp_attention_llama(), tmp_path / "golden", level)
+    target = sharp_attention_llama()
     monkeypatch.setattr(ml, "eager_attention_forward", fp16_softmax_without_max(target.model.layers[2].self_attn))
     train_step(target, tmp_path / "target", level)
     monkeypatch.undo()
@@ -101,10 +111,10 @@ def test_overflow_fails_the_run_at_every_capture_level(tmp_path, monkeypatch, le
     explain = res["_text"][-4000:]
     assert rc == 1 and res["summary"]["verdict"] in ("fail", "error"), explain
     assert res["_headline"].startswith("FAILED"), explain
-    if level == "mix":  # the op that overflows is recorded: NaN/Inf born in the target, the golden finite
+    if level == "mix":  # the exp that overflows is recorded: NaN/Inf born in the target, the golden finite
         overflow = diagnosis(res, "OVERFLOW")
         assert overflow["severity"] == "fail", overflow
-        assert overflow["events"][0].startswith("model.layers.2.self_attn/"), overflow
+        assert overflow["events"][0].startswith("model.layers.2.self_attn/exp#"), overflow
     assert res["suspects"][0]["module"].startswith("model.layers.2.self_attn"), json.dumps(res["suspects"][:3])
     assert_one_answer(rc, res)
 
