@@ -403,6 +403,7 @@ class Capture:
         self._busy = False        # our own torch calls must not become op events
         self._thread = None
         self._stack = []
+        self._frames = []         # per active module call (innermost last): {id(input): version} of its inputs
         self._wrapped = []
         self._mode_obj = None
         # op and mix levels see every torch call and collective between two records, so statistics
@@ -900,13 +901,21 @@ class Capture:
                 finally:
                     cap._busy = busy
             cap._stack.append(ev)
-            return cap, ev, k, record, ins, _versions(t for _, t in ins)
+            versions = _versions(t for _, t in ins)
+            # An input that is also an input of an enclosing call (a decoder layer hands its own input to its
+            # norm; Mamba's fp32 `hidden_states.to(fp32)` is that same tensor) has the enclosing input's
+            # whole gradient — the residual's too — which the enclosing call records: no record of its own
+            # (docs/capture.md "Aliases").
+            shared = {i for i in versions if any(i in frame for frame in cap._frames)}
+            cap._frames.append(versions)
+            return cap, ev, k, record, ins, versions, shared
 
         @_eager
         def leave(state, out, failed=False):
             """After the call: records outputs and hooks the gradients (unless the call raised)."""
-            cap, ev, k, record, ins, versions = state
+            cap, ev, k, record, ins, versions, shared = state
             cap._stack.pop()
+            cap._frames.pop()
             if record and not failed:
                 busy = cap._busy
                 cap._busy = True
@@ -914,7 +923,7 @@ class Capture:
                     cap._begin_burst()
                     outs = cap._record_all(out, ev, name, cls, "forward", "output", k)
                     cap._hook_grads(cap._computed(outs, versions, ""), ev, name, cls, "input", k)
-                    cap._hook_grads(ins, ev, name, cls, "output", k)
+                    cap._hook_grads([(i, t) for i, t in ins if id(t) not in shared], ev, name, cls, "output", k)
                 finally:
                     cap._busy = busy
             return out

@@ -89,6 +89,44 @@ def test_module_returning_its_input_records_no_output_gradient(tmp_path):
     assert "lin/backward/input/0" in names
 
 
+class Norm(torch.nn.Module):
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+
+class Block(torch.nn.Module):
+    """Mamba's block: `norm(hidden_states.to(dtype))` and a residual. In fp32 the conversion returns the
+    block's own input, so the norm's input is the block's input."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = Norm()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return x + self.lin(self.norm(x.to(self.lin.weight.dtype)))
+
+
+def test_an_input_shared_with_the_enclosing_call_has_no_gradient_record_of_its_own(tmp_path):
+    def run(block, path):
+        torch.manual_seed(0)
+        x = torch.randn(4, 8, requires_grad=True)  # the residual stream, fp32 on both sides (residual_in_fp32)
+        with parity.capture(block, str(path), level="module", mode="statistics") as cap:
+            block(x).sum().backward()
+            cap.next_step()
+        return names_of(path)
+
+    torch.manual_seed(0)
+    golden = run(Block(), tmp_path / "fp32")
+    torch.manual_seed(0)
+    target = run(Block().to(torch.bfloat16), tmp_path / "bf16")
+    # fp32: the norm's input is the block's input — its gradient is the block input's, residual included
+    assert "norm/backward/output/0" not in golden and "<root>/backward/output/0" in golden
+    # bf16: the norm's input is the converted copy; its gradient is the norm branch's own
+    assert "norm/backward/output/0" in target
+    assert "norm/backward/input/0" in golden and "norm/backward/input/0" in target
+
+
 class FillsEmpty(torch.nn.Module):
     def forward(self, perm, x):
         buf = torch.empty(8)
