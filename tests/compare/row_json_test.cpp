@@ -68,6 +68,8 @@ json reference_row(const CompareRow& row, const std::string& fixed_reason) {
               {"module", g.module}, {"op", g.op}, {"direction", g.direction}, {"role", g.role}, {"index", g.index},
               {"step", g.step}, {"rank", g.rank}, {"order", g.order}, {"shape_differs", row.shape_differs},
               {"loss_scale_log2", row.loss_scale_log2},
+              {"cancelled", row.cancelled}, {"error_structured", row.error_structured},
+              {"flip", flip_role_name(row.flip)},
               {"threshold_dtype", dtype_name(lower_precision(g.dtype, row.target->dtype))},
               {"metrics", row.metrics ? metrics(*row.metrics) : json(nullptr)},
               {"stats", row.stats ? stats_comparison(row) : json(nullptr)},
@@ -159,6 +161,9 @@ TEST(RowJson, TheDirectWriterSpellsRowsAsNlohmannDoes) {
       row.stats = s;
     }
     if (r.b()) row.checksum_equal = r.b();
+    row.cancelled = r.b();
+    row.error_structured = r.b();
+    row.flip = static_cast<FlipRole>(r.rng() % 3);
     if (r.b()) row.update = ParameterUpdate{r.i(), r.d(), r.d(), r.d(), r.b()};
     row.fixed_verdict = static_cast<Verdict>(r.rng() % 4);
     row.verdict = static_cast<Verdict>(r.rng() % 4);
