@@ -40,7 +40,8 @@ const Suspect* top_source(const DiagnosisContext& ctx);
 
 // True when an input of the origin holds its dtype's extreme finite value (±finfo.max): a mask filled with
 // finfo(dtype).min plus a score overflows to −inf in fp16, and that −inf is what the mask stands for
-// (docs/metrics.md "Dtype extremes"). Such an origin is no overflow of the computation.
+// (docs/metrics.md "Dtype extremes"). Such an origin does not make the gradients the forward pass's
+// consequence (GRAD_UNDERFLOW, GRAD_OVERFLOW); OVERFLOW still names it.
 bool born_from_dtype_extreme(const NanOrigin& o);
 
 // True when NaN/Inf are born in the target's forward pass (an origin born from a dtype extreme excepted) (OVERFLOW's story: whatever follows in

@@ -27,6 +27,18 @@ def run_cli(*args, check=None):
     return p
 
 
+def compare_json(tmp_path, golden, target):
+    """`parity compare golden target --json` into tmp_path/cmp.json: (exit code, result with "_text", the
+    terminal output). An exit code other than 0 or 1 fails the calling test."""
+    import json  # noqa: PLC0415
+    out = tmp_path / "cmp.json"
+    p = run_cli("compare", golden, target, "--json", out)
+    assert p.returncode in (0, 1), p.stdout[-3000:] + p.stderr[-3000:]
+    res = json.loads(out.read_text())
+    res["_text"] = p.stdout
+    return p.returncode, res
+
+
 def has_subcommand(name):
     p = subprocess.run([parity_bin(), "--help"], capture_output=True, text=True)
     return (" " + name + " ") in p.stdout or ("\n  " + name) in p.stdout

@@ -53,13 +53,7 @@ def capture_step(model, path, level="module", mode="tensor"):
     return parity.load(str(path))
 
 
-def compare(tmp_path, golden, target):
-    out = tmp_path / "cmp.json"
-    p = capture_helpers.run_cli("compare", golden, target, "--json", out)
-    assert p.returncode in (0, 1), p.stdout[-3000:] + p.stderr[-3000:]
-    res = json.loads(out.read_text())
-    res["_text"] = p.stdout
-    return p.returncode, res
+compare = capture_helpers.compare_json
 
 
 # (a) ---------------------------------------------------------------------------------------------------------

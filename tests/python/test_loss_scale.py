@@ -5,7 +5,6 @@ halves its scale after an overflow). `parity compare` must recognise the scale p
 records (and the recorded scaling op), compare the gradients unscaled, pass, and say so (`LOSS_SCALE`), by
 tensors and by statistics. A real fault — one layer's gradients halved by hooks, no loss scaling — must not
 be taken for a scale and still fails (docs/judgement.md "Loss scaling")."""
-import json
 
 import pytest
 import torch
@@ -52,13 +51,7 @@ def capture(model, path, loss_scales, mode, autocast_fp16=False, grad_scaler=Fal
             cap.next_step()
 
 
-def compare(tmp_path, golden, target):
-    out = tmp_path / "cmp.json"
-    p = capture_helpers.run_cli("compare", golden, target, "--json", out)
-    assert p.returncode in (0, 1), p.stdout[-3000:] + p.stderr[-3000:]
-    res = json.loads(out.read_text())
-    res["_text"] = p.stdout
-    return p.returncode, res
+compare = capture_helpers.compare_json
 
 
 def failing(res):

@@ -24,7 +24,6 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
   std::vector<Diagnosis> out;
   for (const NanOrigin& o : ctx.target_overflow->origins) {
     if (o.role_is_grad) continue;  // parameter gradients: GRAD_OVERFLOW
-    if (born_from_dtype_extreme(o)) continue;  // a finfo.min mask meeting a score: the −inf it stands for
     Diagnosis d;
     d.strength = 3;
     const bool both = golden_has_origin_at(*ctx.golden_overflow, o);
