@@ -962,7 +962,7 @@ class Capture:
             unread = self._not_inputs(args, kwargs)
             # Inputs are recorded before the call: an in-place op would change them.
             ins = self._record_inputs(args, kwargs, base, module, name, k, skip=unread)
-            versions = _versions(t for _, _, t in iter_input_tensors(args, kwargs))
+            versions = _versions(t for _, t in ins)  # out= destinations are not among them: they are written
         finally:
             self._busy = False
         out = func(*args, **kwargs)
