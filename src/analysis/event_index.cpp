@@ -44,4 +44,16 @@ bool is_elementwise_op(const std::string& op) {
   return l == "embedding" || l == "dropout" || l.rfind("__i", 0) == 0 || l.rfind("__r", 0) == 0;
 }
 
+EventError event_error_of(const Record& r) {
+  EventError e;
+  e.name = event_stem(r);
+  e.module = r.module;
+  e.op = r.op;
+  e.direction = r.direction;
+  e.step = r.step;
+  e.rank = r.rank;
+  e.first_order = e.last_order = r.order;
+  return e;
+}
+
 }  // namespace parity::analysis_detail

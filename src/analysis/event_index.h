@@ -33,5 +33,8 @@ bool has_capture_metadata(const CompareResult& result);
 
 // Is this op elementwise (no reduction: the rounding expectation uses n = 1)?
 bool is_elementwise_op(const std::string& op);
+// A fresh EventError for the event a record belongs to: its name stem, module, op, direction, step, rank and
+// the record's place in execution order (local error's grouping and one-sided ops both start from it).
+EventError event_error_of(const Record& r);
 
 }  // namespace parity::analysis_detail

@@ -192,14 +192,7 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
     }
     auto [it, inserted] = by_key.emplace(event_key(g), a.events.size());
     if (inserted) {
-      EventError e;
-      e.name = event_stem(g);
-      e.module = g.module;
-      e.op = g.op;
-      e.direction = g.direction;
-      e.step = g.step;
-      e.rank = g.rank;
-      e.first_order = e.last_order = g.order;
+      EventError e = analysis_detail::event_error_of(g);
       e.statistics_only = true;
       a.events.push_back(std::move(e));
       aligned_outputs.push_back(0);

@@ -81,14 +81,7 @@ void add_one_sided_op_suspects(const CompareResult& result, Analysis& a, std::ve
     const EventError* worst = nullptr;
     for (auto it = lo; it != a.events.end() && stream_key(*it) == key; ++it)
       if (after_in_call(*it, r) && (!worst || it->output_ratio > worst->output_ratio)) worst = &*it;
-    EventError ev;
-    ev.name = event_stem(r);
-    ev.module = r.module;
-    ev.op = r.op;
-    ev.direction = r.direction;
-    ev.step = r.step;
-    ev.rank = r.rank;
-    ev.first_order = ev.last_order = r.order;
+    EventError ev = analysis_detail::event_error_of(r);
     Suspect s;
     s.kind = SuspectKind::kStructure;
     s.event = a.events.size() + added.size();
