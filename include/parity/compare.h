@@ -52,6 +52,9 @@ struct ParameterUpdate {
   double rel_error = kNaN;       // ‖Δu‖ / ‖u_golden‖
   double golden_norm = kNaN;     // ‖u_golden‖
   double grad_rel_error = kNaN;  // rel L2 of the parameter's gradient at from_step; NaN when not compared
+  // UpdateMetrics' counts: elements the golden moved, of those the target left in place, and of those the
+  // ones whose golden step rounds to nothing in the target's dtype (metrics.h compare_updates).
+  int64_t moved = 0, stalled = 0, lost = 0;
   bool differs = false;
 };
 

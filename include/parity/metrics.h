@@ -106,10 +106,18 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
 //   rel_error = ‖u_t − u_g‖₂ / ‖u_g‖₂     (0 when both updates are 0; +inf when only the target's is)
 // computed in fp64 over all four tensors, which must hold the same number of elements. Non-finite
 // values anywhere make rel_error NaN (the rows themselves report them).
+// Element counts say whether the target's parameter stood still because its dtype cannot hold the step:
+// of the elements the golden moved (u_g ≠ 0), those the target left exactly in place (u_t = 0), and of
+// those the ones where the golden's step itself, added to the target's value in the target's float dtype,
+// rounds back to that value: round_t(t_before + u_g) = t_before (|u_g| below half the dtype's spacing
+// there; Micikevicius et al. 2018, "Mixed Precision Training" §3.1, why fp32 master weights exist).
 struct UpdateMetrics {
   double rel_error = kNaN;
   double golden_norm = kNaN;  // ‖u_g‖₂
   double diff_norm = kNaN;    // ‖u_t − u_g‖₂
+  int64_t moved = 0;          // elements with u_g ≠ 0
+  int64_t stalled = 0;        // of those, u_t = 0
+  int64_t lost = 0;           // of those, round_t(t_before + u_g) = t_before; 0 when the target is not a float dtype
 };
 Result<UpdateMetrics> compare_updates(const TensorView& golden_before, const TensorView& golden_after,
                                       const TensorView& target_before, const TensorView& target_after);

@@ -60,6 +60,9 @@ void measure_parameter_updates(RowList& rows, const std::vector<UpdatePair>& pai
     u.from_step = before.golden->step;
     u.rel_error = m->rel_error;
     u.golden_norm = m->golden_norm;
+    u.moved = m->moved;
+    u.stalled = m->stalled;
+    u.lost = m->lost;
     after.update = u;
   }
 }

@@ -18,6 +18,7 @@ extern const Rule rule_quant_sensitive_layer;
 extern const Rule rule_low_precision_sensitive_op;
 extern const Rule rule_outliers;
 extern const Rule rule_drift_after_steps;
+extern const Rule rule_update_lost_to_rounding;
 extern const Rule rule_rank_inconsistent;
 extern const Rule rule_accumulation_noise;
 extern const Rule rule_loss_scale;
@@ -41,6 +42,7 @@ const std::vector<Rule>& registered_rules() {
       rule_low_precision_sensitive_op,
       rule_outliers,
       rule_drift_after_steps,
+      rule_update_lost_to_rounding,
       rule_rank_inconsistent,
       rule_accumulation_noise,
       rule_loss_scale,

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "parity/dtype.h"
 #include "parity/metrics.h"
 
 namespace parity {
@@ -22,6 +23,8 @@ Result<UpdateMetrics> compare_updates(const TensorView& golden_before, const Ten
   std::vector<double> gb(kBlock), ga(kBlock), tb(kBlock), ta(kBlock);
   double sum_gg = 0, sum_dd = 0;
   bool finite = true;
+  UpdateMetrics m;
+  const bool target_float = dtype_is_float(target_before.dtype);
   for (int64_t begin = 0; begin < n; begin += kBlock) {
     const int64_t count = std::min(kBlock, n - begin);
     decode_to_double(golden_before, begin, count, gb.data());
@@ -34,12 +37,16 @@ Result<UpdateMetrics> compare_updates(const TensorView& golden_before, const Ten
       const double d = (ta[i] - tb[i]) - ug;  // minus the target's
       block_gg += ug * ug;
       block_dd += d * d;
+      if (ug == 0) continue;
+      ++m.moved;
+      if (ta[i] != tb[i]) continue;
+      ++m.stalled;
+      if (target_float && round_to(target_before.dtype, tb[i] + ug) == tb[i]) ++m.lost;
     }
     finite = finite && std::isfinite(block_gg) && std::isfinite(block_dd);
     sum_gg += block_gg;
     sum_dd += block_dd;
   }
-  UpdateMetrics m;
   if (!finite) return m;
   m.golden_norm = std::sqrt(sum_gg);
   m.diff_norm = std::sqrt(sum_dd);

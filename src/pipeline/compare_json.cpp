@@ -209,7 +209,10 @@ void write_update(RowWriter& w, const ParameterUpdate& u) {
   w.key("from_step").integer(u.from_step);
   w.key("golden_norm").number(u.golden_norm);
   w.key("grad_rel_error").number(u.grad_rel_error);
+  w.key("lost").integer(u.lost);
+  w.key("moved").integer(u.moved);
   w.key("rel_error").number(u.rel_error);
+  w.key("stalled").integer(u.stalled);
   w.close();
 }
 
@@ -391,7 +394,7 @@ json compare_report_head_to_json(const CompareReport& report) {
   // Revision 1.1 (additive, docs/compare-json.md "Replay"): the replay of the suspects, when asked.
   // Revision 1.3 (additive): the peak resident memory of every process.
   // Revision 1.4 (additive, issue 28): summary.verdict_raised_by, diagnosis[].severity, suspect kind "structure".
-  j["revision"] = "1.4";
+  j["revision"] = "1.5";
   j["peak_resident_bytes"] = result.peak_resident_bytes;
   if (report.replay_asked)
     j["replay"] = {{"problem", report.replay_problem.empty() ? json(nullptr) : json(report.replay_problem)},

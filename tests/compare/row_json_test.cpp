@@ -77,7 +77,8 @@ json reference_row(const CompareRow& row, const std::string& fixed_reason) {
               {"update", row.update ? json{{"from_step", row.update->from_step}, {"rel_error", num(row.update->rel_error)},
                                            {"golden_norm", num(row.update->golden_norm)},
                                            {"grad_rel_error", num(row.update->grad_rel_error)},
-                                           {"differs", row.update->differs}}
+                                           {"moved", row.update->moved}, {"stalled", row.update->stalled},
+                                           {"lost", row.update->lost}, {"differs", row.update->differs}}
                                     : json(nullptr)},
               {"verdict", verdict_name(row.verdict)}, {"reason", row.reason},
               {"fixed_verdict", verdict_name(row.fixed_verdict)}, {"fixed_reason", fixed_reason},
@@ -164,7 +165,7 @@ TEST(RowJson, TheDirectWriterSpellsRowsAsNlohmannDoes) {
     row.cancelled = r.b();
     row.error_structured = r.b();
     row.flip = static_cast<FlipRole>(r.rng() % 3);
-    if (r.b()) row.update = ParameterUpdate{r.i(), r.d(), r.d(), r.d(), r.b()};
+    if (r.b()) row.update = ParameterUpdate{r.i(), r.d(), r.d(), r.d(), r.i(), r.i(), r.i(), r.b()};
     row.fixed_verdict = static_cast<Verdict>(r.rng() % 4);
     row.verdict = static_cast<Verdict>(r.rng() % 4);
     // The fixed reason is a span of the final reason (CompareRow::fixed_reason), anywhere in it.

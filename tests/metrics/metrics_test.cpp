@@ -934,6 +934,25 @@ TEST(UpdateMetrics, RelativeDifferenceOfTheTwoUpdates) {
   EXPECT_DOUBLE_EQ(m->rel_error, std::sqrt(0.5) / 0.5);
 }
 
+// The element counts behind UPDATE_LOST_TO_ROUNDING: a bf16 weight at 1.0 (spacing 2^-7 above, 2^-8 below)
+// keeps its value under a step of 1e-3, and a step of 2^-7 moves it; an fp32 golden moves under both.
+TEST(UpdateMetrics, CountsStepsThatRoundToNothingInTheTargetsDtype) {
+  const TensorView g0 = f32({1, 1, 1, 1, 1}), g1 = f32({1.001f, 0.999f, 1 + 0x1p-7f, 1, 1.001f});
+  const TensorView t0 = half_like(DType::kBF16, {1, 1, 1, 1, 1});
+  const TensorView t1 = half_like(DType::kBF16, {1, 1, 1 + 0x1p-7, 1, 1 + 0x1p-7});
+  Result<UpdateMetrics> m = compare_updates(g0, g1, t0, t1);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->moved, 4);    // element 3 stays in the golden too
+  EXPECT_EQ(m->stalled, 2);  // elements 0 and 1; elements 2 and 4 moved in the target
+  EXPECT_EQ(m->lost, 2);     // ±1e-3 at 1.0 is below half of bf16's spacing either way
+  // An fp32 target that stands still has no step lost to its dtype: the cause is elsewhere.
+  const TensorView still = f32({1, 1, 1, 1, 1});
+  Result<UpdateMetrics> f = compare_updates(g0, g1, still, still);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->stalled, 4);
+  EXPECT_EQ(f->lost, 0);
+}
+
 TEST(UpdateMetrics, NoUpdateOnEitherSideIsZeroAndOnlyTheTargetsIsInfinite) {
   const TensorView p = f32({1, 2, 3});
   EXPECT_EQ(compare_updates(p, p, p, p)->rel_error, 0.0);

@@ -3,7 +3,8 @@ real `parity compare`:
   (1) a headline never passes while a diagnosis says the run is broken: an OVERFLOW (NaN/Inf born in the
       target from finite inputs) fails an HF Llama run at module and at mix level alike;
   (2) a failing run always names a cause or says NO_CAUSE_FOUND with the rows it looked at: bf16 weight
-      updates that round to nothing;
+      updates that round to nothing are named (UPDATE_LOST_TO_ROUNDING); a frozen fp32 norm is named by its
+      optimizer call, not by rounding;
   (3) exact-name pairs keep full confidence when a sibling op is missing, and the missing op is named
       (STRUCTURE_DIFF, a suspect of kind "structure", with its recorded arguments);
   (4) every warning has a place: an op that creates elevated error from identical inputs is a suspect."""
@@ -131,14 +132,17 @@ class NormNet(torch.nn.Module):
         return self.down(self.norm(torch.relu(self.up(x))))
 
 
-def train_two_steps(dtype, path):
-    """Two SGD steps (lr 1e-3) of NormNet in `dtype`, both captured: in bf16 the LayerNorm weight (1.0, an
-    ulp of 2^-7) does not move, since every update is below half an ulp."""
+def train_two_steps(dtype, path, norm_lr=1e-3):
+    """Two SGD steps (lr 1e-3; `norm_lr` for the LayerNorm's parameters) of NormNet in `dtype`, both
+    captured: in bf16 the LayerNorm weight (1.0, an ulp of 2^-7) does not move, since every update is below
+    half an ulp."""
     torch.manual_seed(0)
     model = NormNet().to(dtype)
     x = torch.randn(16, 32, generator=torch.Generator().manual_seed(1)).to(dtype)
     y = torch.randn(16, 8, generator=torch.Generator().manual_seed(2))
-    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    norm = list(model.norm.parameters())
+    rest = [p for n, p in model.named_parameters() if not n.startswith("norm.")]
+    opt = torch.optim.SGD([{"params": rest}, {"params": norm, "lr": norm_lr}], lr=1e-3)
     with parity.capture(model, str(path), level="mix", mode="tensor", steps=None) as cap:
         for _ in range(2):
             (model(x).float() - y).square().mean().backward()
@@ -148,25 +152,51 @@ def train_two_steps(dtype, path):
     return model
 
 
-def test_failing_run_without_a_known_cause_says_so(tmp_path):
+def assert_only_the_step_1_norm_parameters_fail(res):
+    failing = [r["name"] for r in res["rows"] if r["verdict"] == "fail"]
+    assert "norm/forward/parameter/weight" in failing and all(r["step"] == 1 for r in res["rows"]
+                                                              if r["verdict"] == "fail"), failing
+    # the noise summary counts the rows that fail: a row failed by its update is not noise
+    assert res["noise_summary"]["structural"] >= len(failing), res["noise_summary"]
+    assert "0 structural" not in res["_text"].split("Noise model:")[1].splitlines()[0], res["_text"][-4000:]
+
+
+def test_bf16_updates_that_round_to_nothing_are_named(tmp_path):
     train_two_steps(torch.float32, tmp_path / "golden")
     target = train_two_steps(torch.bfloat16, tmp_path / "target")
     assert torch.all(target.norm.weight == 1), "the bf16 updates were meant to round to nothing"
     rc, res = compare(tmp_path, tmp_path / "golden", tmp_path / "target")
     explain = res["_text"][-4000:]
     assert rc == 1 and res["summary"]["verdict"] == "fail", explain
-    failing = [r["name"] for r in res["rows"] if r["verdict"] == "fail"]
-    assert "norm/forward/parameter/weight" in failing and all(r["step"] == 1 for r in res["rows"]
-                                                              if r["verdict"] == "fail"), failing
-    # the noise summary counts the rows that fail: a row failed by its update is not noise
-    assert res["noise_summary"]["structural"] >= len(failing), res["noise_summary"]
-    assert "0 structural" not in explain.split("Noise model:")[1].splitlines()[0], explain
-    found = diagnosis(res, "NO_CAUSE_FOUND")
-    assert found["severity"] == "fail" and "norm/forward/parameter/weight" in found["events"], found
+    assert_only_the_step_1_norm_parameters_fail(res)
+    weight = next(r for r in res["rows"] if r["name"] == "norm/forward/parameter/weight" and r["step"] == 1)
+    u = weight["update"]  # 64 elements; one whose golden step is below fp32's own half-ulp at 1.0 does not move
+    assert 60 <= u["moved"] <= 64 and u["moved"] == u["stalled"] == u["lost"], u
+    found = diagnosis(res, "UPDATE_LOST_TO_ROUNDING")
+    assert found["severity"] == "warn" and found["events"][0] == "norm/forward/parameter/weight", found
     text = "\n".join(found["evidence"])
-    assert "parameter update" in text and "rounds to nothing" in text, text
-    # the LayerNorm weight did not move at all: its update differs by exactly its own size
-    assert "as a target update of zero does (the parameter did not move): norm/forward/parameter/weight" in text, text
+    assert "norm/forward/parameter/weight (bf16, step 0 → 1): {0} of the {0} elements the golden's step moved stayed " \
+           "in place in the target, {0} of them because that step, added in bf16, rounds back".format(u["moved"]) in text, text
+    assert "fp32 master copy" in found["advice"], found
+    assert "NO_CAUSE_FOUND" not in codes(res), codes(res)
+    assert_one_answer(rc, res)
+
+
+def test_a_frozen_fp32_norm_is_named_by_its_optimizer_call_not_by_rounding(tmp_path):
+    """The same two steps in fp32 on both sides, the target's LayerNorm frozen (its learning rate 0): its
+    parameters stand still although fp32 could hold every step. The cause is the optimizer's call, recorded
+    as the update's `add_(grad, alpha=-lr)`; the parameter's dtype is not."""
+    train_two_steps(torch.float32, tmp_path / "golden")
+    target = train_two_steps(torch.float32, tmp_path / "target", norm_lr=0.0)
+    assert torch.all(target.norm.weight == 1)
+    rc, res = compare(tmp_path, tmp_path / "golden", tmp_path / "target")
+    assert rc == 1 and res["summary"]["verdict"] == "fail", res["_text"][-4000:]
+    weight = next(r for r in res["rows"] if r["name"] == "norm/forward/parameter/weight" and r["step"] == 1)
+    u = weight["update"]
+    assert weight["verdict"] == "fail" and u["moved"] == u["stalled"] > 0 and u["lost"] == 0, weight
+    assert "UPDATE_LOST_TO_ROUNDING" not in codes(res), codes(res)
+    found = diagnosis(res, "OP_ARGUMENT_MISMATCH")
+    assert any("alpha -0.001 → -0.0" in e for e in found["evidence"]), found
     assert_one_answer(rc, res)
 
 

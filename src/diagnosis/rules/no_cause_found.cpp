@@ -40,8 +40,8 @@ std::string why_unexplained(const std::string& kind, bool has_events) {
            "row to where it is computed";
   if (kind == "parameter update")
     return "the parameter agrees within rounding where it is compared, but its change since the earlier step "
-           "does not: no rule reads optimizer steps (a weight update below half an ulp of the weight rounds to "
-           "nothing in bf16/fp16; a different learning rate, weight decay or clipping also gives this)";
+           "does not, and not because the step rounds to nothing in the target's dtype (UPDATE_LOST_TO_ROUNDING "
+           "reads that): a different learning rate, weight decay, clipping or optimizer state gives this";
   if (kind == "beyond rounding")
     return "no event creates this error from inputs within noise (no source suspect), and its inputs and "
            "parameters are not the first to differ";
