@@ -46,14 +46,18 @@ def explain(rec):
         rec["cell"], fd.get("name"), fd.get("reason"), [c["code"] for c in rec.get("codes") or []], rec["headline"])
 
 
-@pytest.mark.parametrize("arch", ["opt", "bert"])
-def test_key_bias_gradients_do_not_fail_statistics_mode(tmp_path, arch):
-    rec = run(arch, "stats_module", tmp_path)
+@pytest.mark.parametrize("arch,column", [("opt", "stats_module"), ("bert", "stats_module"), ("opt", "bf16"),
+                                         ("bert", "bf16")])
+def test_key_bias_gradients_do_not_fail(tmp_path, arch, column):
+    """In statistics mode (module level) and in tensor mode (mix level) alike."""
+    rec = run(arch, column, tmp_path)
     assert rec["verdict"] not in ("fail", "error") and rec["ok"], explain(rec)
     res = json.loads((tmp_path / "compare.json").read_text())
     bias = [r for r in res["rows"] if re.search(r"(k_proj|key)/backward/grad/bias$", r["name"])]
     assert bias, "no key-bias gradient rows"
-    assert all(r["cancelled"] and r["verdict"] != "fail" for r in bias), [(r["name"], r["reason"]) for r in bias]
+    assert all(r["verdict"] != "fail" for r in bias), [(r["name"], r["reason"]) for r in bias]
+    if column == "stats_module":  # statistics cannot tell a cancelled sum from its terms: the row says so
+        assert all(r["cancelled"] for r in bias), [(r["name"], r["reason"]) for r in bias]
 
 
 def test_fp16_mask_of_finfo_min_is_the_same_mask(tmp_path):
