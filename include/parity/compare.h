@@ -86,6 +86,9 @@ struct CompareRow {
   // A backward result cancelled to below 2^-10 of the scale it was computed from, measured against that scale
   // (classify_rows; docs/judgement.md "Cancellation").
   bool cancelled = false;
+  // ‖terms‖ / ‖g‖ of a gradient that is a sum over a broadcast dimension and cancelled: it was measured against
+  // its terms' scale (classify_rows; docs/judgement.md "Sums that cancel"); 0 where not.
+  float sum_cancellation = 0.0f;
   FlipRole flip = FlipRole::kNone;  // a discrete decision that flipped, or a row it steers (classify_rows)
   // k of a recognised loss scale (parity/loss_scale.h): the target was compared as stored × 2^-k, and its
   // statistics in `metrics` / `stats` are those of the compared values; 0 = compared as stored.

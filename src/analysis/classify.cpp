@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "analysis/event_index.h"
+#include "analysis/sum_scale.h"
 #include "nlohmann/json.hpp"
 #include "parity/analysis.h"
 #include "parity/noise.h"
@@ -18,6 +19,8 @@ using analysis_detail::has_capture_metadata;
 using analysis_detail::is_elementwise_op;
 using analysis_detail::Slot;
 using analysis_detail::slot_of;
+using analysis_detail::SumScale;
+using analysis_detail::SumScales;
 
 namespace {
 
@@ -191,13 +194,30 @@ double cancellation_rebased(CompareRow& row, double observed, double u,
   return observed * out->first / (in_rms * std::sqrt(static_cast<double>(out->second)));
 }
 
+// A gradient that is a sum over a broadcast dimension (docs/judgement.md "Sums that cancel"; SumScales):
+// rounding errs by expected(u, n)·‖terms‖, so its error is measured against ‖terms‖ = factor·‖g‖ with the
+// sum's n terms — observed / factor — only where the sum cancelled (factor > 2).
+// A sum whose terms' scale is more than twice its own norm has lost at least one bit to cancellation; below
+// that the model's ‖g‖-relative allowance (leading constant 1, measured 0.2–2.2 on single ops) covers it.
+constexpr double kCancelledSum = 2.0;
+
+double sum_rebased(CompareRow& row, double observed, const std::optional<SumScale>& sum, int64_t& n) {
+  row.sum_cancellation = 0.0f;
+  if (!sum || !(sum->factor > kCancelledSum) || !std::isfinite(observed)) return observed;
+  row.cancelled = true;
+  row.sum_cancellation = static_cast<float>(sum->factor);
+  n = std::max(n, sum->terms);
+  return observed / sum->factor;
+}
+
 // The noise class of one row for unit roundoff u (docs/judgement.md "The model").
 void classify_row(CompareRow& row, double u, const Record* first_input,
-                  const std::optional<std::pair<double, int64_t>>& cancellation_ref, const AnalysisOptions& options) {
+                  const std::optional<std::pair<double, int64_t>>& cancellation_ref,
+                  const std::optional<SumScale>& sum, const AnalysisOptions& options) {
   const double observed = row_observed_error(row);
-  const double obs = cancellation_rebased(row, observed, u, cancellation_ref);
-  const NoiseJudgement j = classify_noise(obs, u, reduction_length_for(row, first_input),
-                                          options.noise);
+  int64_t n = reduction_length_for(row, first_input);
+  const double obs = sum_rebased(row, cancellation_rebased(row, observed, u, cancellation_ref), sum, n);
+  const NoiseJudgement j = classify_noise(obs, u, n, options.noise);
   row.noise = j.cls;
   row.noise_ratio = j.ratio;
   // The shape of the error, not only its size (docs/judgement.md "The shape of an error"): a difference
@@ -334,6 +354,18 @@ void classify_rows(CompareResult& result, const AnalysisOptions& options, const 
     return std::nullopt;
   };
 
+  // The scale of the sums the gradients arriving at op outputs are (a broadcast operand's gradient, and
+  // what is computed from it without summing again), from the golden listing like the references above.
+  std::vector<const Record*> listing;
+  if (capture) {
+    if (golden) {
+      for (const Record& r : golden->records()) listing.push_back(&r);
+    } else {
+      for (const CompareRow& row : result.rows) listing.push_back(row.golden);
+    }
+  }
+  SumScales sums(listing, [&](const Record& r) { return reference_norm(&r); });
+
   // Ambient unit roundoff of each row (docs/judgement.md "Which dtype, which n"): the coarsest of the
   // dtypes its own event computed in (every record of the event, either side), the precision each run
   // declares (parameters, autocast, matmul precision: a bf16 model carries bf16 noise into the fp32 islands
@@ -392,7 +424,9 @@ void classify_rows(CompareResult& result, const AnalysisOptions& options, const 
       first_input = reference = events.first_input(g);
       if (const Record* a = events.arriving_grad(g)) reference = a;
     }
-    classify_row(row, u, first_input, reference_norm(reference), options);
+    std::optional<SumScale> sum;
+    if (capture && slot_of(g) == Slot::kInput && g.direction == "backward" && is_float) sum = sums.of(g);
+    classify_row(row, u, first_input, reference_norm(reference), sum, options);
     if (!capture) continue;
     if (slot_of(g) == Slot::kInput && is_float && !std::isnan(row.noise_ratio)) {
       double& w = worst_input_ratio[event_key(g)];

@@ -36,7 +36,11 @@ void apply_verdict_policy(CompareResult& result, VerdictPolicy policy) {
       prepend(fmt::format("{:.0f} % of the difference lies along the golden (z = {:.1f}, {:.3g} of its norm): "
                           "a scale or offset error, not rounding; ", 100 * shape.along, shape.z, shape.along_rel));
     }
-    if (row.cancelled && v.verdict != Verdict::kError)
+    if (row.cancelled && row.sum_cancellation > 0 && v.verdict != Verdict::kError)
+      prepend(fmt::format("a sum that cancels to 1/{:.3g} of its terms' scale (from the gradient arriving at the op "
+                          "that summed it and that op's other input): measured against that scale; ",
+                          row.sum_cancellation));
+    else if (row.cancelled && v.verdict != Verdict::kError)
       prepend("zero in exact arithmetic (cancelled below 2^-10 of the gradient it sums): measured against that "
               "gradient's scale; ");
     // A discrete decision that flipped, and the rows of the block it steers (classify_rows): shown, never a
