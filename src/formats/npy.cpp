@@ -26,7 +26,10 @@ struct Value {
   std::vector<int64_t> ints;
 };
 
-// Recursive-descent parser of the Python dict literal numpy writes (ast.literal_eval subset).
+// Recursive-descent parser of the Python dict literal numpy writes (ast.literal_eval subset). Containers
+// nest at most kMaxNesting deep: numpy writes one level (the shape tuple), a structured dtype's descr a few
+// more; a crafted 64 KB header of 32,000 '(' would otherwise recurse once per level and overflow the stack
+// (issue 33 §1). numpy itself refuses such a file.
 class DictParser {
  public:
   DictParser(const char* p, size_t n) : p_(p), n_(n) {}
@@ -37,13 +40,13 @@ class DictParser {
     skip_ws();
     while (!peek('}')) {
       Value key;
-      PARITY_RETURN_NOT_OK(parse_value(key));
+      PARITY_RETURN_NOT_OK(parse_value(key, 1));
       if (key.kind != Value::kString) return err("expected a string key");
       skip_ws();
       if (!eat(':')) return err("expected ':'");
       skip_ws();
       Value v;
-      PARITY_RETURN_NOT_OK(parse_value(v));
+      PARITY_RETURN_NOT_OK(parse_value(v, 1));
       out.emplace_back(key.str, std::move(v));
       skip_ws();
       if (eat(',')) {
@@ -59,7 +62,10 @@ class DictParser {
   }
 
  private:
-  Status parse_value(Value& v) {
+  static constexpr int kMaxNesting = 64;
+
+  // `depth`: the containers open around this value, the header's dict being 1.
+  Status parse_value(Value& v, int depth) {
     if (i_ >= n_) return err("unexpected end of header");
     const char c = p_[i_];
     if (c == '\'' || c == '"') {
@@ -75,6 +81,8 @@ class DictParser {
     if (match_word("True")) { v.kind = Value::kBool; v.b = true; return Status::OK(); }
     if (match_word("False")) { v.kind = Value::kBool; v.b = false; return Status::OK(); }
     if (c == '(' || c == '[') {
+      if (depth >= kMaxNesting)
+        return err("containers nested more than " + std::to_string(kMaxNesting) + " deep (numpy writes 1–3)");
       const char close = c == '(' ? ')' : ']';
       ++i_;
       v.kind = Value::kTuple;
@@ -84,7 +92,7 @@ class DictParser {
           // Nested containers/strings: a structured dtype description. Skip it to report the dtype,
           // not a syntax error.
           Value inner;
-          PARITY_RETURN_NOT_OK(parse_value(inner));
+          PARITY_RETURN_NOT_OK(parse_value(inner, depth + 1));
           v.kind = Value::kOther;
         } else {
           int64_t x = 0;

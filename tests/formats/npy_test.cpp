@@ -187,6 +187,14 @@ TEST(NpyHeaders, RejectedWithFileNameAndReason) {
        "'fortran_order' is not True/False", parity::StatusCode::kInvalid},
       {"after.npy", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (6,)} x", f32_data(6)),
        "unexpected text after the dict", parity::StatusCode::kInvalid},
+      // Issue 33 §1: a valid v1 file whose 64 KB header nests its shape 32,000 deep crashed the reader (one
+      // recursion a level); the limit is checked at 64, where a v3 file's 1 M levels are no different.
+      {"deep.npy", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': " + std::string(32000, '(') +
+                                 std::string(32000, ')') + ", }", ""),
+       "containers nested more than 64 deep", parity::StatusCode::kInvalid},
+      {"deep_v3.npy", npy_bytes("{'descr': [" + std::string(1 << 20, '[') + std::string(1 << 20, ']') +
+                                    "], 'fortran_order': False, 'shape': (1,), }", "", 3),
+       "containers nested more than 64 deep", parity::StatusCode::kInvalid},
   };
   for (const Bad& c : cases) {
     write_file(d / c.name, c.bytes);
