@@ -38,3 +38,17 @@ TEST(Utf8, CsvCellsAreWellFormed) {
   EXPECT_EQ(parity::csv_escape("caf\xE9"), "caf" + kReplacement);
   EXPECT_EQ(parity::csv_escape("caf\xE9,x"), "\"caf" + kReplacement + ",x\"");
 }
+
+// Issue 33 §4: names starting with '=', '+', '-', '@' (or a tab / CR) were written verbatim and a
+// spreadsheet evaluated them; a NUL became a raw NUL byte. OWASP's advice: a leading single quote, quoted.
+TEST(Utf8, CsvCellsThatAreFormulasAreNeutralised) {
+  EXPECT_EQ(parity::csv_escape("=HYPERLINK(\"http://x\",\"y\")"), "\"'=HYPERLINK(\"\"http://x\"\",\"\"y\"\")\"");
+  EXPECT_EQ(parity::csv_escape("+1"), "\"'+1\"");
+  EXPECT_EQ(parity::csv_escape("-lr"), "\"'-lr\"");
+  EXPECT_EQ(parity::csv_escape("@SUM(A1)"), "\"'@SUM(A1)\"");
+  EXPECT_EQ(parity::csv_escape("\tx"), "\"'\tx\"");
+  EXPECT_EQ(parity::csv_escape("a=b"), "a=b");  // only the first character makes a formula
+  EXPECT_EQ(parity::csv_number(-0.5), "-0.5");  // numbers are not text: they stay numbers
+  EXPECT_EQ(parity::csv_escape(std::string("a\0b", 3)), "a" + kReplacement + "b");
+  EXPECT_EQ(parity::csv_escape(std::string("=\0", 2)), "\"'=" + kReplacement + "\"");
+}
