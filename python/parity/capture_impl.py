@@ -49,6 +49,19 @@ from .fingerprint import PrecisionTimeline, autocast_state, environment_fingerpr
 
 ROOT_NAME = "<root>"
 GLOBAL_NAME = "<global>"  # parent of ops called outside the model (data, loss, optimizer)
+
+
+def _well_formed(name):
+    """A module, parameter or buffer name as text the dump can hold: Python names may carry lone surrogates
+    ('bad\\udcffname', from a file name decoded with surrogateescape) that UTF-8 cannot encode, and the writer
+    would raise into the user's forward (issue 33 §7). Such a name is kept, escaped: 'bad\\\\udcffname'."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 LEVELS = ("module", "op", "mix")
 MODES = ("statistics", "tensor", "checksum")
 DIRECTIONS = ("forward", "backward", "both")
@@ -485,7 +498,7 @@ class Capture:
 
     def _install(self):
         for path, mod in self.model.named_modules():
-            name = path if path else ROOT_NAME
+            name = _well_formed(path) if path else ROOT_NAME
             had_own = "forward" in mod.__dict__
             orig = mod.forward
             mod.forward = self._make_forward(mod, name, orig)
@@ -843,6 +856,7 @@ class Capture:
             return
         self._params_done.add(name)
         for i, (pname, p) in enumerate(mod.named_parameters(recurse=False)):
+            pname = _well_formed(pname)
             self._record("{}/forward/parameter/{}".format(name, pname), p, name, type(mod).__name__, "forward",
                          "parameter", i, 0, extra={"param": pname})
             if p.requires_grad and self.direction != "forward":
@@ -863,6 +877,7 @@ class Capture:
         # Buffers are model state too (BatchNorm's running statistics, a per-head scale, rotary tables): a
         # buffer that differs is a cause as much as a weight that does, and it is read like one.
         for i, (bname, b) in enumerate(mod.named_buffers(recurse=False)):
+            bname = _well_formed(bname)
             if b is not None:
                 self._record("{}/forward/buffer/{}".format(name, bname), b, name, type(mod).__name__, "forward",
                              "buffer", i, 0, extra={"buffer": bname})
@@ -897,6 +912,7 @@ class Capture:
                     # recording every parameter at its first ancestor's call is still "before use".
                     for sub_path, sub in mod.named_modules():
                         if sub_path:
+                            sub_path = _well_formed(sub_path)
                             cap._record_params(sub, sub_path if name == ROOT_NAME else name + "." + sub_path)
                 finally:
                     cap._busy = busy

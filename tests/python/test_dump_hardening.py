@@ -1,5 +1,6 @@
 """Hardening of the capture dump (issue 14): two writers of one part, a part with two header or two
 close records, a record whose offset + size wraps past 2^64."""
+import json
 import multiprocessing as mp
 import os
 
@@ -104,3 +105,27 @@ def test_a_record_whose_offset_plus_size_wraps_is_corrupt(tmp_path):
     for cmd in (("compare", tmp_path / "run", tmp_path / "run"), ("overflow", tmp_path / "run")):
         p = capture_helpers.run_cli(*cmd)
         assert p.returncode in (0, 1, 2), "parity {} -> {}\n{}{}".format(cmd[0], p.returncode, p.stdout, p.stderr)
+
+
+def test_a_name_that_is_not_utf8_is_captured_escaped_without_disturbing_the_step(tmp_path):
+    """Issue 33 §7: a module named with a lone surrogate ('bad\\udcffname', a name decoded from bytes with
+    surrogateescape) raised TypeError from the writer into the user's forward, even with on_error="warn".
+    The step runs, the name is recorded escaped, and `parity info` reads the run."""
+    import torch
+    import warnings
+
+    model = torch.nn.Sequential()
+    model.add_module("ok", torch.nn.Linear(4, 4))
+    model.add_module("bad\udcffname", torch.nn.Linear(4, 2))
+    x = torch.randn(3, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # a capture that stopped would warn
+        with parity.capture(model, str(tmp_path / "run"), level="mix", mode="statistics") as cap:
+            y = model(x)
+            y.sum().backward()
+            cap.next_step()
+    assert y.shape == (3, 2)
+    p = capture_helpers.run_cli("compare", tmp_path / "run", tmp_path / "run", "--json", "-")
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    names = {r["name"] for r in json.loads(p.stdout)["rows"]}
+    assert "bad\\udcffname/forward/output/0" in names and "ok/forward/output/0" in names, sorted(names)
