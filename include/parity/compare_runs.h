@@ -80,6 +80,11 @@ struct CompareReport {
   double replay_seconds = 0;
 };
 
+// The run verdict as every output spells it (JSON summary.verdict, parity.compare()'s dict, the headline):
+// "no_input" when nothing could be compared (`no_input` says why; exit 2) — never "pass", so a script that
+// gates on the verdict cannot let an unreadable run through — else verdict_name(result.summary.verdict).
+const char* run_verdict_name(const CompareReport& report);
+
 // Under a group of several processes (options.compare.group) every process calls it; process 0 returns
 // the report, the others an empty one (nothing to render: their measurements are in process 0's).
 Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSource& target,

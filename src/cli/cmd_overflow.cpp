@@ -47,8 +47,13 @@ int run_overflow(const OverflowArgs& a, const GlobalOptions& global) {
   opt.rank_shares = src.shares ? &*src.shares : nullptr;
   OverflowReport rep = analyse_overflow(*src.sources[0], opt);
   if (!speaks) return kExitOk;  // its statistics went to process 0, which renders everything
-  if (rep.measured == 0 && rep.records > 0) {
-    std::fprintf(stderr, "parity overflow: %s: no record has statistics or tensor data to inspect\n", terminal_text(a.run).c_str());
+  // Nothing inspected is no answer, never "no NaN/Inf born" (issue 33 §2: an empty .npz exited 0): exit 2,
+  // with what could not be read.
+  if (rep.measured == 0) {
+    std::fprintf(stderr, "parity overflow: no usable input: %s: %s\n", terminal_text(a.run).c_str(),
+                 rep.records > 0 ? "no record has statistics or tensor data to inspect" : "holds no readable records");
+    for (const Status& st : rep.problems)
+      std::fprintf(stderr, "parity overflow: unreadable: %s\n", terminal_text(st.message()).c_str());
     return kExitUsage;
   }
   const bool json_stdout = a.json_path == "-";

@@ -378,7 +378,7 @@ json compare_report_head_to_json(const CompareReport& report) {
         {"unmatched_target", s.unmatched_target},
         {"unmatched_implementation", s.unmatched_implementation},
         {"problems", s.problems},
-        {"verdict", verdict_name(s.verdict)},
+        {"verdict", run_verdict_name(report)},
         {"policy", verdict_policy_name(result.policy)},
         {"exit_code", report.exit_code},
         {"no_input", report.no_input.empty() ? json(nullptr) : json(report.no_input)},

@@ -113,4 +113,8 @@ Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSourc
   return report;
 }
 
+const char* run_verdict_name(const CompareReport& report) {
+  return report.no_input.empty() ? verdict_name(report.result.summary.verdict) : "no_input";
+}
+
 }  // namespace parity

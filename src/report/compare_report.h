@@ -50,11 +50,11 @@ void print_compare_unmatched(std::FILE* out, const CompareResult& result, const 
 void print_compare_problems(std::FILE* out, const CompareResult& result, const TableOptions& options);
 void print_compare_notes(std::FILE* out, const CompareResult& result, const TableOptions& options);
 // "PASSED | 12 pass, 0 warn, 0 fail, 0 error | noise-model | 0.41 s | parity compare a b" (Polygraphy
-// style); `gate_passed` is whether the exit code is 0.
+// style); `gate_passed` is whether the exit code is 0; `no_input`: nothing could be compared ("NO INPUT").
 // Under several processes (mpirun): one line with each process's peak resident memory, in MiB. Prints
 // nothing for a single process (its JSON still carries it).
 void print_process_memory(std::FILE* out, const CompareResult& result, bool color);
 void print_compare_verdict(std::FILE* out, const CompareResult& result, double seconds,
-                           const std::string& command, bool gate_passed, bool color);
+                           const std::string& command, bool gate_passed, bool no_input, bool color);
 
 }  // namespace parity::report

@@ -10,6 +10,8 @@ import subprocess
 import numpy as np
 import pytest
 
+import parity
+
 PARITY = os.environ.get("PARITY_BIN", "parity")
 
 
@@ -19,6 +21,12 @@ def run(*args, check_no_crash=True):
         # 3 = internal error; negative = killed by a signal. Neither is acceptable for bad input.
         assert p.returncode in (0, 1, 2), f"rc={p.returncode}\n{p.stdout}\n{p.stderr}"
         assert "internal error" not in p.stderr
+    return p
+
+
+def run_overflow(*args):
+    p = subprocess.run([PARITY, "overflow", *map(str, args)], capture_output=True, text=True, timeout=120)
+    assert p.returncode in (0, 1, 2) and "internal error" not in p.stderr, f"rc={p.returncode}\n{p.stdout}\n{p.stderr}"
     return p
 
 
@@ -490,11 +498,21 @@ def test_misspelled_command_and_option_get_did_you_mean():
 
 
 def test_two_empty_inputs_never_pass(dirs):
-    """Issue 14: two empty inputs printed `PASSED | 0 pass` and exited 2 — headline and exit code disagreed."""
+    """Issue 14: two empty inputs printed `PASSED | 0 pass` and exited 2 — headline and exit code disagreed.
+    Issue 33 §2: the JSON and parity.compare() still said `summary.verdict: "pass"` with `exit_code: 2`, so a
+    script gating on the verdict let it through. Nothing readable is one state: exit 2, "no_input", named."""
     g, t = dirs
-    p = run(g, t)
+    p = run(g, t, "--json", g.parent / "out.json")
     assert p.returncode == 2 and "no usable input" in p.stderr
-    assert "PASSED" not in p.stdout and "FAILED" in p.stdout
+    assert "PASSED" not in p.stdout and p.stdout.strip().splitlines()[-1].startswith("NO INPUT"), p.stdout
+    summary = json.loads((g.parent / "out.json").read_text())["summary"]
+    assert summary["verdict"] == "no_input" and summary["exit_code"] == 2 and str(g) in summary["no_input"], summary
+    np.savez(g.parent / "empty.npz")  # an archive without members: the same state, from the Python API too
+    res = parity.compare(str(g.parent / "empty.npz"), str(g.parent / "empty.npz"))
+    assert res["summary"]["verdict"] == "no_input" and res["summary"]["exit_code"] == 2, res["summary"]
+    o = run_overflow(g.parent / "empty.npz")
+    assert o.returncode == 2 and "no usable input" in o.stderr and "empty.npz" in o.stderr, o.stdout + o.stderr
+    assert "no NaN/Inf born" not in o.stdout, o.stdout
 
 
 def test_table_width_follows_columns(dirs):
