@@ -1,6 +1,6 @@
 // .npz reader: a zip archive of .npy members (numpy.savez: stored; numpy.savez_compressed: deflated).
-// Stored members are viewed in place inside the file mapping; deflated members are listed by inflating
-// only their .npy header, and inflated whole (CRC-checked) on load. Keys drop the ".npy" suffix, as
+// Stored members are viewed in place inside the file mapping (their CRC-32 checked on load); deflated
+// members are listed by inflating only their .npy header, and inflated whole (CRC-checked) on load. Keys drop the ".npy" suffix, as
 // numpy.load does.
 #include <algorithm>
 #include <cstdlib>
@@ -41,6 +41,29 @@ Status check_inflation(uint64_t compressed, uint64_t inflated) {
 
 bool probe_npz(const std::filesystem::path& p) { return has_extension(p, ".npz"); }
 
+// Members whose data overlaps an earlier-starting member's: the overlapping-member zip bomb (one deflate
+// stream referenced by many directory entries, each passing the ratio check: 200 entries over one 60 MiB
+// stream took 50 s to compare, issue 33 §3). zip writers never share bytes between members, and Python's
+// zipfile refuses such archives ("Overlapped entries"). Returns, per member, the name it overlaps ("" none).
+std::vector<std::string> overlapping_members(const std::vector<ZipMember>& dir) {
+  std::vector<size_t> order(dir.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return dir[a].data_offset < dir[b].data_offset; });
+  std::vector<std::string> overlaps(dir.size());
+  uint64_t reach = 0;  // the furthest data end among members starting earlier
+  size_t reacher = SIZE_MAX;
+  for (size_t i : order) {
+    const ZipMember& m = dir[i];
+    if (!m.problem.ok() || m.compressed_size == 0) continue;
+    if (reacher != SIZE_MAX && m.data_offset < reach) overlaps[i] = dir[reacher].name;
+    if (m.data_offset + m.compressed_size > reach) {
+      reach = m.data_offset + m.compressed_size;
+      reacher = i;
+    }
+  }
+  return overlaps;
+}
+
 // The member's .npy header: read in place for stored members, inflated for deflated ones (first the
 // fixed prefix for the header length, then exactly the header).
 Result<NpyHeader> member_header(const MappedFile& file, const ZipMember& m, std::vector<std::byte>& scratch) {
@@ -73,6 +96,7 @@ Status list_npz(const MappedFile& file, std::vector<TensorEntry>& entries, std::
     ++count;
     last = i;
   }
+  const std::vector<std::string> overlaps = overlapping_members(*dir);
   std::vector<std::byte> scratch;
   for (size_t i = 0; i < dir->size(); ++i) {
     const ZipMember& m = (*dir)[i];
@@ -85,6 +109,11 @@ Status list_npz(const MappedFile& file, std::vector<TensorEntry>& entries, std::
                               " times; the last copy is read (as numpy does), the others are ignored"));
     }
     if (!m.problem.ok()) { problem(m.problem); continue; }
+    if (!overlaps[i].empty()) {
+      problem(Status::Invalid("its data overlaps member '" + overlaps[i] + "': refused (overlapping members are a "
+                              "zip bomb; no zip writer shares bytes between members)"));
+      continue;
+    }
     if (m.encrypted) { problem(Status::Unsupported("encrypted zip members are not supported")); continue; }
     if (m.method != 0 && m.method != 8) {
       problem(Status::Unsupported("zip compression method " + std::to_string(m.method) +
@@ -125,6 +154,9 @@ Status list_npz(const MappedFile& file, std::vector<TensorEntry>& entries, std::
       e.storage = TensorEntry::Storage::kInPlace;
       e.offset = m.data_offset + h->data_offset;
       e.size = h->data_bytes;
+      e.crc32 = m.crc32;  // checked on load over the whole member, as numpy (zipfile) does
+      e.crc_offset = m.data_offset;
+      e.crc_size = m.compressed_size;
     } else {
       e.storage = TensorEntry::Storage::kDeflated;
       e.offset = m.data_offset;

@@ -34,8 +34,11 @@ struct TensorEntry {
   uint64_t offset = 0;         // in place: first data byte in the file; deflated: first compressed byte
   uint64_t size = 0;           // in place: data bytes; deflated: compressed bytes
   uint64_t inflated_size = 0;  // deflated: the member's size after inflation
-  uint32_t crc32 = 0;          // deflated: the member's CRC-32 from the zip directory
+  uint32_t crc32 = 0;          // an archive member's CRC-32 from the zip directory
   uint64_t data_offset = 0;    // deflated: first data byte inside the inflated member
+  // In place inside a zip archive: the stored member's bytes [crc_offset, +crc_size), header included,
+  // whose CRC-32 must be `crc32` (crc_size 0: not an archive member, nothing to check).
+  uint64_t crc_offset = 0, crc_size = 0;
 };
 
 // Lists the tensors of one mapped file. A problem that makes the whole file unusable is returned (the

@@ -183,4 +183,50 @@ TEST_F(NpzFiles, LyingZipDirectory) {
   EXPECT_EQ((*sz)->records().size(), 4u);
 }
 
+// Issue 33 §3: a stored member's CRC-32 was never checked (a flipped data byte was read as data; numpy
+// raises "Bad CRC-32"), and 200 directory entries over one deflate stream each passed the ratio check.
+TEST_F(NpzFiles, StoredMemberWithABadCrcIsCorruptOthersStillLoad) {
+  TempDir d;
+  std::string stored = read_file(dir_->path() / "stored.npz");
+  const size_t off = member_data_offset(stored, "a.npy");
+  ASSERT_NE(off, std::string::npos);
+  stored[off + 128 + 4] = static_cast<char>(stored[off + 128 + 4] ^ 0x01);  // one bit of a's data, past its header
+  write_file(d / "crc.npz", stored);
+  auto s = parity::open_source(d / "crc.npz");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto bad = (*s)->load(*find_record(**s, "a"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), parity::StatusCode::kCorrupt);
+  EXPECT_TRUE(contains(bad.status().message(), "member 'a.npy': CRC-32 mismatch")) << bad.status().message();
+  EXPECT_EQ(load_values(**s, "b"), (std::vector<double>{0, 1, 2, 3, 4, 5}));
+}
+
+TEST(NpzOverlap, MembersSharingOneStreamAreRefusedAtOnce) {
+  TempDir d;
+  // 60 entries of the central directory point at one deflated member of 4 M zeros (16 MiB inflated).
+  ASSERT_EQ(run_python(d.path(), R"PY(
+import io, struct
+buf = io.BytesIO()
+np.savez_compressed(buf, a=np.zeros(1 << 22, dtype='<f4'))
+z = buf.getvalue()
+eocd = z.rfind(b'PK\x05\x06')
+cd_size, cd_off = struct.unpack('<II', z[eocd + 12:eocd + 20])
+entry = z[cd_off:cd_off + cd_size]
+n = struct.unpack('<H', entry[28:30])[0]
+entries = [entry]
+for k in range(1, 60):
+    name = ('m%03d.npy' % k).encode()
+    entries.append(entry[:28] + struct.pack('<H', len(name)) + entry[30:46] + name + entry[46 + n:])
+cd = b''.join(entries)
+open('overlap.npz', 'wb').write(z[:cd_off] + cd + z[eocd:eocd + 8] +
+                                struct.pack('<HHII', len(entries), len(entries), len(cd), cd_off) + z[eocd + 20:])
+)PY"), 0);
+  auto s = parity::open_source(d / "overlap.npz");
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ((*s)->records().size(), 1u);  // the first entry; every other one shares its bytes
+  ASSERT_EQ((*s)->problems().size(), 59u);
+  EXPECT_TRUE(contains((*s)->problems()[0].message(), "member 'm001.npy': its data overlaps member 'a.npy'"))
+      << (*s)->problems()[0].message();
+}
+
 }  // namespace
