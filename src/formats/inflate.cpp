@@ -43,15 +43,19 @@ Result<uint64_t> inflate_raw(const std::byte* src, uint64_t src_size, std::byte*
   return out_done;
 }
 
-uint32_t crc32_of(const std::byte* data, uint64_t size) {
-  uLong crc = crc32(0L, Z_NULL, 0);
+uint32_t crc32_continue(uint32_t crc, const std::byte* data, uint64_t size) {
+  uLong c = crc;
   while (size > 0) {
     const uInt n = static_cast<uInt>(std::min<uint64_t>(size, UINT_MAX));
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(data), n);
+    c = crc32(c, reinterpret_cast<const Bytef*>(data), n);
     data += n;
     size -= n;
   }
-  return static_cast<uint32_t>(crc);
+  return static_cast<uint32_t>(c);
+}
+
+uint32_t crc32_of(const std::byte* data, uint64_t size) {
+  return crc32_continue(static_cast<uint32_t>(crc32(0L, Z_NULL, 0)), data, size);
 }
 
 }  // namespace parity::formats

@@ -14,5 +14,7 @@ Result<uint64_t> inflate_raw(const std::byte* src, uint64_t src_size, std::byte*
 
 // zlib's CRC-32 (the zip checksum) of a buffer.
 uint32_t crc32_of(const std::byte* data, uint64_t size);
+// The CRC-32 of a buffer that follows the bytes whose CRC-32 is `crc` (crc32_of(nullptr, 0) starts one).
+uint32_t crc32_continue(uint32_t crc, const std::byte* data, uint64_t size);
 
 }  // namespace parity::formats

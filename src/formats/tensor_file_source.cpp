@@ -1,6 +1,10 @@
 // TensorFileSource: Records from a format's listing, views over the mapped (or inflated) bytes on load.
 #include "formats/tensor_file_source.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -8,6 +12,28 @@
 #include "formats/inflate.h"
 
 namespace parity::formats {
+
+namespace {
+
+// CRC-32 of mapped file bytes, in chunks whose pages are handed back once summed (madvise DONTNEED on a
+// read-only shared file mapping: they stay in the page cache and fault in again when the metrics read
+// them). Without it the check made a 2 × 256 MiB stored .npz pair resident at once: 522 MiB peak against
+// 45 MiB for the same tensors as .npy files.
+uint32_t crc32_of_mapped(const std::byte* data, uint64_t size) {
+  constexpr uint64_t kChunk = uint64_t{16} << 20;
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  uint32_t crc = crc32_of(nullptr, 0);
+  for (uint64_t at = 0; at < size; at += kChunk) {
+    const uint64_t n = std::min(kChunk, size - at);
+    crc = crc32_continue(crc, data + at, n);
+    const uintptr_t lo = reinterpret_cast<uintptr_t>(data + at), hi = lo + n;
+    const uintptr_t a = (lo + page - 1) & ~(page - 1), b = hi & ~(page - 1);  // whole pages inside only
+    if (b > a) (void)::madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+  }
+  return crc;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<RecordSource>> TensorFileSource::open(const std::filesystem::path& path, const char* format,
                                                              ListFn list, bool one_tensor_per_file) {
@@ -70,7 +96,7 @@ Result<TensorView> TensorFileSource::load(const Record& r) const {
     // to compare (numpy raises "Bad CRC-32"; issue 33 §3). One more pass over bytes about to be read anyway.
     if (e.crc_size > 0) {
       if (!file.contains(e.crc_offset, e.crc_size)) return Status::Corrupt(e.what + ": member lies outside the file");
-      const uint32_t crc = crc32_of(m->data() + e.crc_offset, e.crc_size);
+      const uint32_t crc = crc32_of_mapped(m->data() + e.crc_offset, e.crc_size);
       if (crc != e.crc32) {
         return Status::Corrupt(fmt::format("{}: CRC-32 mismatch (data corrupt: {:08x} computed, {:08x} in the zip "
                                            "directory)", e.what, crc, e.crc32));
