@@ -21,4 +21,7 @@ echo "==== bench part: faultbench ====" && PARITY_BIN="$BUILD/parity" PYTHONPATH
 # The conformance matrix (bench/zoo: transformers architectures x benign recipes and faults); rewrites the
 # section between <!-- zoo:begin --> and <!-- zoo:end --> of docs/benchmarks.md.
 echo "==== bench part: zoo ====" && (cd "$HERE/.." && PARITY_BIN="$(cd "$BUILD" && pwd)/parity" PYTHONPATH="python:$BUILD/python" "${PARITY_VENV_PYTHON:-.venv/bin/python}" -m bench.zoo.run --json bench/out/zoo.json --markdown "$BUILD/bench-results/zoo.md" --docs docs/benchmarks.md) 2>&1 | tee "$BUILD/bench-results/zoo.txt" || status=1
+# Its invariance property (bench/zoo/invariance.py: the same row's verdict under two capture levels and
+# under filters), every architecture x 4 columns (~10 min); the section between <!-- zoo-invariance:begin/end -->.
+echo "==== bench part: zoo invariance ====" && (cd "$HERE/.." && PARITY_BIN="$(cd "$BUILD" && pwd)/parity" PYTHONPATH="python:$BUILD/python" "${PARITY_VENV_PYTHON:-.venv/bin/python}" -m bench.zoo.invariance --json bench/out/zoo_invariance.json --docs docs/benchmarks.md) 2>&1 | tee "$BUILD/bench-results/zoo_invariance.txt" || status=1
 exit $status
