@@ -32,6 +32,7 @@ class Side:
     loss_scale: Optional[object] = None       # None | "dynamic" (GradScaler's settled scale) | a float
     loss_factor: Optional[float] = None       # loss * factor before backward (a plain mul: gradient accumulation)
     inject: Optional[Callable] = None         # inject(built, roles) -> notes or None: the change (faults.py)
+    matmul_precision: Optional[str] = None    # torch.set_float32_matmul_precision(...) while the step runs
 
 
 class FaultVoid(Exception):
@@ -65,6 +66,21 @@ def _cast_batch(batch, dtype):
 
 def _autocast(dtype):
     return torch.autocast("cpu", dtype=dtype) if dtype is not None else contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _matmul_precision(precision):
+    """torch.set_float32_matmul_precision(precision) for the step (what a TF32 run declares; the capture's
+    fingerprint records it), the previous setting restored after."""
+    if precision is None:
+        yield
+        return
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision(precision)
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 def settled_loss_scale(built, side):
@@ -107,7 +123,8 @@ def capture_step(arch, side, path, mode="tensor", level="mix", direction="both",
     if scale == "dynamic":
         scale = settled_loss_scale(built, side)
     scaler = torch.amp.GradScaler("cpu", init_scale=scale) if scale is not None else None
-    with parity.capture(built.model, str(path), level=level, mode=mode, direction=direction) as cap:
+    with _matmul_precision(side.matmul_precision), \
+            parity.capture(built.model, str(path), level=level, mode=mode, direction=direction) as cap:
         with _autocast(side.autocast):
             loss = built.loss(built.model(**built.batch))
         if direction != "forward":
@@ -156,6 +173,41 @@ def _untraced_linear(lin, perm):
     return forward
 
 
+TF32_DROPPED_BITS = 13  # fp32 keeps 23 fraction bits, TF32 10
+
+
+def _round_tf32(x):
+    """x (fp32) with its fraction rounded to TF32's 10 bits, round to nearest even, fp32's exponent range
+    (a carry into the exponent is the correct rounding). Straight-through for autograd: the gradient is
+    the identity's, as a TF32 matmul's backward sees its operands."""
+    bits = x.detach().contiguous().view(torch.int32)
+    half = (1 << (TF32_DROPPED_BITS - 1)) - 1
+    lsb = (bits >> TF32_DROPPED_BITS) & 1
+    rounded = ((bits + half + lsb) & ~((1 << TF32_DROPPED_BITS) - 1)).view(torch.float32)
+    return torch.where(torch.isfinite(x), x + (rounded - x.detach()), x)
+
+
+def _tf32_linear(lin):
+    def forward(x):
+        with torch._C.DisableTorchFunction():
+            return torch.nn.functional.linear(_round_tf32(x), _round_tf32(lin.weight), lin.bias)
+    return forward
+
+
+def linears_tf32(built, roles):
+    """Every nn.Linear multiplies TF32-rounded operands (x and W, 10 fraction bits; products and sums in
+    fp32), as an Ampere+ tensor core does under allow_tf32 / float32_matmul_precision("high"), inside one
+    untraced kernel (the golden: linears_in_order, the same kernel unrounded). Attention's own matmuls and
+    the backward's products stay fp32: the emulation covers the Linear layers' forward, the bulk of a
+    TF32 run's rounding."""
+    count = 0
+    for mod in built.model.modules():
+        if isinstance(mod, torch.nn.Linear) and mod.weight.dtype == torch.float32:
+            mod.forward = _tf32_linear(mod)
+            count += 1
+    return {"tf32_linears": count}
+
+
 def linears_in_order(built, roles):
     return _untraced_linears(built, permute=False)
 
@@ -196,6 +248,9 @@ RECIPES = [
            "input features permuted inside one untraced kernel; golden: the same kernel in order). "
            "torch.set_num_threads(1) vs 2 was measured first: it leaves Llama, T5 and Mamba bit-identical",
            Side(inject=linears_in_order), Side(inject=linears_permuted)),
+    Column("tf32", "benign", "TF32-emulated matmuls: every Linear's operands rounded to TF32 (10 fraction bits) in "
+           "an untraced kernel, the run declaring torch.set_float32_matmul_precision('high'); golden: the same "
+           "kernel in fp32", Side(inject=linears_in_order), Side(inject=linears_tf32, matmul_precision="high")),
     Column("stats_module", "benign", "bf16 cast, statistics mode at level='module'", FP32, Side(cast=torch.bfloat16),
            mode="statistics", level="module"),
     Column("stats_op", "benign", "bf16 cast, statistics mode at level='op'", FP32, Side(cast=torch.bfloat16),
