@@ -63,9 +63,11 @@ enum class FlipRole : uint8_t {
   kNone,
   kDecision,  // the decision's own output (top-k indices, an argmax, a mask) differs; its inputs by rounding only
   kAffected,  // a row of the block the decision steers, judged given the flip
+  kMask,      // a ReLU's input gradient g·[x > 0] whose mask flipped where x lies within rounding of 0:
+              // judged outside the flipped positions (docs/judgement.md "ReLU masks")
 };
 
-// "none" | "decision" | "affected": the spelling in every output.
+// "none" | "decision" | "affected" | "mask": the spelling in every output.
 const char* flip_role_name(FlipRole r);
 
 struct CompareRow {
@@ -90,6 +92,7 @@ struct CompareRow {
   // its terms' scale (classify_rows; docs/judgement.md "Sums that cancel"); 0 where not.
   float sum_cancellation = 0.0f;
   FlipRole flip = FlipRole::kNone;  // a discrete decision that flipped, or a row it steers (classify_rows)
+  int32_t mask_flips = 0;           // flip kMask: the positions whose ReLU mask flipped
   // k of a recognised loss scale (parity/loss_scale.h): the target was compared as stored × 2^-k, and its
   // statistics in `metrics` / `stats` are those of the compared values; 0 = compared as stored.
   int8_t loss_scale_log2 = 0;

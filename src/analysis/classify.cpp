@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "analysis/event_index.h"
+#include "analysis/mask_flip.h"
 #include "analysis/sum_scale.h"
 #include "nlohmann/json.hpp"
 #include "parity/analysis.h"
@@ -296,7 +297,8 @@ class DecisionFlips {
       return;
     }
     for (Flip& x : flips_) {
-      if (x.rank != g.rank || x.step != g.step || g.order <= x.order || !in_module(g.module, x.block)) continue;
+      if (x.block.empty() || x.rank != g.rank || x.step != g.step || g.order <= x.order || !in_module(g.module, x.block))
+        continue;
       if (row.noise == NoiseClass::kStructural && row.fixed_verdict != Verdict::kError) {
         row.flip = FlipRole::kAffected;
         row.noise = NoiseClass::kElevated;
@@ -307,12 +309,18 @@ class DecisionFlips {
     }
   }
 
+  // A ReLU mask flip (judge_given_mask_flip): the gradient it passes back differs by `error` at the flipped
+  // positions, and every gradient computed from it later in the step carries that difference.
+  void carry(const Record& g, double error) {
+    if (std::isfinite(error)) flips_.push_back({g.rank, g.step, g.order, "", error});
+  }
+
  private:
   struct Flip {
     int rank;
     int64_t step, order;
-    std::string block;
-    double carried;  // the largest relative difference of the block's float rows so far
+    std::string block;  // the block the decision steers; "" for a mask flip, which only carries its error
+    double carried;     // the largest relative difference of the block's float rows so far
   };
   std::vector<Flip> flips_;
 
@@ -327,6 +335,62 @@ class DecisionFlips {
     return it != worst_input_ratio.end() && it->second <= params.structural_min;
   }
 };
+
+// The pre-activations of ReLU events, by (rank, step, name) on each side, read from the listings the first
+// time a ReLU gradient needs them (a filter that leaves them out changes nothing).
+class ReluInputs {
+ public:
+  std::pair<const Record*, const Record*> of(const Record& grad, const RecordSource& golden, const RecordSource& target) {
+    if (!built_) {
+      index(golden.records(), golden_);
+      index(target.records(), target_);
+      built_ = true;
+    }
+    const Key key{grad.rank, grad.step, analysis_detail::relu_input_name(grad)};
+    const auto g = golden_.find(key), t = target_.find(key);
+    return {g == golden_.end() ? nullptr : g->second, t == target_.end() ? nullptr : t->second};
+  }
+
+ private:
+  using Key = std::tuple<int, int64_t, std::string>;
+  static void index(const RecordList& records, std::map<Key, const Record*>& out) {
+    for (const Record& r : records)
+      if (r.direction == "forward" && r.role == "input" && r.index == 0 && r.has_data &&
+          (r.op == "relu" || r.op == "relu_" || r.op == "ReLU"))
+        out.emplace(Key{r.rank, r.step, r.name.str()}, &r);
+  }
+  bool built_ = false;
+  std::map<Key, const Record*> golden_, target_;
+};
+
+// A ReLU's input gradient beyond rounding whose pre-activations agree within rounding: measured outside the
+// positions where the two runs' pre-activations fall on different sides of 0 (docs/judgement.md "ReLU
+// masks"). When that residual is within the structural bound, the row is a mask flip (flip "mask"): its
+// noise ratio is the residual's, and the flipped positions are counted, not failed. Returns whether it was.
+bool judge_given_mask_flip(CompareRow& row, ReluInputs& inputs, const std::unordered_map<const Record*, size_t>& row_of,
+                           const RowList& rows, const RecordSource& golden, const RecordSource& target,
+                           const NoiseParams& params) {
+  const Record& g = *row.golden;
+  if (row.noise != NoiseClass::kStructural || row.mode != CompareMode::kTensor ||
+      !analysis_detail::is_relu_input_gradient(g))
+    return false;
+  const auto [gx, tx] = inputs.of(g, golden, target);
+  if (gx == nullptr || tx == nullptr) return false;
+  // A pre-activation that differs structurally moves the mask for a reason: that is no tie.
+  if (const auto it = row_of.find(gx); it != row_of.end() && rows[it->second].noise == NoiseClass::kStructural) return false;
+  const double observed = row_observed_error(row);
+  if (!(observed > 0) || !std::isfinite(observed)) return false;
+  Result<analysis_detail::MaskFlip> f =
+      analysis_detail::measure_mask_flip(g, *row.target, *gx, *tx, golden, target, row.loss_scale_log2);
+  if (!f.ok() || f->flipped == 0) return false;
+  const double ratio = row.noise_ratio * f->residual / observed;
+  if (!(ratio <= params.structural_min)) return false;
+  row.flip = FlipRole::kMask;
+  row.mask_flips = static_cast<int32_t>(std::min<int64_t>(f->flipped, INT32_MAX));
+  row.noise_ratio = ratio;
+  row.noise = ratio <= params.noise_max ? NoiseClass::kNoise : NoiseClass::kElevated;
+  return true;
+}
 
 void classify_rows(CompareResult& result, const AnalysisOptions& options, const RecordSource* golden,
                    const RecordSource* target) {
@@ -411,6 +475,7 @@ void classify_rows(CompareResult& result, const AnalysisOptions& options, const 
   // In execution order: a decision flip (topk, argmax, a comparison mask) changes how the rows after it are
   // judged (DecisionFlips).
   DecisionFlips flips;
+  ReluInputs relu_inputs;
   std::unordered_map<EventKey, double, EventKeyHash> worst_input_ratio;
   for (size_t i : rows_in_execution_order(result.rows)) {
     CompareRow& row = result.rows[i];
@@ -428,6 +493,8 @@ void classify_rows(CompareResult& result, const AnalysisOptions& options, const 
     if (capture && slot_of(g) == Slot::kInput && g.direction == "backward" && is_float) sum = sums.of(g);
     classify_row(row, u, first_input, reference_norm(reference), sum, options);
     if (!capture) continue;
+    if (golden && target && judge_given_mask_flip(row, relu_inputs, row_of, result.rows, *golden, *target, options.noise))
+      flips.carry(g, row_observed_error(row));
     if (slot_of(g) == Slot::kInput && is_float && !std::isnan(row.noise_ratio)) {
       double& w = worst_input_ratio[event_key(g)];
       w = std::max(w, row.noise_ratio);

@@ -56,6 +56,9 @@ void apply_verdict_policy(CompareResult& result, VerdictPolicy policy) {
                           row.golden->op.str()));
     else if (row.flip == FlipRole::kAffected)
       prepend("in the block a flipped decision steers: judged given the flip; ");
+    else if (row.flip == FlipRole::kMask)
+      prepend(fmt::format("a ReLU mask flipped at {} positions whose pre-activations fall on either side of 0 within "
+                          "rounding: measured outside them; ", row.mask_flips));
     // A parameter whose update since an earlier step differs beyond what its gradient explains fails
     // however small its own difference looks (docs/judgement.md "Parameters across steps").
     if (policy == VerdictPolicy::kNoiseModel && row.update && row.update->differs && v.verdict != Verdict::kError) {

@@ -7,6 +7,7 @@ const char* flip_role_name(FlipRole r) {
   switch (r) {
     case FlipRole::kDecision: return "decision";
     case FlipRole::kAffected: return "affected";
+    case FlipRole::kMask: return "mask";
     case FlipRole::kNone: break;
   }
   return "none";

@@ -37,9 +37,9 @@ TEST(Diagnosis, EveryRuleIsRegisteredOnce) {
                            "LOW_PRECISION_SENSITIVE_OP", "FLUSH_TO_ZERO", "OUTLIERS", "ACCUMULATION_NOISE",
                            "NONDETERMINISM", "DRIFT_AFTER_STEPS", "RANK_INCONSISTENT", "CONFIG_DIFF",
                            "QUANT_SENSITIVE_LAYER", "TRAIN_INFER_MISMATCH", "OP_ARGUMENT_MISMATCH", "LOSS_SCALE",
-                           "DECISION_FLIP", "STRUCTURE_DIFF", "NO_CAUSE_FOUND"})
+                           "DECISION_FLIP", "STRUCTURE_DIFF", "UPDATE_LOST_TO_ROUNDING", "NO_CAUSE_FOUND"})
     EXPECT_EQ(std::count(c.begin(), c.end(), code), 1) << code;
-  EXPECT_EQ(c.size(), 20u);
+  EXPECT_EQ(c.size(), 21u);
   EXPECT_EQ(c.back(), "NO_CAUSE_FOUND");  // last: it reads every other rule's diagnoses
 }
 

@@ -10,11 +10,16 @@ namespace {
 using namespace diagnosis_detail;
 
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
-  std::vector<std::string> decisions;
+  std::vector<std::string> decisions, masks;
   int64_t affected = 0;
   Diagnosis d;
   for (const CompareRow& row : ctx.result->rows) {
     if (row.flip == FlipRole::kAffected) ++affected;
+    if (row.flip == FlipRole::kMask) {
+      masks.push_back(fmt::format("{} (step {}, rank {}): {} positions", row.golden->name, row.golden->step,
+                                  row.golden->rank, row.mask_flips));
+      d.events.push_back(row.golden->name);
+    }
     if (row.flip != FlipRole::kDecision) continue;
     const Record& g = *row.golden;
     std::string where = fmt::format("{} ({}, step {}, rank {})", g.name, g.op.str(), g.step, g.rank);
@@ -25,13 +30,21 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     decisions.push_back(std::move(where));
     d.events.push_back(g.name);
   }
-  if (decisions.empty()) return {};
+  if (decisions.empty() && masks.empty()) return {};
   d.strength = 0;
   d.severity = Severity::kInfo;  // a tie broken the other way is not a fault
-  d.evidence.push_back(fmt::format("{} decision output(s) flipped while their inputs differ by rounding only "
-                                   "(at most the structural bound)",
-                                   decisions.size()));
-  append_limited(d.evidence, decisions, 6);
+  if (!decisions.empty()) {
+    d.evidence.push_back(fmt::format("{} decision output(s) flipped while their inputs differ by rounding only "
+                                     "(at most the structural bound)",
+                                     decisions.size()));
+    append_limited(d.evidence, decisions, 6);
+  }
+  if (!masks.empty()) {
+    d.evidence.push_back(fmt::format("{} ReLU gradient(s) whose mask flipped where the pre-activation lies within "
+                                     "rounding of 0; each judged outside the flipped positions",
+                                     masks.size()));
+    append_limited(d.evidence, masks, 6);
+  }
   if (affected > 0)
     d.evidence.push_back(fmt::format("{} rows of the blocks these decisions steer are judged given the flip (elevated "
                                      "at most); their difference is carried into the later rows of the step",
