@@ -69,6 +69,57 @@ TEST(Diagnosis, LowPrecisionNeedsALowPrecisionDtype) {
   EXPECT_FALSE(has(f, "NONDETERMINISM"));  // identical configuration is not evidence of randomness
 }
 
+// Issue 28: a LayerNorm computed by a hand-written fp16 kernel in the target (casts, its own mean and
+// variance: ops the golden's one fused layer_norm does not have) keeps fp32 module rows; the kernel's f16
+// ops are unmatched, and they are the evidence that low precision takes part.
+TEST(Diagnosis, LowPrecisionSeenInOpsPresentInOneRunOnly) {
+  Synth s;
+  s.module("embed", "Embedding", 0, 1e-7);
+  s.row("layers.0.ln", "LayerNorm", "forward", "input", 0, 1e-7);
+  s.row("layers.0.ln", "LayerNorm", "forward", "output", 0, 0.4);
+  s.module("layers.0.attn", "Attention", 0.4, 0.45);
+  Findings without = analyse_and_diagnose(s.result, nullptr, nullptr);
+  EXPECT_FALSE(has(without, "LOW_PRECISION_SENSITIVE_OP"));
+  Record half;  // the kernel's fp16 cast, between the module's input and output
+  half.name = "layers.0.ln/half#0/forward/output/0";
+  half.module = "layers.0.ln";
+  half.op = "half";
+  half.direction = "forward";
+  half.role = "output";
+  half.dtype = DType::kF16;
+  half.step = 0;
+  half.rank = 0;
+  half.order = s.result.rows[3].golden->order;  // inside the module's event (its input 2, output 3)
+  s.result.unmatched_target.push_back(half);
+  Findings f = analyse_and_diagnose(s.result, nullptr, nullptr);
+  const Diagnosis* d = find(f, "LOW_PRECISION_SENSITIVE_OP");
+  ASSERT_NE(d, nullptr);
+  std::string text;
+  for (const std::string& e : d->evidence) text += e + "\n";
+  EXPECT_NE(text.find("layers.0.ln/half#0/forward/output/0 inside it, present in the target only, is f16"),
+            std::string::npos) << text;
+}
+
+// Issue 28: a softmax computed in f16 inside an fp32 attention is within f16 rounding as an op; the fp32
+// ops after it carry the f16 rounding, so the attention module is the source, and the softmax whose
+// precision the target lowered is named.
+TEST(Diagnosis, ASensitiveOpLoweredInsideASourceModuleIsNamed) {
+  Synth s;
+  s.module("embed", "Embedding", 0, 1e-7);
+  s.row("layers.0.attn", "Attention", "forward", "input", 0, 1e-7);
+  s.row("layers.0.attn", "softmax", "forward", "input", 0, 1e-7, DType::kF32, DType::kF16);
+  s.row("layers.0.attn", "softmax", "forward", "output", 0, 2e-4, DType::kF32, DType::kF16);
+  s.row("layers.0.attn", "Attention", "forward", "output", 0, 0.3);
+  s.module("layers.0.mlp", "MLP", 0.3, 0.35);
+  Findings f = analyse_and_diagnose(s.result, nullptr, nullptr);
+  const Diagnosis* d = find(f, "LOW_PRECISION_SENSITIVE_OP");
+  ASSERT_NE(d, nullptr);
+  std::string text;
+  for (const std::string& e : d->evidence) text += e + "\n";
+  EXPECT_NE(text.find("layers.0.attn/softmax#0/forward/input/0 inside it computes in f16 in the target, f32 in the "
+                      "golden"), std::string::npos) << text;
+}
+
 // A random op whose inputs already differ does not show its own randomness.
 TEST(Diagnosis, RandomOpWithDifferingInputsIsNotNondeterminism) {
   Synth s;

@@ -42,7 +42,35 @@ std::string low_precision_involved(const DiagnosisContext& ctx, const EventError
     for (DType t : {row.target->dtype, row.golden->dtype})
       if (low_precision(t)) return fmt::format("{} inside it is {}", g.name, dtype_name(t));
   }
+  // Ops of one run only inside it: a hand-written kernel whose steps (casts to fp16, its own mean and
+  // variance) the other run does in one fused op are unmatched, and their dtypes are evidence as much.
+  for (const auto& [records, side] : {std::pair{&ctx.result->unmatched_target, "target"},
+                                      std::pair{&ctx.result->unmatched_golden, "golden"}}) {
+    for (const Record& r : *records) {
+      if (r.rank != e.rank || r.step != e.step || r.direction != e.direction || r.order < e.first_order ||
+          r.order > e.last_order || !low_precision(r.dtype))
+        continue;
+      return fmt::format("{} inside it, present in the {} only, is {}", r.name, side, dtype_name(r.dtype));
+    }
+  }
   return "";
+}
+
+// A sensitive op inside a source module whose target computes in a lower precision than its golden (a
+// softmax in f16 where the golden's is f32): the module creates the error, this op is where precision was
+// lowered. Judged at its own precision the op is fine (an f16 softmax within f16 rounding); its fp32
+// consumers see the f16 rounding as error, so the module, not the op, is the source.
+const CompareRow* lowered_sensitive_op_inside(const DiagnosisContext& ctx, const EventError& e) {
+  if (e.first_order < 0) return nullptr;
+  for (const CompareRow& row : ctx.result->rows) {
+    const Record& g = *row.golden;
+    if (g.rank != e.rank || g.step != e.step || g.direction != e.direction || g.order < e.first_order ||
+        g.order > e.last_order || g.op.str().empty() || !is_sensitive_op(g.op.str()) || is_random_op(g.op.str()))
+      continue;
+    const DType gt = g.dtype, tt = row.target->dtype;
+    if (low_precision(tt) && dtype_is_float(gt) && unit_roundoff(tt) > unit_roundoff(gt)) return &row;
+  }
+  return nullptr;
 }
 
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
@@ -54,9 +82,15 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     if (!modules_named.insert(s.module + "|" + s.op).second) continue;
     const EventError& e = event_of(ctx, s);
     if (std::isinf(e.amplification)) continue;  // NaN/Inf born here: OVERFLOW tells that story
-    if (!(is_sensitive_op(e.op) || is_sensitive_op(e.module))) continue;
     if (is_random_op(e.op) || is_random_op(e.module)) continue;
-    const std::string low = low_precision_involved(ctx, e);
+    const CompareRow* lowered = nullptr;
+    std::string low;
+    if (is_sensitive_op(e.op) || is_sensitive_op(e.module)) {
+      low = low_precision_involved(ctx, e);
+    } else if ((lowered = lowered_sensitive_op_inside(ctx, e)) != nullptr) {
+      low = fmt::format("{} inside it computes in {} in the target, {} in the golden", lowered->golden->name,
+                        dtype_name(lowered->target->dtype), dtype_name(lowered->golden->dtype));
+    }
     if (low.empty()) continue;  // an fp32 op that differs is not a precision problem
     Diagnosis d;
     d.strength = (&s == top_source(ctx)) ? 2 : 1;
