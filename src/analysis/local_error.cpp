@@ -21,6 +21,7 @@
 #include "fmt/format.h"
 #include "nlohmann/json.hpp"
 #include "parity/analysis.h"
+#include "parity/dtype.h"
 
 namespace parity {
 
@@ -183,6 +184,10 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
   std::optional<std::pair<int, int64_t>> stream;
   std::unordered_set<size_t> inputs_nonfinite;               // events whose target inputs hold NaN/Inf
   std::vector<int> aligned_outputs, measured_outputs;          // per event (a million events: no hash maps)
+  // Per event: the worst ratio of its float inputs, and of its discrete (integer or boolean) outputs with
+  // the row that holds it — a decision's output counts only when its float inputs agree (below).
+  std::vector<double> float_input_ratio, decision_ratio;
+  std::vector<size_t> decision_row;
   for (size_t i : rows_in_execution_order(result.rows)) {
     const CompareRow& row = result.rows[i];
     const Record& g = *row.golden;
@@ -197,6 +202,9 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
       a.events.push_back(std::move(e));
       aligned_outputs.push_back(0);
       measured_outputs.push_back(0);
+      float_input_ratio.push_back(kNaN);
+      decision_ratio.push_back(kNaN);
+      decision_row.push_back(SIZE_MAX);
     }
     EventError& e = a.events[it->second];
     e.rows.push_back(i);
@@ -211,7 +219,10 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
     // evidence of where error is created: the event keeps its place in the order but measures nothing.
     if (row.match == MatchKind::kAligned && row.match_confidence < kStrongPairing) continue;
     switch (slot_of(g)) {
-      case Slot::kInput: take_max(e.input_ratio, row.noise_ratio); break;
+      case Slot::kInput:
+        take_max(e.input_ratio, row.noise_ratio);
+        if (dtype_is_float(g.dtype)) take_max(float_input_ratio[it->second], row.noise_ratio);
+        break;
       case Slot::kParameter: take_max(e.param_ratio, row.noise_ratio); break;
       case Slot::kOutput:
       case Slot::kOther:
@@ -219,6 +230,13 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
         if (row.noise != NoiseClass::kUnknown) {
           aligned_outputs[it->second] += row.match == MatchKind::kAligned ? 1 : 0;
           measured_outputs[it->second] += 1;
+        }
+        if (!dtype_is_float(g.dtype) && slot_of(g) == Slot::kOutput) {
+          if (!std::isnan(row.noise_ratio) && !(row.noise_ratio <= decision_ratio[it->second])) {
+            decision_ratio[it->second] = row.noise_ratio;
+            decision_row[it->second] = i;
+          }
+          break;
         }
         if (!std::isnan(row.noise_ratio) &&
             (std::isnan(e.output_ratio) || row.noise_ratio > e.output_ratio || e.worst_output_row == SIZE_MAX)) {
@@ -233,6 +251,17 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
     EventError& e = a.events[k];
     if (inputs_nonfinite.count(k)) e.nonfinite_born = false;  // carried in, not born here
     e.aligned_only = measured_outputs[k] > 0 && aligned_outputs[k] == measured_outputs[k];
+    // A discrete decision (top-k indices, argmax, a mask) computed from float inputs that already differ
+    // beyond noise flips as a consequence of that difference: it creates no error of its own, and its
+    // exact-by-dtype output ("non-finite" units when it differs) must not outrank the upstream event that
+    // created the error (docs/judgement.md "Decision flips"). With agreeing float inputs (or none: an
+    // index computed from indices) its output is the event's own, as any other.
+    const bool decided_from_differing_floats = float_input_ratio[k] > options.noise.noise_max;
+    if (!std::isnan(decision_ratio[k]) && !decided_from_differing_floats &&
+        (std::isnan(e.output_ratio) || decision_ratio[k] > e.output_ratio)) {
+      e.output_ratio = decision_ratio[k];
+      e.worst_output_row = decision_row[k];
+    }
   }
   const auto in_stream_order = [](const EventError& x, const EventError& y) {
     return std::make_tuple(x.rank, x.step, direction_rank(x.direction), x.first_order) <

@@ -407,5 +407,40 @@ TEST(Analysis, ElevatedErrorFromIdenticalInputsIsASource) {
   EXPECT_NEAR(a.suspects[0].score, std::log2(6.0), 0.1);
 }
 
+// A router's top-k whose float scores already differ beyond noise (an injected norm upstream) picks other
+// experts as a consequence: its indices differ "beyond any unit", yet the decision creates no error of its
+// own and must not outrank the norm that did (docs/judgement.md "Decision flips"). With scores that agree
+// within rounding the same differing indices are a decision flip, as before.
+Synth router_downstream_of(double score_rel) {
+  Synth s;
+  s.module("layers.0.norm", "RMSNorm", 0, score_rel);
+  s.row("layers.0.mlp.gate", "topk", "forward", "input", 0, score_rel);
+  s.row("layers.0.mlp.gate", "topk", "forward", "output", 0, score_rel);
+  s.row("layers.0.mlp.gate", "topk", "forward", "output", 1, 0.3, DType::kI64, DType::kI64);
+  s.module("layers.0.mlp.experts", "Experts", score_rel, 0.3);
+  return s;
+}
+
+TEST(Analysis, ADecisionFromDifferingScoresDoesNotOutrankTheirSource) {
+  Synth s = router_downstream_of(2e-3);
+  Analysis a = analyse(s.result);
+  ASSERT_FALSE(a.suspects.empty());
+  EXPECT_EQ(a.suspects[0].name, "layers.0.norm/forward") << a.suspects[0].why;
+  for (const Suspect& sp : a.suspects) EXPECT_NE(sp.name, "layers.0.mlp.gate/topk#0/forward") << sp.why;
+  for (const EventError& e : a.events)
+    if (e.name == "layers.0.mlp.gate/topk#0/forward") EXPECT_NE(e.role, EventRole::kSource);
+
+  Synth tie = router_downstream_of(0);  // scores equal within rounding: a tie broken the other way
+  analyse(tie.result);
+  bool flip_seen = false;
+  for (const CompareRow& row : tie.result.rows)
+    if (row.golden->name == "layers.0.mlp.gate/topk#0/forward/output/1") {
+      flip_seen = true;
+      EXPECT_EQ(row.flip, FlipRole::kDecision);
+      EXPECT_EQ(row.noise, NoiseClass::kElevated);
+    }
+  EXPECT_TRUE(flip_seen);
+}
+
 }  // namespace
 }  // namespace parity
