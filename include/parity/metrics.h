@@ -38,6 +38,10 @@ struct MetricOptions {
   // non-finite positions do (docs/metrics.md "Dtype extremes"). Only what compare_rows asks for
   // (parity/compare.h); like a scaled target, the pair takes the general kernel and gets no KL.
   bool extremes_as_infinities = false;
+  // With extremes_as_infinities: the magnitude from which each side's values read as ±inf; 0 = its dtype's
+  // largest finite value. A mask of a narrower dtype stored after arithmetic in a wider one (finfo(fp16).min
+  // + score kept in fp32: −65504.08) is not that dtype's extreme any more (docs/metrics.md "Dtype extremes").
+  double golden_infinity_from = 0.0, target_infinity_from = 0.0;
 };
 
 // Statistics of one side over its finite elements (NaN/Inf are counted, not included).

@@ -116,14 +116,49 @@ std::string loss_scale_prefix(const CompareRow& row) {
 // is that pattern: the pair is measured again with the extremes read as ±inf (MetricOptions::
 // extremes_as_infinities), and the reason says so.
 // A side "reaches" −∞ when it holds −finfo.max of its dtype or −inf itself: a mask value plus a score overflows
-// to −inf in fp16 (GPT-J, GPT-Neo) where fp32 stays at −3.4e38.
+// to −inf in fp16 (GPT-J, GPT-Neo) where fp32 stays at −3.4e38. Of one dtype, the pair qualifies when one
+// side holds the extreme and the other −inf instead (GPT-Neo's fp32 golden overflows its mask sum to −inf
+// where its fp16-autocast target keeps −3.4e38).
 bool holds_dtype_extremes(const PairMetrics& m, DType golden, DType target) {
   const FloatFormat *fg = float_format(golden), *ft = float_format(target);
-  if (fg == nullptr || ft == nullptr || fg->max_finite == ft->max_finite) return false;
+  if (fg == nullptr || ft == nullptr) return false;
   const bool g_lo = m.golden.min == -fg->max_finite, t_lo = m.target.min == -ft->max_finite;
   const bool g_hi = m.golden.max == fg->max_finite, t_hi = m.target.max == ft->max_finite;
+  if (fg->max_finite == ft->max_finite)  // one dtype: one side's mask overflowed to ±inf, the other's did not
+    return (g_lo && m.golden.ninf_count == 0 && m.target.ninf_count > 0) ||
+           (t_lo && m.target.ninf_count == 0 && m.golden.ninf_count > 0) ||
+           (g_hi && m.golden.pinf_count == 0 && m.target.pinf_count > 0) ||
+           (t_hi && m.target.pinf_count == 0 && m.golden.pinf_count > 0);
   return ((g_lo || t_lo) && (g_lo || m.golden.ninf_count > 0) && (t_lo || m.target.ninf_count > 0)) ||
          ((g_hi || t_hi) && (g_hi || m.golden.pinf_count > 0) && (t_hi || m.target.pinf_count > 0));
+}
+
+// The same mask where the narrower dtype's extreme was stored after arithmetic in a wider dtype: one side
+// reaches its own −∞ (−finfo.max or −inf), the other's most negative value lies within a factor 2 of an
+// fp16/fp8 extreme it cannot be an extreme of (finfo(fp16).min + score kept in fp32 = −65504.08: GPT-J,
+// GPT-Neo in fp16). That side's values from half that extreme read as ±inf; positions still have to agree
+// (a sentinel facing an ordinary value is a non-finite mismatch), so real data near 65504 at a position
+// the other side holds finite is still an error. Returns the magnitudes (golden, target) or nullopt.
+std::optional<std::pair<double, double>> narrow_mask_sentinels(const PairMetrics& m, DType golden, DType target) {
+  const FloatFormat *fg = float_format(golden), *ft = float_format(target);
+  if (fg == nullptr || ft == nullptr) return std::nullopt;
+  auto reaches_minus_inf = [](const SideStats& s, const FloatFormat* f) {
+    return s.ninf_count > 0 || s.min == -f->max_finite;
+  };
+  // The narrow extreme one side's minimum sits at (from below, rounding and data added), or 0.
+  auto narrow_extreme = [](const SideStats& s, const FloatFormat* own) {
+    for (DType narrow : {DType::kF16, DType::kF8E5M2, DType::kF8E4M3}) {
+      const FloatFormat* f = float_format(narrow);
+      if (f == nullptr || f->max_finite >= own->max_finite) continue;
+      if (s.min <= -0.5 * f->max_finite && s.min >= -f->max_finite * (1 + 0x1p-10)) return f->max_finite;
+    }
+    return 0.0;
+  };
+  if (reaches_minus_inf(m.golden, fg))
+    if (const double x = narrow_extreme(m.target, ft); x > 0) return std::pair{0.0, 0.5 * x};
+  if (reaches_minus_inf(m.target, ft))
+    if (const double x = narrow_extreme(m.golden, fg); x > 0) return std::pair{0.5 * x, 0.0};
+  return std::nullopt;
 }
 
 std::string extremes_prefix(DType golden, DType target) {
@@ -154,11 +189,21 @@ void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golde
       mo.target_scale_log2 = row.loss_scale_log2;  // a loss-scaled gradient is compared unscaled
       Result<PairMetrics> m = compare_tensors(*g, *t, mo);
       if (!m.ok()) return set_error(row, m.status().WithContext(row.golden->name));
-      const bool extremes = holds_dtype_extremes(*m, row.golden->dtype, row.target->dtype);
+      bool extremes = holds_dtype_extremes(*m, row.golden->dtype, row.target->dtype);
       if (extremes) {
         mo.extremes_as_infinities = true;
         m = compare_tensors(*g, *t, mo);
         if (!m.ok()) return set_error(row, m.status().WithContext(row.golden->name));
+      }
+      // A narrow dtype's mask can remain once the extremes are read (GPT-Neo under fp16 autocast: −3.4e38 and
+      // −65504 in one fp32 tensor): looked for on the latest reading.
+      const auto narrow = narrow_mask_sentinels(*m, row.golden->dtype, row.target->dtype);
+      if (narrow) {
+        mo.extremes_as_infinities = true;
+        std::tie(mo.golden_infinity_from, mo.target_infinity_from) = *narrow;
+        m = compare_tensors(*g, *t, mo);
+        if (!m.ok()) return set_error(row, m.status().WithContext(row.golden->name));
+        extremes = true;
       }
       // A 2-D tensor stored transposed on one side (Hugging Face's Conv1D keeps [in, out] where nn.Linear
       // keeps [out, in]) holds the same numbers in another layout: compared flat it looks like noise.
@@ -183,8 +228,14 @@ void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golde
       row.metrics = std::move(m).value();
       compare::Judgement j = compare::judge_tensor(*row.metrics, th);
       row.verdict = j.verdict;
-      row.reason = loss_scale_prefix(row) + (extremes ? extremes_prefix(row.golden->dtype, row.target->dtype) : "") +
-                   j.reason;
+      std::string mask_note;
+      if (narrow)
+        mask_note = fmt::format("a narrow dtype's finfo.min mask stored after arithmetic: {} values beyond ±{:.6g} read "
+                                "as ±inf; ", narrow->first > 0 ? "golden" : "target",
+                                narrow->first > 0 ? narrow->first : narrow->second);
+      else if (extremes)
+        mask_note = extremes_prefix(row.golden->dtype, row.target->dtype);
+      row.reason = loss_scale_prefix(row) + mask_note + j.reason;
     } else if (row.mode == CompareMode::kStatistics) {
       // A side whose record stores no statistics is compared by those of its tensor data, kept in the row.
       Boxed<TensorStats> golden_computed, target_computed;

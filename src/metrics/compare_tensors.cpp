@@ -265,7 +265,8 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
   // A scaled target, or extremes read as infinities: the values compared are not the stored ones.
   const bool scaled = options.target_scale_log2 != 0 || options.extremes_as_infinities;
   const metrics_detail::PairDecoder decoder(golden, target, std::ldexp(1.0, -options.target_scale_log2),
-                                            options.extremes_as_infinities);
+                                            options.extremes_as_infinities, options.golden_infinity_from,
+                                            options.target_infinity_from);
   // Both sides contiguous, native order and fp32/bf16: the fused kernel reads them in place (not a scaled
   // target: the fused kernels read the stored values).
   const bool in_place = decoder.both_direct() && !scaled;

@@ -17,11 +17,12 @@ namespace parity::metrics_detail {
 class PairDecoder {
  public:
   PairDecoder(const TensorView& golden, const TensorView& target, double target_scale = 1.0,
-              bool extremes_as_infinities = false)
+              bool extremes_as_infinities = false, double golden_infinity_from = 0.0,
+              double target_infinity_from = 0.0)
       : golden_(golden), target_(target), fast_(select_decoder()),
         g_direct_(direct(golden)), t_direct_(direct(target)), target_scale_(target_scale),
-        g_extreme_(extremes_as_infinities ? extreme_of(golden) : 0.0),
-        t_extreme_(extremes_as_infinities ? extreme_of(target) : 0.0) {}
+        g_extreme_(extremes_as_infinities ? (golden_infinity_from > 0 ? golden_infinity_from : extreme_of(golden)) : 0.0),
+        t_extreme_(extremes_as_infinities ? (target_infinity_from > 0 ? target_infinity_from : extreme_of(target)) : 0.0) {}
 
   bool both_direct() const { return g_direct_ && t_direct_; }
 
@@ -46,7 +47,7 @@ class PairDecoder {
   static void extremes_to_infinities(double* x, int64_t n, double extreme) {
     constexpr double kInf = std::numeric_limits<double>::infinity();
     for (int64_t i = 0; i < n; ++i)
-      if (x[i] == extreme || x[i] == -extreme) x[i] = x[i] > 0 ? kInf : -kInf;
+      if (x[i] >= extreme || x[i] <= -extreme) x[i] = x[i] > 0 ? kInf : -kInf;
   }
   void side(const TensorView& v, bool is_direct, int64_t b, int64_t n, double* out) const {
     if (!is_direct || !fast_(v.dtype, v.data + b * dtype_size(v.dtype), n, out)) decode_to_double(v, b, n, out);

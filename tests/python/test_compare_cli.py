@@ -547,3 +547,24 @@ def test_npz_zip_bomb_is_refused_with_a_clear_message(tmp_path):
     q = subprocess.run([PARITY, "compare", str(tmp_path / "g.npz"), str(tmp_path / "t.npz"), "--json", "-", "-q"],
                        capture_output=True, text=True, env=env, timeout=120)
     assert q.returncode == 0 and len(json.loads(q.stdout)["rows"]) == 2
+
+
+def test_a_narrow_dtype_mask_after_arithmetic_reads_as_minus_inf_but_real_saturation_does_not(tmp_path):
+    """docs/metrics.md "Dtype extremes": an fp32 golden mask of −3.4e38 against an fp16 mask stored after adding
+    scores in fp32 (−65504 + s) is one mask; a target that saturates at −65504 where the golden holds an
+    ordinary value is still a difference (a non-finite mismatch, the row fails)."""
+    scores = np.linspace(-0.5, 0.5, 64, dtype=np.float32).reshape(8, 8)
+    mask = np.triu(np.ones((8, 8), dtype=bool), 1)
+    golden = np.where(mask, np.float32(np.finfo(np.float32).min), scores).astype(np.float32)
+    target = np.where(mask, np.float32(np.finfo(np.float16).min) + scores, scores).astype(np.float32)
+    np.save(tmp_path / "g.npy", golden)
+    np.save(tmp_path / "t.npy", target)
+    rc, res, p = compare_json(tmp_path / "g.npy", tmp_path / "t.npy")
+    row = res["rows"][0]
+    assert rc == 0 and row["verdict"] == "pass", row
+    assert row["reason"].startswith("a narrow dtype's finfo.min mask stored after arithmetic"), row["reason"]
+    saturated = target.copy()
+    saturated[0, 0] = np.float16(-65504)  # real data at the fp16 limit where the golden holds −0.5
+    np.save(tmp_path / "s.npy", saturated)
+    rc, res, p = compare_json(tmp_path / "g.npy", tmp_path / "s.npy")
+    assert rc == 1 and res["rows"][0]["verdict"] in ("fail", "error"), res["rows"][0]

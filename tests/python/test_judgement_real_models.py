@@ -180,3 +180,11 @@ def test_relu_mask_flips_are_findings_not_failures(tmp_path, column):
     assert all("a ReLU mask flipped at" in r["reason"] and r["verdict"] != "fail" for r in masks), masks
     flip = next(d for d in res["diagnosis"] if d["code"] == "DECISION_FLIP")
     assert any("ReLU gradient(s) whose mask flipped" in e for e in flip["evidence"]), flip
+
+
+@pytest.mark.parametrize("arch,column", [("gptj", "fp16"), ("gpt_neo", "fp16"), ("gpt_neo", "autocast_fp16_scaled")])
+def test_fp16_mask_stored_after_arithmetic_is_the_same_mask(tmp_path, arch, column):
+    """finfo(fp16).min + score kept in fp32 (−65504.08; GPT-J) and a mask that overflowed to −inf in one run
+    only (GPT-Neo) are the mask's "−inf" (docs/metrics.md "Dtype extremes")."""
+    rec = run(arch, column, tmp_path)
+    assert rec["verdict"] not in ("fail", "error") and rec["ok"], explain(rec)
