@@ -71,6 +71,20 @@ struct Synth {
   }
 
   // A module event with one input, one output (and optionally a parameter) in forward.
+  // A LayerNorm "norm" whose bf16 weight, compared at step 1, failed its update check: `u` (from step 0,
+  // differs) says how its update since step 0 compares with the golden's; its own value agrees.
+  CompareRow& stalled_norm_weight(ParameterUpdate u) {
+    module("norm", "LayerNorm", 0, 1e-8);
+    CompareRow& p = row("norm", "LayerNorm", "forward", "parameter", 0, 1e-8, DType::kF32, DType::kBF16, /*step=*/1);
+    last_golden().name = last_target().name = "norm/forward/parameter/weight";
+    u.from_step = 0;
+    u.differs = true;
+    p.update = u;
+    p.verdict = Verdict::kFail;
+    p.reason = "its update since step 0 differs by 1 of the update's size";
+    return p;
+  }
+
   void module(const std::string& name, const std::string& cls, double in_rel, double out_rel,
               DType td = DType::kF32, double param_rel = -1, int64_t step = 0, int rank = 0) {
     if (param_rel >= 0) row(name, cls, "forward", "parameter", 0, param_rel, DType::kF32, td, step, rank);

@@ -96,21 +96,14 @@ TEST(RunVerdict, OverflowOnAnUncomparedOpFailsARunWhoseRowsPass) {
   EXPECT_EQ(find(f, "ACCUMULATION_NOISE"), nullptr);  // "no action needed" never beside a cause
 }
 
-// A parameter failed by its update check (bf16 weight updates that round to nothing) while its own
-// value agrees within rounding: no rule names a cause, so NO_CAUSE_FOUND lists the row and why, and the
-// noise summary counts it as structural, never as noise.
+// A parameter failed by its update check while its own value agrees within rounding, with no element counts
+// that would show its steps rounding to nothing (UPDATE_LOST_TO_ROUNDING's evidence): no rule names a cause,
+// so NO_CAUSE_FOUND lists the row and why, and the noise summary counts it as structural, never as noise.
 TEST(NoCauseFound, AFailingRunWithoutACauseSaysSo) {
   Synth s;
-  s.module("norm", "LayerNorm", 0, 1e-8);
-  CompareRow& p = s.row("norm", "LayerNorm", "forward", "parameter", 0, 1e-8, DType::kF32, DType::kBF16, /*step=*/1);
-  s.last_golden().name = s.last_target().name = "norm/forward/parameter/weight";
   ParameterUpdate u;
-  u.from_step = 0;
   u.rel_error = 1;
-  u.differs = true;
-  p.update = u;
-  p.verdict = Verdict::kFail;
-  p.reason = "its update since step 0 differs by 1 of the update's size";
+  s.stalled_norm_weight(u);
   s.result.summary = summarize_compare(s.result);
   Findings f = analyse_and_diagnose(s.result, nullptr, nullptr);
   EXPECT_EQ(f.analysis.rows_structural, 1);

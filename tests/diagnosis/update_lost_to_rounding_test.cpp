@@ -22,20 +22,13 @@ const Diagnosis* find(const Findings& f, const std::string& code) {
 // did not move): `lost` of its 64 moved elements rounded to nothing in bf16.
 Findings stalled_weight(int64_t lost) {
   Synth s;
-  s.module("norm", "LayerNorm", 0, 1e-8);
-  CompareRow& p = s.row("norm", "LayerNorm", "forward", "parameter", 0, 1e-8, DType::kF32, DType::kBF16, /*step=*/1);
-  s.last_golden().name = s.last_target().name = "norm/forward/parameter/weight";
   ParameterUpdate u;
-  u.from_step = 0;
   u.rel_error = 1;
   u.golden_norm = 8e-3;
   u.moved = 64;
   u.stalled = 64;
   u.lost = lost;
-  u.differs = true;
-  p.update = u;
-  p.verdict = Verdict::kFail;
-  p.reason = "its update since step 0 differs by 1 of the update's size";
+  s.stalled_norm_weight(u);
   s.result.summary = summarize_compare(s.result);
   return analyse_and_diagnose(s.result, nullptr, nullptr);
 }
