@@ -45,13 +45,18 @@ std::optional<Signature> signature(const DiagnosisContext& ctx, const CompareRow
   }
   Signature s;
   s.numel = static_cast<int64_t>(g->size());
+  // A value the target's dtype cannot hold at all (at most half its smallest subnormal: round to nearest
+  // gives 0, as fp16 does below 2^-25) is the format's underflow, not a flush: a flush zeroes values the
+  // format could have kept as subnormals (Mamba's fp16 run holds such underflows and no flush).
+  const FloatFormat* tf = float_format(out_row.target->dtype);
+  const double underflow = tf != nullptr ? 0.5 * tf->min_subnormal : 0.0;
   double err_all = 0, err_zeroed = 0;
   for (size_t i = 0; i < g->size(); ++i) {
     const double gv = (*g)[i], tv = (*t)[i];
     if (!std::isfinite(gv) || !std::isfinite(tv)) continue;
     const double e = (tv - gv) * (tv - gv);
     err_all += e;
-    if (tv == 0.0 && gv != 0.0) {
+    if (tv == 0.0 && gv != 0.0 && std::abs(gv) > underflow) {
       ++s.zeroed;
       err_zeroed += e;
       const double feed = gin ? std::abs((*gin)[i]) : std::abs(gv);
@@ -126,6 +131,10 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     const PairMetrics& m = *row.metrics;
     // A share that matters (1 %), and no NaN/Inf disagreement (that row belongs to OVERFLOW).
     if (m.nonfinite_mismatch > 0 || m.ftz_count < std::max<int64_t>(1, static_cast<int64_t>(kFallbackShare * m.numel)))
+      continue;
+    // With the tensors at hand, the count excludes what the target's format cannot hold (signature()).
+    if (const auto sig = signature(ctx, row, nullptr);
+        sig && sig->zeroed < std::max<int64_t>(1, static_cast<int64_t>(kFallbackShare * m.numel)))
       continue;
     Diagnosis d;
     d.strength = 3;
