@@ -188,6 +188,29 @@ TEST(Diagnosis, OverflowNamesTheOpAndItsInputRange) {
   EXPECT_FALSE(has(f, "LOW_PRECISION_SENSITIVE_OP"));  // NaN born: OVERFLOW tells it
 }
 
+// T5's relative-position bucket takes log(0) in every run: the same birth in the golden, in the same
+// numbers, is the model's own and no finding; a birth in both runs whose numbers differ still warns.
+TEST(Diagnosis, TheSameBirthInBothRunsIsNoOverflowFinding) {
+  auto run = [](int64_t golden_inf, int64_t target_inf) {
+    Synth s;
+    s.row("l0.attn", "log", "forward", "input", 0, 0).metrics->target.max = 1.875;
+    PairMetrics& out = *s.row("l0.attn", "log", "forward", "output", 0, 0).metrics;
+    out.golden.ninf_count = golden_inf;
+    out.target.ninf_count = target_inf;
+    out.nonfinite_agree = false;  // as in statistics mode: counts, no positions
+    return analyse_and_diagnose(s.result, nullptr, nullptr);
+  };
+  const Findings same = run(16, 16);
+  EXPECT_FALSE(has(same, "OVERFLOW"));
+  ASSERT_EQ(same.golden_overflow.origins.size(), 1u);  // still in the overflow report
+  ASSERT_EQ(same.target_overflow.origins.size(), 1u);
+  const Findings more = run(16, 20);
+  const Diagnosis* d = find(more, "OVERFLOW");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->severity, Severity::kWarn);
+  EXPECT_NE(d->evidence[0].find("the golden overflows here too, in other numbers"), std::string::npos) << d->evidence[0];
+}
+
 TEST(Diagnosis, GradientOverflowAndUnderflow) {
   Synth over;
   over.module("l0", "Linear", 0, 0);
