@@ -23,12 +23,14 @@
 #include <atomic>
 #include <cstdint>
 #include <cctype>
+#include <cmath>
 #include <exception>
 #include <map>
 #include <optional>
 #include <set>
 #include <tuple>
 
+#include "compare/boolean_mask.h"
 #include "compare/judge.h"
 #include "fmt/format.h"
 #include "compare/loss_scale_rows.h"
@@ -187,9 +189,17 @@ void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golde
       mo.kl = plan.kl;
       mo.threads = threads;
       mo.target_scale_log2 = row.loss_scale_log2;  // a loss-scaled gradient is compared unscaled
+      // A boolean mask facing the additive mask it stands for (eager vs SDPA attention) is compared as that.
+      const std::optional<compare::BooleanMaskReading> boolean_mask = compare::read_boolean_mask(*g, *t);
+      if (boolean_mask) {
+        (boolean_mask->golden_is_boolean ? *g : *t) = boolean_mask->additive;
+        mo.extremes_as_infinities = true;
+        (boolean_mask->golden_is_boolean ? mo.target_infinity_from : mo.golden_infinity_from) =
+            std::fabs(boolean_mask->masked_value);
+      }
       Result<PairMetrics> m = compare_tensors(*g, *t, mo);
       if (!m.ok()) return set_error(row, m.status().WithContext(row.golden->name));
-      bool extremes = holds_dtype_extremes(*m, row.golden->dtype, row.target->dtype);
+      bool extremes = !boolean_mask && holds_dtype_extremes(*m, row.golden->dtype, row.target->dtype);
       if (extremes) {
         mo.extremes_as_infinities = true;
         m = compare_tensors(*g, *t, mo);
@@ -197,7 +207,7 @@ void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golde
       }
       // A narrow dtype's mask can remain once the extremes are read (GPT-Neo under fp16 autocast: −3.4e38 and
       // −65504 in one fp32 tensor): looked for on the latest reading.
-      const auto narrow = narrow_mask_sentinels(*m, row.golden->dtype, row.target->dtype);
+      const auto narrow = boolean_mask ? std::nullopt : narrow_mask_sentinels(*m, row.golden->dtype, row.target->dtype);
       if (narrow) {
         mo.extremes_as_infinities = true;
         std::tie(mo.golden_infinity_from, mo.target_infinity_from) = *narrow;
@@ -229,7 +239,9 @@ void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golde
       compare::Judgement j = compare::judge_tensor(*row.metrics, th);
       row.verdict = j.verdict;
       std::string mask_note;
-      if (narrow)
+      if (boolean_mask)
+        mask_note = boolean_mask->note;
+      else if (narrow)
         mask_note = fmt::format("a narrow dtype's finfo.min mask stored after arithmetic: {} values beyond ±{:.6g} read "
                                 "as ±inf; ", narrow->first > 0 ? "golden" : "target",
                                 narrow->first > 0 ? narrow->first : narrow->second);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 
 #include "compare/judge.h"
@@ -47,6 +48,15 @@ class MemorySource final : public RecordSource {
     tensors_[r.handle] = make_owned_tensor(DType::kF32, shape, std::move(bytes));
     records_.push_back(r);
     return records_.back();
+  }
+  // A boolean tensor (one byte per element, as torch and numpy store it).
+  Record& add_bool(const std::string& name, const std::vector<bool>& values) {
+    Record& r = add(name, std::vector<float>(values.size()));
+    std::vector<std::byte> bytes(values.size());
+    for (size_t i = 0; i < values.size(); ++i) bytes[i] = std::byte{values[i]};
+    r.dtype = DType::kBool;
+    tensors_[r.handle] = make_owned_tensor(DType::kBool, r.shape, std::move(bytes));
+    return r;
   }
   Record& add_meta(const std::string& name, Shape shape) {
     Record r;
@@ -392,6 +402,48 @@ TensorStats stats(double mn, double mx, double mean, double norm, int64_t numel 
   s.absmax = std::max(std::fabs(mn), std::fabs(mx));
   s.numel = numel;
   return s;
+}
+
+// Falcon's decoder layers receive eager attention's additive mask (0 / finfo.min) in one run and SDPA's
+// boolean mask (True = attend) in the other: the same mask, compared as such; a position where the two
+// masks disagree fails. Either boolean convention is read (masked_fill masks hold True where masked).
+TEST(CompareTensor, BooleanMaskFacingItsAdditiveMaskIsTheSameMask) {
+  const float lo = -std::numeric_limits<float>::max();
+  std::vector<float> additive;
+  std::vector<bool> attends, masked;
+  for (int q = 0; q < 8; ++q)
+    for (int k = 0; k < 8; ++k) {  // causal
+      additive.push_back(k <= q ? 0.0f : lo);
+      attends.push_back(k <= q);
+      masked.push_back(k > q);
+    }
+  auto row_of = [&](const std::vector<bool>& target_mask) {
+    MemorySource g, t;
+    g.add("layer/forward/input/1", additive);
+    t.add_bool("layer/forward/input/1", target_mask);
+    CompareResult r = run_compare(g, t, default_options()).value();
+    EXPECT_EQ(r.rows.size(), 1u);
+    return r.rows.at(0);
+  };
+  const CompareRow same = row_of(attends);
+  EXPECT_EQ(same.verdict, Verdict::kPass) << same.reason;
+  EXPECT_NE(same.reason.find("target boolean mask (True = attend) read as the additive mask"), std::string::npos)
+      << same.reason;
+  const CompareRow inverted = row_of(masked);
+  EXPECT_EQ(inverted.verdict, Verdict::kPass) << inverted.reason;
+  EXPECT_NE(inverted.reason.find("(True = masked)"), std::string::npos) << inverted.reason;
+  std::vector<bool> leaky = attends;
+  leaky[1] = true;  // the first query sees the second key
+  EXPECT_NE(row_of(leaky).verdict, Verdict::kPass);
+  // Data that is not a mask (values other than 0 and one large negative constant) is compared as numbers.
+  std::vector<float> scores = additive;
+  scores[0] = 0.5f;
+  MemorySource g, t;
+  g.add("layer/forward/input/1", scores);
+  t.add_bool("layer/forward/input/1", attends);
+  const CompareResult r = run_compare(g, t, default_options()).value();
+  EXPECT_EQ(r.rows.at(0).reason.find("boolean mask"), std::string::npos);
+  EXPECT_EQ(r.rows.at(0).verdict, Verdict::kFail);
 }
 
 TEST(CompareStatistics, MsprobeRuleOnStoredStatistics) {
