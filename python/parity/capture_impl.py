@@ -361,6 +361,23 @@ def _is_data_property(func):
     return getattr(getattr(func, "__self__", None), "__name__", None) == "data"
 
 
+def _arguments_of_module_attributes(args, module):
+    """{position: attribute} for each positional float argument of an op that equals exactly one float
+    attribute of the module the op runs in: HF's RMSNorm adds `self.variance_epsilon` as a bare float, so the
+    record of that `add` can say its argument 1 is the module's eps (docs/dump-format.md "names")."""
+    if module is None:
+        return {}
+    by_value = {}
+    for attr, value in vars(module).items():
+        if type(value) is float and not attr.startswith("_"):
+            by_value.setdefault(value, []).append(attr)
+    named = {}
+    for i, a in enumerate(args):
+        if type(a) is float and len(by_value.get(a, ())) == 1:
+            named[str(i)] = by_value[a][0]
+    return named
+
+
 def _scalar_value(v):
     """A cap.log() value as JSON-ready Python: tensors and numpy values (np.float32, np.int64, 0-d and
     n-d arrays) become numbers or lists, non-finite floats the strings "nan", "inf", "-inf"."""
@@ -416,6 +433,7 @@ class Capture:
         self._busy = False        # our own torch calls must not become op events
         self._thread = None
         self._stack = []
+        self._modules = []        # the nn.Module of each active module call (innermost last)
         self._frames = []         # per active module call (innermost last): {id(input): version} of its inputs
         self._wrapped = []
         self._mode_obj = None
@@ -917,6 +935,7 @@ class Capture:
                 finally:
                     cap._busy = busy
             cap._stack.append(ev)
+            cap._modules.append(mod)
             versions = _versions(t for _, t in ins)
             # An input that is also an input of an enclosing call (a decoder layer hands its own input to its
             # norm; Mamba's fp32 `hidden_states.to(fp32)` is that same tensor) has the enclosing input's
@@ -931,6 +950,7 @@ class Capture:
             """After the call: records outputs and hooks the gradients (unless the call raised)."""
             cap, ev, k, record, ins, versions, shared = state
             cap._stack.pop()
+            cap._modules.pop()
             cap._frames.pop()
             if record and not failed:
                 busy = cap._busy
@@ -994,6 +1014,9 @@ class Capture:
             if out is None and name == "__setitem__" and args and isinstance(args[0], torch.Tensor):
                 result = args[0]  # item assignment changes its receiver in place: that is the output
             described = describe_args(args, kwargs)
+            named = _arguments_of_module_attributes(args, self._modules[-1] if self._modules else None)
+            if named:
+                described["names"] = named
             spec = described["replay"] = replay_spec(func, name, args, kwargs, _written_tensors)
             regions = autocast_state()
             if regions != "off" and "fn" in spec:

@@ -172,6 +172,29 @@ TEST(Diagnosis, OpArgumentMismatchNamesTheArgumentOnlyWithEvidence) {
   EXPECT_FALSE(has(analyse_and_diagnose(s.result, &golden, &target), "OP_ARGUMENT_MISMATCH"));
 }
 
+// HF's RMSNorm adds its eps as a bare float (`variance + self.variance_epsilon`): capture records which
+// module attribute the argument equals ("names"), and the finding says eps, not "argument 1".
+TEST(Diagnosis, OpArgumentMismatchNamesAModuleAttributeArgument) {
+  const std::string out = "l0.norm/add#0/forward/output/0";
+  const ArgsSource golden({{out, R"({"args": ["<tensor f32 [4, 1]>", 1e-06], "kwargs": {}, "names": {"1": "variance_epsilon"}})"}});
+  const ArgsSource target({{out, R"({"args": ["<tensor bf16 [4, 1]>", 1.0], "kwargs": {}, "names": {"1": "variance_epsilon"}})"}});
+  Synth s;
+  s.row("l0.norm", "add", "forward", "input", 0, 1e-8);
+  s.row("l0.norm", "add", "forward", "output", 0, 0.2);
+  const Findings named = analyse_and_diagnose(s.result, &golden, &target);
+  const Diagnosis* d = find(named, "OP_ARGUMENT_MISMATCH");
+  ASSERT_NE(d, nullptr);
+  EXPECT_NE(d->evidence[0].find("l0.norm/add#0/forward: eps 1e-06 → 1.0 (the module's variance_epsilon, argument 1)"),
+            std::string::npos) << d->evidence[0];
+  // No attribute recorded: the position.
+  const ArgsSource plain_g({{out, R"({"args": ["<tensor f32 [4, 1]>", 1e-06], "kwargs": {}})"}});
+  const ArgsSource plain_t({{out, R"({"args": ["<tensor f32 [4, 1]>", 1.0], "kwargs": {}})"}});
+  const Findings plain = analyse_and_diagnose(s.result, &plain_g, &plain_t);
+  const Diagnosis* p = find(plain, "OP_ARGUMENT_MISMATCH");
+  ASSERT_NE(p, nullptr);
+  EXPECT_NE(p->evidence[0].find("argument 1 1e-06 → 1.0"), std::string::npos) << p->evidence[0];
+}
+
 TEST(Diagnosis, OverflowNamesTheOpAndItsInputRange) {
   Synth s;
   s.row("l0.attn", "softmax", "forward", "input", 0, 0).metrics->target.max = 11.3;

@@ -1,5 +1,6 @@
 """Issue 28 acceptance: an HF Llama whose layer-2 RMSNorm has eps = 1.0 in the target (golden 1e-06) is
-named by its argument (OP_ARGUMENT_MISMATCH, the norm's add argument 1e-06 → 1.0) as the top cause, in bf16 and in fp32 alike;
+named by its argument (OP_ARGUMENT_MISMATCH, `eps 1e-06 → 1.0`: the norm's `add` argument 1, which capture
+finds to be the module's `variance_epsilon`) as the top cause, in bf16 and in fp32 alike;
 a dtype-based guess (LOW_PRECISION_SENSITIVE_OP) is not given as the cause of that norm."""
 import json
 import os
@@ -46,9 +47,9 @@ def test_wrong_eps_is_named_by_its_argument(tmp_path, target_dtype):
     top = res["diagnosis"][0]
     evidence = " ".join(top.get("evidence") or [])
     assert top["code"] == "OP_ARGUMENT_MISMATCH", [d["code"] for d in res["diagnosis"]]
-    # the values as parity spells them; the eps is the norm's `add` argument 1 (rsqrt(mean x² + eps)). Naming
-    # it "eps" (issue 28 acceptance) is not done yet: the record carries no argument names.
-    assert FAULTY in evidence and "1e-06 → 1.0" in evidence, evidence
+    # the eps is the norm's `add` argument 1 (rsqrt(mean x² + eps)), a bare float: capture records that it
+    # equals the module's attribute `variance_epsilon` (docs/dump-format.md "names").
+    assert FAULTY in evidence and "eps 1e-06 → 1.0 (the module's variance_epsilon, argument 1)" in evidence, evidence
     for d in res["diagnosis"]:
         if d["code"] == "LOW_PRECISION_SENSITIVE_OP":
             assert not any(FAULTY in e for e in d.get("events") or []), d

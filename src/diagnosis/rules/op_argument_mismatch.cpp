@@ -6,6 +6,9 @@
 // Not a difference: tensor arguments (their values are compared as rows), dtype arguments (a
 // precision change, which the noise model and CONFIG_DIFF judge), and floats within 1 % of each other
 // (scalars computed from data, such as a scale taken with .item(), move with rounding).
+#include <algorithm>
+#include <cctype>
+
 #include <nlohmann/json.hpp>
 #include <set>
 
@@ -89,19 +92,48 @@ std::string spell(const json& v) {
   return v.dump();
 }
 
+// The module attribute capture found a positional argument to be (its record's "names", docs/dump-format.md),
+// on either side: "" when neither names it.
+std::string attribute_of(const json& g, const json& t, size_t i) {
+  for (const json* side : {&g, &t}) {
+    const auto names = side->find("names");
+    if (names == side->end() || !names->is_object()) continue;
+    const auto it = names->find(std::to_string(i));
+    if (it != names->end() && it->is_string()) return it->get<std::string>();
+  }
+  return "";
+}
+
+bool names_an_epsilon(std::string attribute) {
+  std::transform(attribute.begin(), attribute.end(), attribute.begin(), [](unsigned char c) { return std::tolower(c); });
+  return attribute == "eps" || attribute.find("epsilon") != std::string::npos || attribute.find("_eps") != std::string::npos ||
+         attribute.rfind("eps_", 0) == 0;
+}
+
+// "eps 1e-06 → 1.0" for argument i of `op`: torch's parameter name, else the module attribute capture found
+// it to be ("eps 1e-06 → 1.0 (the module's variance_epsilon, argument 1)" for HF's RMSNorm `add`), else
+// its position.
+std::string argument_difference(const std::string& op, const json& g, const json& t, size_t i, const json& gv,
+                                const json& tv) {
+  if (const std::vector<std::string>* names = positional_names(op); names && i < names->size())
+    return fmt::format("{} {} → {}", (*names)[i], spell(gv), spell(tv));
+  const std::string attribute = attribute_of(g, t, i);
+  if (attribute.empty()) return fmt::format("argument {} {} → {}", i, spell(gv), spell(tv));
+  return fmt::format("{} {} → {} (the module's {}, argument {})", names_an_epsilon(attribute) ? "eps" : attribute,
+                     spell(gv), spell(tv), attribute, i);
+}
+
 // "eps 1e-05 → 1.0" for every argument that differs.
 std::vector<std::string> argument_differences(const std::string& op, const json& g, const json& t) {
   std::vector<std::string> out;
   const json empty = json::array();
   const json& ga = g.contains("args") ? g["args"] : empty;
   const json& ta = t.contains("args") ? t["args"] : empty;
-  const std::vector<std::string>* names = positional_names(op);
   for (size_t i = 0; i < std::max(ga.size(), ta.size()); ++i) {
     const json gv = i < ga.size() ? ga[i] : json(nullptr);
     const json tv = i < ta.size() ? ta[i] : json(nullptr);
     if (same_value(gv, tv)) continue;
-    const std::string name = names && i < names->size() ? (*names)[i] : "argument " + std::to_string(i);
-    out.push_back(fmt::format("{} {} → {}", name, spell(gv), spell(tv)));
+    out.push_back(argument_difference(op, g, t, i, gv, tv));
   }
   const json none = json::object();
   const json& gk = g.contains("kwargs") ? g["kwargs"] : none;
