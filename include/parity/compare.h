@@ -191,6 +191,10 @@ struct CompareResult {
   int64_t golden_problems = 0;               // problems[0, golden_problems) are the golden side's
   std::vector<std::string> notes;            // what could not be compared and why (mode mismatches, ...)
   int64_t filtered = 0;                      // records of both sides left out by the filters
+  // Rows a name filter (--include/--exclude/--direction) hides but whose measurement the verdicts of the
+  // rows it shows depend on (decision_context): measured, classified with `rows` (classify_rows), never
+  // shown, counted or analysed. Empty without a name filter.
+  RowList context;
   CompareSummary summary;
   Thresholds thresholds;                     // in effect
   VerdictPolicy policy = VerdictPolicy::kFixedThresholds;  // run_compare's verdicts are the fixed ones
@@ -205,6 +209,19 @@ struct CompareResult {
   // The (rank, step)s whose backward rows were compared after unscaling (parity/loss_scale.h).
   std::vector<LossScale> loss_scales;
 };
+
+// Decision blocks (docs/judgement.md "Decision flips"). A decision is an integer or boolean output computed
+// from float inputs (a router's top-k, argmax, a comparison mask); the block it steers is the parent of the
+// module it ran in ("model.layers.0.mlp.gate" → "model.layers.0.mlp").
+std::string steered_block(const Record& decision);
+// `module` is `block` or inside it.
+bool in_module(std::string_view module, std::string_view block);
+// Of the pairs whose golden records are `golden` and for which hidden[i] is true (a name filter hides them),
+// those the verdicts of the shown rows depend on: every pair of the (rank, step) and block a decision
+// steers, the decision and its inputs included, where the decision is among the pairs (shown or hidden);
+// and the parameters of a run with several steps (the state a step carries into the next). Metadata only:
+// every process of a group finds the same pairs.
+std::vector<bool> decision_context(const std::vector<const Record*>& golden, const std::vector<bool>& hidden);
 
 // Counts and overall verdict of a result's rows, unmatched records and problems. run_compare fills
 // `summary` with it; a later pass that changes row verdicts calls it again.

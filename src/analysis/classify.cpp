@@ -258,31 +258,25 @@ class EventRecords {
   Map first_, arriving_;
 };
 
-// "model.layers.0.mlp.gate" → "model.layers.0.mlp": the module whose computation a decision of its child
-// steers (a router's top-k steers the experts of its MoE block).
-std::string parent_module(const std::string& module) {
-  const size_t dot = module.rfind('.');
-  return dot == std::string::npos ? module : module.substr(0, dot);
-}
-
-bool in_module(const std::string& module, const std::string& block) {
-  return module == block || (module.size() > block.size() && module.compare(0, block.size(), block) == 0 &&
-                             module[block.size()] == '.');
-}
-
 // Discrete decisions that flip (docs/judgement.md "Decision flips"). An integer or boolean output of a
 // decision op (top-k / sort indices, argmax, a comparison mask) that differs while the op's float inputs
 // differ by rounding only (noise or elevated) is a flip: a tie broken the other way, not a fault. The flip
-// row is elevated (shown, never failing); the rows of the block it steers (the decision module's parent:
-// a router's MoE block), forward and backward, are judged given the flip — at most elevated — and what the
-// block's rows differ by is carried, like a step's state, into the later rows of the rank and step.
+// row is elevated (shown, never failing); a row of the block it steers (steered_block: a router's MoE
+// block), forward and backward, that differs beyond rounding is judged given the flip — elevated, "affected"
+// — whether or not earlier rows of the block differed as much (so a module-level and an op-level capture
+// judge it alike); what the block's rows differ by is carried, like a step's state, into the later rows of
+// the rank and step outside the block.
 class DecisionFlips {
  public:
-  // The ambient floor the flips before this row set (0 without one).
+  // The ambient floor the flips before this row set (0 without one, and 0 inside a block a flip steers:
+  // those rows are judged given the flip instead).
   double floor(const Record& g) const {
     double f = 0.0;
     for (const Flip& x : flips_)
-      if (x.rank == g.rank && x.step == g.step && g.order > x.order) f = std::max(f, x.carried);
+      if (x.rank == g.rank && x.step == g.step && g.order > x.order) {
+        if (steers(x, g)) return 0.0;
+        f = std::max(f, x.carried);
+      }
     return f;
   }
 
@@ -293,13 +287,13 @@ class DecisionFlips {
       row.flip = FlipRole::kDecision;
       row.noise = NoiseClass::kElevated;
       row.noise_ratio = kNaN;  // judged as a decision, not by the noise model (nor by the local error)
-      flips_.push_back({g.rank, g.step, g.order, parent_module(g.module), 0.0});
+      flips_.push_back({g.rank, g.step, g.order, steered_block(g), 0.0});
       return;
     }
     for (Flip& x : flips_) {
-      if (x.block.empty() || x.rank != g.rank || x.step != g.step || g.order <= x.order || !in_module(g.module, x.block))
-        continue;
-      if (row.noise == NoiseClass::kStructural && row.fixed_verdict != Verdict::kError) {
+      if (!steers(x, g)) continue;
+      if ((row.noise == NoiseClass::kStructural || row.noise == NoiseClass::kElevated) &&
+          row.fixed_verdict != Verdict::kError) {
         row.flip = FlipRole::kAffected;
         row.noise = NoiseClass::kElevated;
         row.noise_ratio = kNaN;
@@ -323,6 +317,11 @@ class DecisionFlips {
     double carried;     // the largest relative difference of the block's float rows so far
   };
   std::vector<Flip> flips_;
+
+  // Whether flip x steers the computation of the row of golden record g (a later row of its block).
+  static bool steers(const Flip& x, const Record& g) {
+    return !x.block.empty() && x.rank == g.rank && x.step == g.step && g.order > x.order && in_module(g.module, x.block);
+  }
 
   static bool is_flip(const CompareRow& row, const std::unordered_map<EventKey, double, EventKeyHash>& worst_input_ratio,
                       const NoiseParams& params) {
@@ -392,8 +391,29 @@ bool judge_given_mask_flip(CompareRow& row, ReluInputs& inputs, const std::unord
   return true;
 }
 
+// The rows a name filter hides but measured as context (CompareResult::context) are classified with the
+// shown rows, in execution order among them, and then set aside again.
+class WithContextRows {
+ public:
+  explicit WithContextRows(CompareResult& result) : result_(result), shown_(result.rows.size()) {
+    for (CompareRow& row : result_.context) result_.rows.push_back(std::move(row));
+    result_.context.clear();
+  }
+  ~WithContextRows() {
+    for (size_t k = shown_; k < result_.rows.size(); ++k) result_.context.push_back(std::move(result_.rows[k]));
+    result_.rows.resize(shown_);
+  }
+  WithContextRows(const WithContextRows&) = delete;
+  WithContextRows& operator=(const WithContextRows&) = delete;
+
+ private:
+  CompareResult& result_;
+  size_t shown_;
+};
+
 void classify_rows(CompareResult& result, const AnalysisOptions& options, const RecordSource* golden,
                    const RecordSource* target) {
+  const WithContextRows with_context(result);
   const bool capture = has_capture_metadata(result);
 
   // Each event's first floating input (its reduction length) and the gradient arriving at its output

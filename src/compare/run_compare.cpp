@@ -547,6 +547,56 @@ CompareSummary summarize_compare(const CompareResult& result) {
   return s;
 }
 
+namespace {
+
+// Applies the name filter to a pairing made over the whole selection: unmatched records it hides are
+// dropped, and so are the pairs it hides, except those the shown rows' verdicts depend on
+// (decision_context), which stay, marked true in the returned vector (parallel to the pairs left).
+// `filtered` counts the records of both sides the view hides, context pairs included.
+std::vector<bool> apply_view(const matching::RecordFilter& view, const RecordList& grecs, const RecordList& trecs,
+                             matching::ExactPairing& pairing, std::vector<matching::PairMatch>& matches) {
+  std::vector<bool> hidden(pairing.pairs.size());
+  std::vector<const Record*> golden(pairing.pairs.size());
+  for (size_t k = 0; k < pairing.pairs.size(); ++k) {
+    const auto [i, j] = pairing.pairs[k];
+    hidden[k] = !view.keeps(grecs[i]) && !view.keeps(trecs[j]);
+    golden[k] = &grecs[i];
+  }
+  const std::vector<bool> needed = decision_context(golden, hidden);
+  std::vector<std::pair<size_t, size_t>> pairs;
+  std::vector<matching::PairMatch> kept_matches;
+  std::vector<bool> context;
+  for (size_t k = 0; k < pairing.pairs.size(); ++k) {
+    if (hidden[k]) {
+      ++pairing.filtered_golden;
+      ++pairing.filtered_target;
+      if (!needed[k]) continue;
+    }
+    pairs.push_back(pairing.pairs[k]);
+    kept_matches.push_back(matches[k]);
+    context.push_back(hidden[k]);
+  }
+  pairing.pairs = std::move(pairs);
+  matches = std::move(kept_matches);
+  for (auto [unmatched, recs, count] : {std::tuple{&pairing.unmatched_golden, &grecs, &pairing.filtered_golden},
+                                        std::tuple{&pairing.unmatched_target, &trecs, &pairing.filtered_target}}) {
+    const size_t before = unmatched->size();
+    std::erase_if(*unmatched, [&](size_t i) { return !view.keeps((*recs)[i]); });
+    *count += static_cast<int64_t>(before - unmatched->size());
+  }
+  return context;
+}
+
+// Moves the rows measured only as context out of res.rows into res.context (row order kept in both).
+void set_context_aside(CompareResult& res, const std::vector<bool>& context) {
+  if (context.empty()) return;
+  RowList shown;
+  for (size_t k = 0; k < res.rows.size(); ++k) (context[k] ? res.context : shown).push_back(std::move(res.rows[k]));
+  res.rows = std::move(shown);
+}
+
+}  // namespace
+
 Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource& target,
                                   const CompareOptions& options) {
   std::vector<NamePattern> kl_patterns;
@@ -568,16 +618,21 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
 
   const RecordList& grecs = golden.records();
   const RecordList& trecs = target.records();
-  matching::RecordFilter filter{options.step, options.rank, options.direction, {}, {}};
-  for (const auto& [patterns, into, flag] : {std::tuple{&options.include, &filter.include, "--include"},
-                                             std::tuple{&options.exclude, &filter.exclude, "--exclude"}}) {
+  // --step and --rank choose what is compared; the name filter (--direction, --include, --exclude) only
+  // what is shown: records are paired over the whole (rank, step) selection, so that a filter never changes
+  // which records pair, nor the verdict of a row it keeps (issue 28 §6).
+  const matching::RecordFilter scope{options.step, options.rank, "", {}, {}};
+  matching::RecordFilter view{-1, -1, options.direction, {}, {}};
+  for (const auto& [patterns, into, flag] : {std::tuple{&options.include, &view.include, "--include"},
+                                             std::tuple{&options.exclude, &view.exclude, "--exclude"}}) {
     for (const std::string& p : *patterns) {
       Result<NamePattern> re = NamePattern::compile(p);
       if (!re.ok()) return re.status().WithContext(flag);
       into->push_back(std::move(*re));
     }
   }
-  matching::ExactPairing pairing = matching::pair_exact(grecs, trecs, filter);
+  const bool name_filter = !view.direction.empty() || !view.include.empty() || !view.exclude.empty();
+  matching::ExactPairing pairing = matching::pair_exact(grecs, trecs, scope);
   if (options.align) {
     const int64_t released = matching::release_diverging_op_sequences(grecs, trecs, pairing);
     if (released > 0)
@@ -593,8 +648,10 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
     if (!m.ok()) return m.status();
     name_map = std::move(*m);
   }
-  const std::vector<matching::PairMatch> matches = matching::extend_pairing(
+  std::vector<matching::PairMatch> matches = matching::extend_pairing(
       grecs, trecs, pairing, name_map ? &*name_map : nullptr, options.align, {}, res.notes);
+  std::vector<bool> context;  // parallel to pairing.pairs once the view is applied
+  if (name_filter) context = apply_view(view, grecs, trecs, pairing, matches);
 
   if (pairing.single_by_position) {
     res.notes.push_back("each side holds a single tensor ('" + grecs[pairing.pairs[0].first].name + "', '" +
@@ -680,6 +737,7 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
   // Parameters at a later step: whether their updates differ beyond what the gradients explain (the
   // noise-model policy fails those that do).
   compare::judge_parameter_updates(res.rows);
+  set_context_aside(res, context);
   apply_verdict_policy(res, VerdictPolicy::kFixedThresholds);
   return res;
 }

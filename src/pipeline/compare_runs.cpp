@@ -90,6 +90,7 @@ Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSourc
   classify_rows(result, options.analysis, &golden, &target);
   apply_verdict_policy(result, options.compare.thresholds.policy);
   report.findings = analyse_and_diagnose(result, &golden, &target, options.analysis);
+  result.context = RowList();  // classified with the rows it explains; never shown
   if (options.replay != nullptr) replay_suspects(report, options);
   keep_suspect_events(report.findings.analysis);
   if (const std::string why = spill::first_failure(); !why.empty())

@@ -446,6 +446,43 @@ TEST(CompareTensor, BooleanMaskFacingItsAdditiveMaskIsTheSameMask) {
   EXPECT_EQ(r.rows.at(0).verdict, Verdict::kFail);
 }
 
+// What a name filter hides but still measures (decision_context): the block a decision steers — a router's
+// top-k, an integer output computed from float inputs — and nothing else of a one-step run.
+TEST(ComparePairing, HiddenRowsOfADecisionBlockAreContext) {
+  std::vector<Record> recs;
+  auto rec = [&](const std::string& name, const std::string& module, const std::string& role, DType dtype,
+                 int64_t step = 0) {
+    Record r;
+    r.name = name;
+    r.module = module;
+    r.role = role;
+    r.direction = name.find("/backward/") != std::string::npos ? "backward" : "forward";
+    r.dtype = dtype;
+    r.step = step;
+    r.rank = 0;
+    recs.push_back(r);
+  };
+  rec("l0.mlp.gate/topk#0/forward/input/0", "l0.mlp.gate", "input", DType::kF32);
+  rec("l0.mlp.gate/topk#0/forward/output/1", "l0.mlp.gate", "output", DType::kI64);
+  rec("l0.mlp.experts/forward/output/0", "l0.mlp.experts", "output", DType::kF32);
+  rec("l0.mlp.experts/backward/input/0", "l0.mlp.experts", "input", DType::kF32);
+  rec("l1.attn/forward/output/0", "l1.attn", "output", DType::kF32);
+  rec("l0.embed/forward/output/0", "l0.embed", "output", DType::kI64);  // no float input: no decision
+  std::vector<const Record*> golden;
+  for (const Record& r : recs) golden.push_back(&r);
+  // `--include /backward/` hides every forward row.
+  std::vector<bool> hidden(recs.size(), true);
+  hidden[3] = false;
+  EXPECT_EQ(decision_context(golden, hidden), (std::vector<bool>{true, true, true, false, false, false}));
+  // Nothing hidden: nothing is context.
+  EXPECT_EQ(decision_context(golden, std::vector<bool>(recs.size(), false)), std::vector<bool>(recs.size(), false));
+  // Parameters of a run with several steps carry state into the next step.
+  rec("l1.attn/forward/parameter/weight", "l1.attn", "parameter", DType::kF32, 1);
+  golden.clear();
+  for (const Record& r : recs) golden.push_back(&r);
+  EXPECT_TRUE(decision_context(golden, std::vector<bool>(recs.size(), true)).back());
+}
+
 TEST(CompareStatistics, MsprobeRuleOnStoredStatistics) {
   MemorySource g, t;
   g.add_meta("close", {10}).stats = stats(-1, 1, 0.1, 3);

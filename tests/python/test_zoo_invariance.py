@@ -29,7 +29,10 @@ def test_the_checker_reports_a_row_whose_verdict_differs():
     assert [(v["row"], v["verdicts"]) for v in out] == [("b/forward/output/0", ["warn", "fail"])]
 
 
-@pytest.mark.parametrize("arch,column", [("llama", "bf16"), ("bert", "stats_op"), ("mixtral", "wrong_eps")])
+# mixtral/bf16: a router's top-k flips; its expert gradients keep their verdict under `--include /backward/`,
+# which hides the forward decision, and at module level. t5/bf16: one row kept by `--include` pairs as it
+# does unfiltered (by order alignment), not by its name alone.
+@pytest.mark.parametrize("arch,column", [("llama", "bf16"), ("bert", "stats_op"), ("mixtral", "bf16"), ("t5", "bf16")])
 def test_verdicts_do_not_depend_on_capture_level_or_filters(tmp_path, arch, column):
     rec = invariance.check_cell(architectures.BY_NAME[arch], invariance.COLUMNS[column], tmp_path,
                                 binary=capture_helpers.parity_bin())
