@@ -211,10 +211,12 @@ double sum_rebased(CompareRow& row, double observed, const std::optional<SumScal
   return observed / sum->factor;
 }
 
-// The noise class of one row for unit roundoff u (docs/judgement.md "The model").
+// The noise class of one row for unit roundoff u (docs/judgement.md "The model"). `input_shape`: the error
+// shape of its event's first float input, when that row was measured as a tensor.
 void classify_row(CompareRow& row, double u, const Record* first_input,
                   const std::optional<std::pair<double, int64_t>>& cancellation_ref,
-                  const std::optional<SumScale>& sum, const AnalysisOptions& options) {
+                  const std::optional<SumScale>& sum, const std::optional<ErrorShape>& input_shape,
+                  const AnalysisOptions& options) {
   const double observed = row_observed_error(row);
   int64_t n = reduction_length_for(row, first_input);
   const double obs = sum_rebased(row, cancellation_rebased(row, observed, u, cancellation_ref), sum, n);
@@ -225,10 +227,17 @@ void classify_row(CompareRow& row, double u, const Record* first_input,
   // along the golden that rounding cannot put there is structure even within a reduction's allowance.
   // Such a row is measured by its part along g against what rounding puts along g (expected/sqrt(n_eff)):
   // ratio × z, so the local error, the suspects and the first divergence see it like any other error.
-  const ErrorShape shape = obs == observed && row.metrics && !row.golden->shape.empty()
+  // Judged where the structure is made: not on what an event consumes (its input rows: the same tensor as
+  // the producer's output, which is judged with the producer's reduction length — an elementwise consumer's
+  // n = 1 gave one tensor two verdicts), and not on an output whose event's input is already aligned with
+  // its golden about as strongly (z at least half the output's: bf16 gradients a few tenths of a percent
+  // short, squared into Adam's exp_avg_sq, are inherited structure, not made by addcmul).
+  const bool made_here = slot_of(*row.golden) != Slot::kInput;
+  const ErrorShape shape = made_here && obs == observed && row.metrics && !row.golden->shape.empty()
                                ? error_shape(*row.metrics, row.golden->shape.back())
                                : ErrorShape{};
-  row.error_structured = error_is_structured(shape, j.expected);
+  const bool inherited = input_shape && input_shape->z >= 0.5 * shape.z;
+  row.error_structured = !inherited && error_is_structured(shape, j.expected);
   if (row.error_structured) {
     row.noise_ratio = std::max(j.ratio, shape.z * j.ratio);
     row.noise = noise_class_of_ratio(row.noise_ratio, options.noise);
@@ -511,7 +520,13 @@ void classify_rows(CompareResult& result, const AnalysisOptions& options, const 
     }
     std::optional<SumScale> sum;
     if (capture && slot_of(g) == Slot::kInput && g.direction == "backward" && is_float) sum = sums.of(g);
-    classify_row(row, u, first_input, reference_norm(reference), sum, options);
+    std::optional<ErrorShape> input_shape;
+    if (first_input)
+      if (const auto it = row_of.find(first_input); it != row_of.end()) {
+        const CompareRow& in = result.rows[it->second];
+        if (in.metrics && !in.golden->shape.empty()) input_shape = error_shape(*in.metrics, in.golden->shape.back());
+      }
+    classify_row(row, u, first_input, reference_norm(reference), sum, input_shape, options);
     if (!capture) continue;
     if (golden && target && judge_given_mask_flip(row, relu_inputs, row_of, result.rows, *golden, *target, options.noise))
       flips.carry(g, row_observed_error(row));

@@ -158,17 +158,25 @@ TEST(Analysis, DeclaredPrecisionCarriesIntoFp32Islands) {
 // is structural although its size is within a reduction's allowance; the same size spread isotropically is not.
 // A bf16 norm output of 4 × 512 elements, |g| ≤ 1, ‖g‖ = 45 (n_eff = min(45², 512) = 512), rel L2 0.04:
 // 3.24 u by size for a 512-long reduction (expected 2^-8·sqrt(10) = 0.0123).
-CompareRow shaped_row(double along_fraction, int64_t last_dim, Synth& s) {
-  s.result.golden_fingerprint = s.result.target_fingerprint = R"({"model": {"parameter_dtypes": {"bfloat16": 100}}})";
-  CompareRow& r = s.row("norm", "RMSNorm", "forward", "output", 0, 0.04, DType::kBF16, DType::kBF16);
+// A row of that norm whose difference (rel L2 `rel`) has `along_fraction` of its norm along g.
+void shape_row(Synth& s, const std::string& role, double along_fraction, double rel, int64_t last_dim) {
+  CompareRow& r = s.row("norm", "RMSNorm", "forward", role, 0, rel, DType::kBF16, DType::kBF16);
   s.last_golden().shape = s.last_target().shape = {2048 / last_dim, last_dim};
   PairMetrics& m = *r.metrics;
   m.numel = m.compared = 2048;
   m.golden.absmax = 1;
-  const double g = 45, d = 0.04 * 45, dg = along_fraction * d * g;  // ⟨d,g⟩ = f·‖d‖‖g‖
+  const double g = 45, d = rel * 45, dg = along_fraction * d * g;  // ⟨d,g⟩ = f·‖d‖‖g‖
   m.golden.l2norm = g;
   m.euclidean = d;
   m.target.l2norm = std::sqrt(g * g + 2 * dg + d * d);
+}
+
+// The norm's output row, classified; with `input_along` ≥ 0, after an input row whose difference (rel L2
+// 0.05) has that fraction along g.
+CompareRow shaped_row(double along_fraction, int64_t last_dim, Synth& s, double input_along = -1) {
+  s.result.golden_fingerprint = s.result.target_fingerprint = R"({"model": {"parameter_dtypes": {"bfloat16": 100}}})";
+  if (input_along >= 0) shape_row(s, "input", input_along, 0.05, last_dim);
+  shape_row(s, "output", along_fraction, 0.04, last_dim);
   classify_rows(s.result);
   return s.result.rows.back();
 }
@@ -189,6 +197,17 @@ TEST(Analysis, AScaleErrorIsStructuralWithinTheSizeAllowance) {
   // last dimension and z = 0.96·4 = 3.8 is not evidence.
   const CompareRow narrow = shaped_row(0.96, 16, c);
   EXPECT_FALSE(narrow.error_structured);
+}
+
+// Structure is judged where it is made: an output whose input is already aligned with g about as strongly
+// (z_in ≥ z / 2) inherits it (bf16 gradients squared into Adam's exp_avg_sq); the input row itself, what the
+// event consumes, has no shape of its own; an output made structured from an isotropic input still is.
+TEST(Analysis, StructureIsJudgedWhereItIsMade) {
+  Synth inherited, made;
+  const CompareRow out = shaped_row(0.96, 512, inherited, /*input_along=*/0.6);  // z_in = 13.6 ≥ 21.7 / 2
+  EXPECT_FALSE(out.error_structured);
+  EXPECT_FALSE(inherited.result.rows.front().error_structured);  // the input row (z 13.6, 0.03 of its norm along g)
+  EXPECT_TRUE(shaped_row(0.96, 512, made, /*input_along=*/0.05).error_structured);  // z_in = 1.1
 }
 
 TEST(Analysis, FirstDivergenceIsForwardBeforeBackward) {
