@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "parity/metrics.h"  // kNaN
@@ -67,6 +68,11 @@ const std::vector<std::string>& curve_formats();
 // Read a file or directory into curves. Errors (exit code 2) only when nothing usable could be read;
 // partial damage goes to problems().
 Result<CurveRun> read_curves(const std::filesystem::path& path, const ReadOptions& options = {});
+// Both runs of a comparison: read side by side on two threads (alone; one after the other under a group of
+// processes, whose collective reads must not interleave). The golden's error is reported first.
+Result<std::pair<CurveRun, CurveRun>> read_curve_pair(const std::filesystem::path& golden,
+                                                      const std::filesystem::path& target,
+                                                      const ReadOptions& options = {});
 // The canonical spelling of a logged metric name: "lm loss", "train/loss", "train_loss" → "loss";
 // "grad norm", "grad_norm", "gradient_norm" → "grad_norm"; "learning rate", "learning_rate",
 // "lr" → "lr"; "loss scale", "loss_scale", "scaler" → "loss_scale"; throughput spellings →
@@ -170,6 +176,7 @@ struct CurveComparison {
   std::vector<std::string> only_golden, only_target;  // metrics present on one side only
   std::vector<std::string> counters_skipped;          // shared counters left out (CurveOptions::counters)
   std::vector<Status> problems;                       // both runs' reading problems
+  std::vector<std::string> notes;                     // both runs' reading notes (CurveRun::notes), path first
   Verdict verdict = Verdict::kPass;                   // worst metric; problems make it at least kWarn
 };
 
@@ -216,6 +223,7 @@ struct RankComparison {
   int consecutive = 1;
   std::vector<RankMetricResult> metrics;
   std::vector<Status> problems;
+  std::vector<std::string> notes;      // the run's reading notes (CurveRun::notes)
   Verdict verdict = Verdict::kPass;
   bool rank_inconsistent = false;      // the diagnosis code RANK_INCONSISTENT applies
 };

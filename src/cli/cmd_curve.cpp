@@ -81,11 +81,9 @@ int run(const CurveArgs& a, const GlobalOptions& global) {
   co.spike_k = a.spike_k;
   co.final_window = a.final_window;
   co.counters = a.counters;
-  auto golden = curves::read_curves(a.golden, ro);
-  if (!golden.ok()) return usage_error(golden.status().message());
-  auto target = curves::read_curves(a.target, ro);
-  if (!target.ok()) return usage_error(target.status().message());
-  auto cmp = curves::compare_curves(*golden, *target, co);
+  auto runs = curves::read_curve_pair(a.golden, a.target, ro);
+  if (!runs.ok()) return usage_error(runs.status().message());
+  auto cmp = curves::compare_curves(runs->first, runs->second, co);
   if (!cmp.ok()) return usage_error(cmp.status().message());
   const bool machine_on_stdout = a.json_path == "-" || a.csv_path == "-";
   if (!machine_on_stdout && !global.quiet) {

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "curves/series_index.h"
 #include "parity/curves.h"
 
 namespace parity::curves {
@@ -14,6 +15,14 @@ namespace parity::curves {
 namespace {
 
 bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+// "a, b, c, … and 19,997 more": names in a message, at most `shown` of them (a log of 20,000 metrics
+// would otherwise be a message of 200 KB).
+std::string name_list(const std::vector<std::string>& names, size_t shown = 12) {
+  if (names.size() <= shown) return fmt::format("{}", fmt::join(names, ", "));
+  return fmt::format("{}, … and {} more", fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+                     names.size() - shown);
+}
 
 bool higher_is_better(std::string_view m) {
   return contains(m, "acc") || contains(m, "throughput") || contains(m, "per_sec") ||
@@ -363,16 +372,19 @@ Result<CurveComparison> compare_curves(const CurveRun& golden, const CurveRun& t
   c.target_format = target.format;
   c.problems = golden.problems;
   c.problems.insert(c.problems.end(), target.problems.begin(), target.problems.end());
+  c.notes = golden.notes;
+  c.notes.insert(c.notes.end(), target.notes.begin(), target.notes.end());
   std::vector<std::string> gm = golden.metrics(), tm = target.metrics();
+  const detail::SeriesIndex golden_series(golden), target_series(target);
   std::vector<std::string> selected;
   if (!options.metrics.empty()) {
     for (const std::string& raw : options.metrics) {
       std::string m = canonical_metric(raw);
-      bool in_g = std::find(gm.begin(), gm.end(), m) != gm.end();
-      bool in_t = std::find(tm.begin(), tm.end(), m) != tm.end();
+      bool in_g = std::binary_search(gm.begin(), gm.end(), m);  // metrics(): sorted
+      bool in_t = std::binary_search(tm.begin(), tm.end(), m);
       if (!in_g && !in_t)
         return Status::Invalid(fmt::format("metric '{}' is in neither run (golden has: {}; target has: {})", raw,
-                                           fmt::join(gm, ", "), fmt::join(tm, ", ")));
+                                           name_list(gm), name_list(tm)));
       if (!in_t) c.only_golden.push_back(m);
       else if (!in_g) c.only_target.push_back(m);
       else selected.push_back(m);
@@ -380,13 +392,13 @@ Result<CurveComparison> compare_curves(const CurveRun& golden, const CurveRun& t
   } else {
     auto counter = [&](const std::string& m) {
       if (options.counters) return false;
-      const Series* g = golden.find(m, options.rank);
-      const Series* t = target.find(m, options.rank);
+      const Series* g = golden_series.find(m, options.rank);
+      const Series* t = target_series.find(m, options.rank);
       return (g && is_counter_metric(*g)) || (t && is_counter_metric(*t));
     };
     for (const auto& m : gm) {
       if (is_performance_metric(m)) continue;
-      const bool shared = std::find(tm.begin(), tm.end(), m) != tm.end();
+      const bool shared = std::binary_search(tm.begin(), tm.end(), m);
       if (counter(m)) {
         if (shared) c.counters_skipped.push_back(m);
         continue;
@@ -395,18 +407,17 @@ Result<CurveComparison> compare_curves(const CurveRun& golden, const CurveRun& t
       else c.only_golden.push_back(m);
     }
     for (const auto& m : tm)
-      if (!is_performance_metric(m) && std::find(gm.begin(), gm.end(), m) == gm.end() && !counter(m))
+      if (!is_performance_metric(m) && !std::binary_search(gm.begin(), gm.end(), m) && !counter(m))
         c.only_target.push_back(m);
   }
   if (selected.empty())
-    return Status::Invalid(fmt::format("no metric in common (golden: {}; target: {}){}", fmt::join(gm, ", "),
-                                       fmt::join(tm, ", "),
+    return Status::Invalid(fmt::format("no metric in common (golden: {}; target: {}){}", name_list(gm), name_list(tm),
                                        c.counters_skipped.empty() ? std::string()
                                            : fmt::format("; counters left out: {} (compare them with --counters)",
-                                                         fmt::join(c.counters_skipped, ", "))));
+                                                         name_list(c.counters_skipped))));
   for (const std::string& m : selected) {
-    const Series* g = golden.find(m, options.rank);
-    const Series* t = target.find(m, options.rank);
+    const Series* g = golden_series.find(m, options.rank);
+    const Series* t = target_series.find(m, options.rank);
     if (!g || !t) {
       (g ? c.only_golden : c.only_target).push_back(m);
       continue;

@@ -43,6 +43,7 @@ std::string curve_comparison_json(const CurveComparison& c, int indent) {
   j["only_target"] = c.only_target;
   j["counters_skipped"] = c.counters_skipped;
   j["problems"] = json_problems<json>(c.problems);
+  j["notes"] = c.notes;
   json metrics = json::array();
   for (const MetricComparison& m : c.metrics) {
     json o;
@@ -135,6 +136,7 @@ std::string rank_comparison_json(const RankComparison& c, int indent) {
   j["verdict"] = verdict_name(c.verdict);
   j["code"] = c.rank_inconsistent ? json("RANK_INCONSISTENT") : json(nullptr);
   j["problems"] = json_problems<json>(c.problems);
+  j["notes"] = c.notes;
   json metrics = json::array();
   for (const RankMetricResult& m : c.metrics) {
     json o;

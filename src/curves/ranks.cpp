@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "curves/series_index.h"
 #include "parity/curves.h"
 
 namespace parity::curves {
@@ -19,6 +20,8 @@ Result<RankComparison> compare_ranks(const CurveRun& run, const RankOptions& opt
   rc.rel_tol = options.rel_tol;
   rc.consecutive = std::max(options.consecutive, 1);
   rc.problems = run.problems;
+  rc.notes = run.notes;
+  const detail::SeriesIndex series(run);
   std::vector<std::string> metrics;
   if (!options.metrics.empty()) {
     for (const auto& m : options.metrics) metrics.push_back(canonical_metric(m));
@@ -28,8 +31,8 @@ Result<RankComparison> compare_ranks(const CurveRun& run, const RankOptions& opt
   }
   for (const std::string& metric : metrics) {
     std::vector<const Series*> per_rank;
-    for (const Series& s : run.series)
-      if (s.metric == metric && s.rank >= 0) per_rank.push_back(&s);
+    for (const Series* s : series.of(metric))
+      if (s->rank >= 0) per_rank.push_back(s);
     if (per_rank.size() < 2) {
       if (!options.metrics.empty())
         return Status::Invalid(fmt::format("{}: metric '{}' is logged by {} rank(s); need at least two",

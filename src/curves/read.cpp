@@ -1,4 +1,5 @@
 // src/curves/read.cpp — format detection and dispatch for curve inputs (docs/curves.md "Inputs").
+#include <future>
 #include <algorithm>
 #include <fstream>
 
@@ -126,6 +127,17 @@ Result<CurveRun> read_curves(const std::filesystem::path& input, const ReadOptio
                                        format, why));
   }
   return run;
+}
+
+Result<std::pair<CurveRun, CurveRun>> read_curve_pair(const std::filesystem::path& golden,
+                                                      const std::filesystem::path& target, const ReadOptions& options) {
+  std::future<Result<CurveRun>> t;
+  if (!is_distributed(options.group)) t = std::async(std::launch::async, [&] { return read_curves(target, options); });
+  Result<CurveRun> g = read_curves(golden, options);
+  Result<CurveRun> tr = t.valid() ? t.get() : read_curves(target, options);
+  if (!g.ok()) return g.status();
+  if (!tr.ok()) return tr.status();
+  return std::pair{std::move(*g), std::move(*tr)};
 }
 
 }  // namespace parity::curves

@@ -16,7 +16,7 @@ namespace parity::curves::detail {
 
 namespace {
 
-// No training log prints a record longer than this; longer lines are skipped and counted in a note (the
+// No training log prints a record longer than this; longer lines are skipped and counted in a problem (the
 // patterns are linear-time RE2, parity/name_pattern.h: the cap bounds work and memory, not the stack).
 constexpr size_t kMaxTextLine = 8192;
 
@@ -180,7 +180,10 @@ Status read_text_log(const std::filesystem::path& path, const ReadOptions& optio
         "{}: no line matched {}{}", path.string(),
         custom ? "--regex" : (preset.empty() ? "the megatron or deepspeed preset" : "the " + preset + " preset"),
         long_note.empty() ? "" : "; " + long_note));
-  if (!long_note.empty()) run.notes.push_back(fmt::format("{}: {}", path.string(), long_note));
+  // A skipped line may have held a step's values: a part that could not be read, so the verdict cannot be
+  // PASS (a problem makes it at least WARN), not a harmless oddity.
+  if (!long_note.empty())
+    run.problems.push_back(Status::Invalid(fmt::format("{}: {}; their values, if any, are not compared", path.string(), long_note)));
   b.finish(run);
   return Status::OK();
 }

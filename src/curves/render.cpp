@@ -161,6 +161,7 @@ std::string curve_comparison_text(const CurveComparison& c, int width, bool colo
   if (!c.counters_skipped.empty())
     line(fmt::format("counters not compared: {} (--counters compares them)", fmt::join(escaped(c.counters_skipped), ", ")));
   for (const Status& p : c.problems) line("problem: " + terminal_text(p.message()));
+  for (const std::string& n : c.notes) line("note: " + terminal_text(n));
   out += "\n";
   line(fmt::format("curve: {} ({} metric(s) compared)", verdict_word(c.verdict, color, colorize), c.metrics.size()));
   return out;
@@ -182,6 +183,7 @@ std::string rank_comparison_text(const RankComparison& c, int width, bool color,
                        steps.front()));
   }
   for (const Status& p : c.problems) line("problem: " + terminal_text(p.message()));
+  for (const std::string& n : c.notes) line("note: " + terminal_text(n));
   line(fmt::format("ranks: {}{}", verdict_word(c.verdict, color, colorize),
                    c.rank_inconsistent ? "  RANK_INCONSISTENT" : ""));
   return out;
