@@ -21,10 +21,14 @@ namespace {
 
 bool has_tfevents(const std::filesystem::path& dir) {
   std::error_code ec;
+  // Every status query with an error_code: an entry that is a symlink loop (ELOOP) is not a file, and the
+  // throwing overloads turned it into an internal error (issue 33 §8).
   for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
-       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
-    if (it->is_regular_file() && it->path().filename().string().find("tfevents") != std::string::npos)
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code entry_ec;
+    if (it->is_regular_file(entry_ec) && it->path().filename().string().find("tfevents") != std::string::npos)
       return true;
+  }
   return false;
 }
 
@@ -50,7 +54,7 @@ Result<std::string> detect(std::filesystem::path& path) {
   PARITY_RETURN_NOT_OK(refuse_non_regular(path));
   if (std::filesystem::is_directory(path, ec)) {
     if (dump::is_run_directory(path)) return std::string("parity-run");
-    if (std::filesystem::exists(path / "trainer_state.json")) {
+    if (std::filesystem::exists(path / "trainer_state.json", ec)) {
       path /= "trainer_state.json";
       return std::string("hf-trainer-state");
     }
@@ -83,7 +87,7 @@ Result<std::string> choose_format(std::filesystem::path& path, const ReadOptions
   } else if (std::find(curve_formats().begin(), curve_formats().end(), format) == curve_formats().end()) {
     return Status::Invalid(fmt::format("unknown curve format '{}' (formats: {})", format,
                                        fmt::join(curve_formats(), ", ")));
-  } else if (format == "hf-trainer-state" && std::filesystem::is_directory(path)) {
+  } else if (std::error_code ec; format == "hf-trainer-state" && std::filesystem::is_directory(path, ec)) {
     path /= "trainer_state.json";
   }
   if (!options.regex.empty() && options.format.empty()) format = "text";

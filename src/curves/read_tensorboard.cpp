@@ -76,8 +76,13 @@ Status read_tensorboard(const std::filesystem::path& path, CurveRun& run) {
   if (std::filesystem::is_directory(path, ec)) {
     for (auto it = std::filesystem::recursive_directory_iterator(path, ec);
          !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec))
-      if (it->is_regular_file() && it->path().filename().string().find("tfevents") != std::string::npos)
-        files.push_back(it->path());
+      if (it->path().filename().string().find("tfevents") != std::string::npos) {
+        std::error_code entry_ec;  // a symlink loop is no file: a problem, not an internal error
+        if (it->is_regular_file(entry_ec)) files.push_back(it->path());
+        else if (entry_ec || !it->is_directory(entry_ec))
+          run.problems.push_back(Status::IOError(fmt::format("{}: not a readable event file{}", it->path().string(),
+                                                             entry_ec ? " (" + entry_ec.message() + ")" : "")));
+      }
     // Event file names carry the creation time, so name order is write order.
     std::sort(files.begin(), files.end());
     if (files.empty())

@@ -224,3 +224,26 @@ TEST(CurveHardening, WideTablesCompareInNearLinearTime) {
   RecordProperty("ratio", std::to_string(large / small));
 }
 
+// A run whose manifest, or a TensorBoard log whose event file, is a symlink loop made `curve` and `ranks`
+// exit 3 (an uncaught filesystem_error from a throwing status query) where `compare` and `info` exit 2
+// (issue 33 §8). Now the run is an error naming the directory, and the loop event file a problem.
+TEST(CurveHardening, SymlinkLoopsAreErrorsOrProblemsNotCrashes) {
+  TempDir tmp;
+  const fs::path run = tmp.path() / "run";
+  fs::create_directories(run / "rank0");
+  fs::create_symlink("manifest.pfr", run / "rank0" / "manifest.pfr");
+  Result<CurveRun> r = read_curves(run);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find(run.string()), std::string::npos) << r.status().ToString();
+
+  const fs::path tb = tmp.path() / "tb";
+  fs::create_directories(tb);
+  fs::create_symlink("events.out.tfevents.1.loop", tb / "events.out.tfevents.1.loop");
+  Result<CurveRun> t = read_curves(tb, ReadOptions{.format = "tensorboard"});
+  if (t.ok()) {
+    EXPECT_TRUE(any_problem_has(*t, "events.out.tfevents.1.loop", "not a readable event file"));
+  } else {
+    EXPECT_NE(t.status().message().find("tfevents"), std::string::npos) << t.status().ToString();
+  }
+}
+
