@@ -365,7 +365,8 @@ def _arguments_of_module_attributes(args, module):
     """{position: attribute} for each positional float argument of an op that equals exactly one float
     attribute of the module the op runs in: HF's RMSNorm adds `self.variance_epsilon` as a bare float, so the
     record of that `add` can say its argument 1 is the module's eps (docs/dump-format.md "names")."""
-    if module is None:
+    # Most op calls pass no bare float: skip reading the module's attributes for them (this runs per op).
+    if module is None or not any(type(a) is float for a in args):
         return {}
     by_value = {}
     for attr, value in vars(module).items():
