@@ -552,6 +552,7 @@ class Capture:
         self._module_calls = {}
         self._op_calls = {}
         self._params_done = set()
+        self._grad_calls = {}  # parameter gradient name -> gradients recorded in this step
         # id(tensor) -> (weakref, _version, stats list, crc, storage key, generation): the same tensor
         # object recorded under several names (an op's output is the next one's input) is summarised
         # once. The weakref guards against a freed tensor's id being reused, _version against in-place
@@ -889,7 +890,12 @@ class Capture:
                     cap = cap_ref()
                     if cap is not None and cap._started and cap.step == step and grad is not None:
                         cap._begin_burst()
-                        cap._record(gname, grad, name, cls, "backward", "grad", i, 0, extra={"param": pname})
+                        # One gradient per backward pass: under gradient accumulation the second and later
+                        # of a step are "#1", "#2", ... so that names stay unique within (rank, step).
+                        k = cap._grad_calls.get(gname, 0)
+                        cap._grad_calls[gname] = k + 1
+                        cap._record(gname if k == 0 else "{}#{}".format(gname, k), grad, name, cls, "backward",
+                                    "grad", i, 0, extra={"param": pname})
                     return None
 
                 self._handles.append(p.register_hook(hook))

@@ -14,10 +14,12 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include "dump/event_json.h"
@@ -139,6 +141,94 @@ struct PartTables {
   std::unordered_map<std::vector<int64_t>, uint32_t, StrideHash> stride_ids_;
 };
 
+// The identity of a part's events as docs/dump-format.md defines it — a step that is an integer from 0,
+// the rank of the folder they lie in, a name unique within (rank, step), the header first — checked as
+// they are read. A record that breaks it is still read (nothing captured is dropped), under one problem
+// per kind of breach and part, with the count and the first example (issue 33 §8: these were accepted
+// silently, and a duplicate name was paired by occurrence with whatever its twin met on the other side).
+class EventIdentityCheck {
+ public:
+  EventIdentityCheck(const fs::path& manifest, int folder_rank) : manifest_(manifest.string()), folder_rank_(folder_rank) {}
+
+  void event_before_header(size_t record) {
+    if (!first_before_header_) first_before_header_ = record;
+  }
+  // The record's step; a missing, negative or non-integer one (1e300) reads as no step (-1).
+  int64_t step(size_t record, const detail::ManifestRecord& j) {
+    if (j.step && *j.step >= 0) return *j.step;
+    note(bad_step_, record, j.name);
+    return -1;
+  }
+  // The folder's rank where the folder names one (rank<R>/), else the record's own.
+  int rank(size_t record, const detail::ManifestRecord& j, int part_rank) {
+    const bool in_range = j.rank && *j.rank >= 0 && *j.rank <= std::numeric_limits<int>::max();
+    if (folder_rank_ >= 0) {
+      if (j.rank && *j.rank != folder_rank_) note(wrong_rank_, record, j.name + " says rank " + std::to_string(*j.rank));
+      return folder_rank_;
+    }
+    if (j.rank && !in_range) note(bad_rank_, record, j.name);
+    return in_range ? static_cast<int>(*j.rank) : part_rank;
+  }
+  void finish(const SpillVector<Record>& records, bool seen_header, std::vector<Status>& problems) const {
+    if (first_before_header_ && seen_header)
+      problems.push_back(Status::Corrupt(fmt::format(
+          "{}: record {} is an event before the header record; the part was not written by one writer from its "
+          "start", manifest_, *first_before_header_)));
+    report(bad_step_, "have a step that is missing, negative or not an integer; read as no step", problems);
+    report(wrong_rank_, fmt::format("lie in rank{}/ but name another rank; read as rank {}", folder_rank_, folder_rank_), problems);
+    report(bad_rank_, "have a rank that is negative or not an integer; read as the part's rank", problems);
+    duplicates(records, problems);
+  }
+
+ private:
+  struct Breach {
+    size_t count = 0, first = 0;
+    std::string what;  // the first record's name (and detail)
+  };
+  static void note(Breach& b, size_t record, const std::string& what) {
+    if (b.count++ == 0) {
+      b.first = record;
+      b.what = what;
+    }
+  }
+  void report(const Breach& b, const std::string& text, std::vector<Status>& problems) const {
+    if (b.count == 0) return;
+    problems.push_back(Status::Corrupt(fmt::format("{}: {} event record(s) {} (first: record {}, \"{}\")", manifest_,
+                                                   b.count, text, b.first, b.what)));
+  }
+  // Names repeated within one (rank, step): names are interned, so equal names are one address.
+  void duplicates(const SpillVector<Record>& records, std::vector<Status>& problems) const {
+    struct Key {
+      int rank;
+      int64_t step;
+      uintptr_t name;  // the interned name's address, ordered as an integer
+      size_t at;
+    };
+    std::vector<Key> keys;
+    keys.reserve(records.size());
+    for (size_t k = 0; k < records.size(); ++k)
+      keys.push_back({records[k].rank, records[k].step, reinterpret_cast<uintptr_t>(&records[k].name.str()), k});
+    auto same = [](const Key& a, const Key& b) { return a.rank == b.rank && a.step == b.step && a.name == b.name; };
+    std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+      return std::tie(a.rank, a.step, a.name, a.at) < std::tie(b.rank, b.step, b.name, b.at);
+    });
+    size_t repeats = 0;
+    const Key* example = nullptr;
+    for (size_t k = 1; k < keys.size(); ++k)
+      if (same(keys[k - 1], keys[k]) && repeats++ == 0) example = &keys[k];
+    if (repeats == 0) return;
+    problems.push_back(Status::Corrupt(fmt::format(
+        "{}: {} event name(s) repeat within their (rank, step) (e.g. \"{}\", rank {}, step {}); names are unique "
+        "within (rank, step) in a parity run, and the repeats are paired in the order they were written",
+        manifest_, repeats, records[example->at].name.str(), example->rank, example->step)));
+  }
+
+  std::string manifest_;
+  int folder_rank_;
+  std::optional<size_t> first_before_header_;
+  Breach bad_step_, wrong_rank_, bad_rank_;
+};
+
 // What one part (rank folder) lists, on its own: parts are read in parallel and merged in rank order, so
 // record handles and part indices are local here (RunReader::Impl::add makes them global).
 struct PartListing {
@@ -180,6 +270,7 @@ struct PartListing {
     };
     std::set<int64_t> steps;
     bool seen_header = false;
+    EventIdentityCheck identity(manifest, rank_of_dir(dir.filename().string()));
     // At most one record a frame: one allocation for each list (pages of its own when large), not a
     // series of doublings.
     records.reserve(scan->payloads.size());
@@ -217,6 +308,9 @@ struct PartListing {
         continue;
       }
       if (j.kind != "event") continue;  // unknown kinds are skipped: newer writers may add some
+      if (!seen_header) identity.event_before_header(i);
+      const int64_t step = identity.step(i, j);
+      const int event_rank = identity.rank(i, j, rank);
       Record r;
       r.name = std::move(j.name);
       r.module = std::move(j.module);
@@ -224,8 +318,8 @@ struct PartListing {
       r.direction = std::move(j.direction);
       r.role = std::move(j.role);
       r.index = static_cast<int>(j.index.value_or(-1));
-      r.step = j.step.value_or(-1);
-      r.rank = static_cast<int>(j.rank.value_or(rank));
+      r.step = step;
+      r.rank = event_rank;
       r.order = j.order.value_or(-1);
       r.file = manifest.string();
       const auto dt = dtype_from_name(j.dtype);
@@ -288,6 +382,7 @@ struct PartListing {
     }
     if (!seen_header && !scan->payloads.empty())
       problems.push_back(Status::Corrupt(fmt::format("{}: the header record is missing", manifest.string())));
+    identity.finish(records, seen_header, problems);
     ps.steps.assign(steps.begin(), steps.end());
 
     if (fs::exists(dir / "scalars.pfr")) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <optional>
 #include <regex>
@@ -43,12 +44,27 @@ double number_or_nan(const json& obj, const std::string& key) {
   return kNaN;  // "N/A" and friends
 }
 
-int64_t n_effective(const json& j, const std::string& task) {
-  if (!j.contains("n-samples") || !j["n-samples"].contains(task)) return -1;
-  const json& n = j["n-samples"][task];
-  if (n.is_object() && n.contains("effective") && n["effective"].is_number()) return n["effective"].get<int64_t>();
-  if (n.is_number()) return n.get<int64_t>();
+// A sample count as lm-eval writes it: a non-negative integer. Anything else — 1e29, 2.5, -3, a string —
+// is unknown (-1): converting a double outside int64's range is undefined behaviour (issue 33 §8).
+int64_t sample_count(const json& v) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    return u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ? static_cast<int64_t>(u) : -1;
+  }
+  if (v.is_number_integer()) return std::max<int64_t>(v.get<int64_t>(), -1);
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    constexpr double kExactIntegers = 9007199254740992.0;  // 2^53: every integer below is a double
+    if (d >= 0 && d <= kExactIntegers && d == std::floor(d)) return static_cast<int64_t>(d);
+  }
   return -1;
+}
+
+int64_t n_effective(const json& j, const std::string& task) {
+  if (!j.contains("n-samples") || !j["n-samples"].is_object() || !j["n-samples"].contains(task)) return -1;
+  const json& n = j["n-samples"][task];
+  if (n.is_object() && n.contains("effective")) return sample_count(n["effective"]);
+  return sample_count(n);
 }
 
 // lm-eval stamps every file of one run with the same `datetime.now().isoformat()` (':' → '-'), e.g.

@@ -109,3 +109,55 @@ TEST(DumpHardening, FifoInAPartIsAProblemNotAHang) {
   EXPECT_EQ((*r)->records().size(), 1u);
   EXPECT_TRUE(any_problem_has(**r, "scalars.pfr", "not a regular file (a FIFO)"));
 }
+
+// Event records that break the identity docs/dump-format.md gives them — step 1e300, a negative step, a
+// rank other than the folder's, an event before the header, a name twice within one (rank, step) — were
+// read silently (issue 33 §8). Each is read, under one problem per kind naming the manifest and a record.
+TEST(DumpHardening, EventsThatBreakTheirIdentityAreReadWithAProblem) {
+  const fs::path run = fresh_run("identity");
+  const fs::path part = write_small_run(run);
+  auto scan = dump::scan_frames(part / "manifest.pfr");
+  ASSERT_TRUE(scan.ok());
+  nlohmann::json event;
+  for (const auto& p : scan->payloads)
+    if (p.find("\"event\"") != std::string::npos) event = nlohmann::json::parse(p);
+  ASSERT_TRUE(event.is_object());
+  event.erase("data");
+  event["stats"] = {{"min", 0.0}, {"max", 0.0}, {"numel", 1}};
+  auto with = [&](const std::string& name, const nlohmann::json& step, const nlohmann::json& rank) {
+    nlohmann::json e = event;
+    e["name"] = name;
+    e["step"] = step;
+    e["rank"] = rank;
+    return e.dump();
+  };
+  std::string huge = with("huge_step", 0, 0);
+  huge.replace(huge.find("\"step\":0"), 8, "\"step\":1e300");
+  append_frame(part / "manifest.pfr", huge);
+  append_frame(part / "manifest.pfr", with("negative_step", -4, 0));
+  append_frame(part / "manifest.pfr", with("other_rank", 0, 3));
+  append_frame(part / "manifest.pfr", with("x", 0, 0));  // the small run's event "x" again in step 0
+
+  auto r = dump::RunReader::open(run);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)->records().size(), 5u);  // nothing dropped
+  for (const Record& rec : (*r)->records()) {
+    EXPECT_EQ(rec.rank, 0) << rec.name.str();
+    if (rec.name == "huge_step" || rec.name == "negative_step") EXPECT_EQ(rec.step, -1) << rec.name.str();
+  }
+  EXPECT_TRUE(any_problem_has(**r, "2 event record(s) have a step that is missing, negative", "huge_step"));
+  EXPECT_TRUE(any_problem_has(**r, "lie in rank0/ but name another rank", "other_rank says rank 3"));
+  EXPECT_TRUE(any_problem_has(**r, "1 event name(s) repeat within their (rank, step)", "\"x\", rank 0, step 0"));
+  EXPECT_FALSE(any_problem_has(**r, "before the header", ""));
+
+  // An event written ahead of the header: a second writer, or a header lost and rewritten.
+  const fs::path early = fresh_run("identity_early");
+  fs::create_directories(early / "rank0");
+  append_frame(early / "rank0" / "manifest.pfr", with("first", 0, 0));
+  for (const auto& p : scan->payloads)
+    if (p.find("\"header\"") != std::string::npos) append_frame(early / "rank0" / "manifest.pfr", p);
+  auto e = dump::RunReader::open(early);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ((*e)->records().size(), 1u);
+  EXPECT_TRUE(any_problem_has(**e, "record 0 is an event before the header record", "manifest.pfr"));
+}

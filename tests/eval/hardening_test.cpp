@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "formats/test_util.h"
@@ -97,4 +98,28 @@ TEST(EvalHardening, NonStringSubjectAndHugeTargetAreReadNotFatal) {
   EXPECT_EQ((*qs)[1].answer, 1);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].message().find("mc.jsonl:2"), std::string::npos) << problems[0].message();
+}
+
+// An "n-samples" count of 1e29 (or 2.5, or -3) was converted to int64 with get<int64_t>(): undefined
+// behaviour, read as INT64_MIN on x86 (issue 33 §8). A count that is not a non-negative integer is
+// unknown (-1); an integral double within 2^53 is read.
+TEST(EvalHardening, OutOfRangeSampleCountsAreUnknownNotUndefined) {
+  TempDir tmp;
+  const fs::path d = tmp.path();
+  write_file(d / "a.json", R"({"results": {"t": {"acc,none": 0.5, "acc_stderr,none": 0.05},
+                                              "u": {"acc,none": 0.5, "acc_stderr,none": 0.05},
+                                              "v": {"acc,none": 0.5, "acc_stderr,none": 0.05}},
+                               "n-samples": {"t": {"effective": 1e29, "original": 100}, "u": -3, "v": 100.0}})");
+  write_file(d / "b.json", R"({"results": {"t": {"acc,none": 0.6, "acc_stderr,none": 0.05},
+                                              "u": {"acc,none": 0.5, "acc_stderr,none": 0.05},
+                                              "v": {"acc,none": 0.5, "acc_stderr,none": 0.05}},
+                               "n-samples": {"t": {"effective": 2.5}, "u": 18446744073709551615, "v": 7}})");
+  auto r = compare_lm_eval(d / "a.json", d / "b.json", {}, {});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  std::map<std::string, std::pair<int64_t, int64_t>> n;
+  for (const auto& m : r->metrics) n[m.task] = {m.n_a, m.n_b};
+  ASSERT_EQ(n.size(), 3u);
+  EXPECT_EQ(n["t"], std::make_pair(int64_t{-1}, int64_t{-1}));
+  EXPECT_EQ(n["u"], std::make_pair(int64_t{-1}, int64_t{-1}));
+  EXPECT_EQ(n["v"], std::make_pair(int64_t{100}, int64_t{7}));
 }

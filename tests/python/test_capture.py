@@ -83,6 +83,25 @@ def test_names_follow_the_contract_and_are_stable(tmp_path):
     assert {r.step for r in a} == {0, 1}
 
 
+def test_gradient_accumulation_names_each_backward_pass(tmp_path):
+    # Two backward passes in one step (gradient accumulation): the parameter's gradient hook fires twice,
+    # and both records were named ".../backward/grad/weight" — a name twice within (rank, step), which
+    # the reader reports as a problem (issue 33 §8). The second is "#1", and holds that pass's gradient.
+    torch.manual_seed(0)
+    lin = nn.Linear(4, 3)
+    xs = [torch.randn(2, 4), torch.randn(2, 4)]
+    with parity.capture(lin, tmp_path / "run", level="module", mode="tensor") as cap:
+        for x in xs:
+            lin(x).sum().backward()
+        cap.next_step()
+    run = parity.load(tmp_path / "run")
+    assert run.problems == []
+    first = run.get("<root>/backward/grad/weight", step=0).array
+    second = run.get("<root>/backward/grad/weight#1", step=0).array
+    for x, got in zip(xs, (first, second)):
+        np.testing.assert_allclose(got, torch.ones(2, 3).T.matmul(x).numpy(), rtol=1e-6)
+
+
 def test_statistics_checksum_and_tensor_modes_agree_with_torch(tmp_path):
     torch.manual_seed(0)
     model = build_model("llama", "tiny")
