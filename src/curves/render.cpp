@@ -160,8 +160,9 @@ std::string curve_comparison_text(const CurveComparison& c, int width, bool colo
   if (!c.only_target.empty()) line(fmt::format("only in target: {}", fmt::join(escaped(c.only_target), ", ")));
   if (!c.counters_skipped.empty())
     line(fmt::format("counters not compared: {} (--counters compares them)", fmt::join(escaped(c.counters_skipped), ", ")));
-  for (const Status& p : c.problems) line("problem: " + terminal_text(p.message()));
-  for (const std::string& n : c.notes) line("note: " + terminal_text(n));
+  // Problems and notes are printed whole: cut to the terminal's width they lost the record and the reason.
+  for (const Status& p : c.problems) out += "problem: " + terminal_text(p.message()) + "\n";
+  for (const std::string& n : c.notes) out += "note: " + terminal_text(n) + "\n";
   out += "\n";
   line(fmt::format("curve: {} ({} metric(s) compared)", verdict_word(c.verdict, color, colorize), c.metrics.size()));
   return out;
@@ -182,8 +183,9 @@ std::string rank_comparison_text(const RankComparison& c, int width, bool color,
       line(fmt::format("  rank {} did not log {} step(s) the others logged (first {})", rank, steps.size(),
                        steps.front()));
   }
-  for (const Status& p : c.problems) line("problem: " + terminal_text(p.message()));
-  for (const std::string& n : c.notes) line("note: " + terminal_text(n));
+  // Problems and notes are printed whole: cut to the terminal's width they lost the record and the reason.
+  for (const Status& p : c.problems) out += "problem: " + terminal_text(p.message()) + "\n";
+  for (const std::string& n : c.notes) out += "note: " + terminal_text(n) + "\n";
   line(fmt::format("ranks: {}{}", verdict_word(c.verdict, color, colorize),
                    c.rank_inconsistent ? "  RANK_INCONSISTENT" : ""));
   return out;

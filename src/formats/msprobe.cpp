@@ -42,6 +42,7 @@
 
 #include "formats/npy.h"
 #include "parity/formats.h"
+#include "parity/json_depth.h"
 
 namespace parity::formats {
 namespace {
@@ -322,6 +323,9 @@ class EntryReader {
 
 Result<MsprobeDump> parse_msprobe_dump_json(std::string_view dump_json, std::string_view construct_json,
                                             const std::string& label) {
+  // The reader walks an entry's nested argument lists depth-first: a depth limit first (issue 33: a
+  // dump.json nested a million deep overflowed the stack).
+  if (const std::string deep = json_depth_problem(dump_json); !deep.empty()) return Status::Invalid(label + ": " + deep);
   ojson doc = ojson::parse(python_json_to_json(dump_json), nullptr, false);
   if (doc.is_discarded()) return Status::Invalid(label + ": not valid JSON");
   if (!doc.is_object() || !doc.contains("data") || !doc["data"].is_object()) {
@@ -341,13 +345,24 @@ Result<MsprobeDump> parse_msprobe_dump_json(std::string_view dump_json, std::str
   // entry → its parent module entry (a hash map: ordered_json's find is a linear scan).
   std::unordered_map<std::string, std::string> parent_of;
   if (!construct_json.empty()) {
-    ojson construct = ojson::parse(python_json_to_json(construct_json), nullptr, false);
-    if (construct.is_discarded() || !construct.is_object()) {
+    const std::string deep = json_depth_problem(construct_json);
+    ojson construct = deep.empty() ? ojson::parse(python_json_to_json(construct_json), nullptr, false) : ojson();
+    if (!deep.empty()) {
+      dump.problems.push_back(Status::Invalid(label + ": construct.json beside it: " + deep + "; API calls are named under <global>"));
+    } else if (construct.is_discarded() || !construct.is_object()) {
       dump.problems.push_back(Status::Invalid(label + ": construct.json beside it is not a JSON object; API calls are named under <global>"));
     } else {
+      // msprobe writes each entry's parent module entry, or null at the top.
+      size_t odd = 0;
+      std::string first_odd;
       for (const auto& [k, v] : construct.items()) {
         if (v.is_string()) parent_of.emplace(k, v.get<std::string>());
+        else if (!v.is_null() && odd++ == 0) first_odd = k;
       }
+      if (odd > 0)
+        dump.problems.push_back(Status::Invalid(label + ": construct.json beside it: " + std::to_string(odd) +
+                                                " entries name no parent (neither a string nor null), e.g. '" +
+                                                first_odd + "'; their API calls are named under <global>"));
     }
   }
   // parity numbers op calls per (parent call, op): the k of "<parent>/<op>#<k>". A backward entry reuses

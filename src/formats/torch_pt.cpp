@@ -43,6 +43,10 @@ constexpr size_t kMaxStack = 4096;
 constexpr size_t kMaxMemo = 4096;
 constexpr size_t kMaxOps = 1 << 16;
 constexpr size_t kMaxDims = 64;
+// Tuples nest at most this deep: torch.save's rebuild arguments nest three. 65,536 TUPLE1 opcodes
+// would nest as deep, and the tree's release (shared_ptr destructors, one frame a level) overflowed a
+// small stack (issue 33: no recursion on input depth).
+constexpr uint32_t kMaxNesting = 64;
 
 // One value of the restricted pickle machine. Tuples share their items (shared_ptr), so BINGET of a
 // big tuple is O(1) and nesting cannot multiply memory.
@@ -54,6 +58,7 @@ struct PValue {
   int64_t i = 0;               // kInt, kBool
   std::string s;               // kStr; kGlobal: "module name"
   std::vector<PRef> items;     // kTuple
+  uint32_t nesting = 0;        // kTuple: 1 + the deepest item's
   // kStorage
   std::string key;
   bool untyped = false;        // torch.storage.UntypedStorage: numel counts bytes, dtype comes later
@@ -200,6 +205,9 @@ class Unpickler {
   Status push_tuple(std::vector<PRef> items) {
     PValue v;
     v.kind = PValue::Kind::kTuple;
+    for (const PRef& item : items) v.nesting = std::max(v.nesting, item->nesting);
+    if (++v.nesting > kMaxNesting)
+      return Status::Invalid("data.pkl: tuples nested more than " + std::to_string(kMaxNesting) + " deep");
     v.items = std::move(items);
     stack_.push_back(make(std::move(v)));
     return Status::OK();
