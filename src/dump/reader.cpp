@@ -513,14 +513,25 @@ struct RunReader::Impl {
 RunReader::RunReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 RunReader::~RunReader() = default;
 
+namespace {
+
+// A part is a folder with an entry named manifest.pfr of any type: a FIFO, a directory or a symlink loop
+// there is the part's problem, named when the part is read ("not a regular file (a FIFO)"), not a
+// reason to read the folder as something else that then holds nothing (issue 33 §2).
+bool has_manifest(const fs::path& dir) {
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(dir / "manifest.pfr", ec);
+  return !ec && fs::exists(st);
+}
+
+}  // namespace
+
 bool is_run_directory(const fs::path& path) {
   std::error_code ec;
   if (!fs::is_directory(path, ec)) return false;
-  if (fs::is_regular_file(path / "manifest.pfr", ec)) return true;
+  if (has_manifest(path)) return true;
   for (const auto& e : fs::directory_iterator(path, ec))
-    if (e.is_directory() && rank_of_dir(e.path().filename().string()) >= 0 &&
-        fs::is_regular_file(e.path() / "manifest.pfr", ec))
-      return true;
+    if (e.is_directory() && rank_of_dir(e.path().filename().string()) >= 0 && has_manifest(e.path())) return true;
   return false;
 }
 
@@ -530,13 +541,13 @@ namespace {
 std::vector<std::pair<int, fs::path>> find_parts(const fs::path& run_dir) {
   std::error_code ec;
   std::vector<std::pair<int, fs::path>> found;
-  if (fs::is_regular_file(run_dir / "manifest.pfr", ec)) {
+  if (has_manifest(run_dir)) {
     const int r = rank_of_dir(run_dir.filename().string());
     found.emplace_back(r < 0 ? 0 : r, run_dir);
   } else {
     for (const auto& e : fs::directory_iterator(run_dir, ec)) {
       const int r = rank_of_dir(e.path().filename().string());
-      if (r >= 0 && e.is_directory() && fs::is_regular_file(e.path() / "manifest.pfr", ec))
+      if (r >= 0 && e.is_directory() && has_manifest(e.path()))
         found.emplace_back(r, e.path());
     }
   }

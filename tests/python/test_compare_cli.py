@@ -515,6 +515,44 @@ def test_two_empty_inputs_never_pass(dirs):
     assert "no NaN/Inf born" not in o.stdout, o.stdout
 
 
+@pytest.mark.parametrize("broken", ["cut_msprobe_dump_json", "manifest_fifo", "manifest_directory", "manifest_loop"])
+def test_an_unreadable_run_is_no_input_with_the_broken_file_named(tmp_path, broken):
+    """Issue 33 §2: `overflow` exited 0 "no NaN/Inf born" on an msprobe dump whose dump.json was cut mid-write,
+    and on a run whose manifest is a FIFO, a directory or a symlink loop; no command named the broken file
+    (the folder was read as a folder of tensor files, which then held none). Both commands: exit 2, the file
+    and what is wrong with it named; compare's JSON says "no_input"."""
+    from test_capture_format import write_foreign_run
+    run_dir = tmp_path / "run"
+    if broken == "cut_msprobe_dump_json":
+        (run_dir / "dump_tensor_data").mkdir(parents=True)
+        text = json.dumps({"task": "statistics", "level": "L1", "framework": "pytorch", "data": {
+            "Functional.linear.0.forward": {"output": [{"type": "torch.Tensor", "dtype": "torch.float32",
+                                                        "shape": [2], "Max": 1.0, "Min": 0.0, "Mean": 0.5,
+                                                        "Norm": 1.0}]}}}, indent=1)
+        (run_dir / "dump.json").write_text(text[: len(text) // 2])
+        bad, why = run_dir / "dump.json", "not valid JSON"
+    else:
+        write_foreign_run(run_dir)
+        bad = run_dir / "rank0" / "manifest.pfr"
+        bad.unlink()
+        if broken == "manifest_fifo":
+            os.mkfifo(bad)
+            why = "not a regular file (a FIFO)"
+        elif broken == "manifest_directory":
+            bad.mkdir()
+            why = "is a directory"
+        else:
+            os.symlink("manifest.pfr", bad)
+            why = "Too many levels of symbolic links"
+    o = run_overflow(run_dir)
+    assert o.returncode == 2 and f"{bad}: {why}" in o.stderr.replace("cannot open: ", ""), o.stdout + o.stderr
+    assert "no NaN/Inf born" not in o.stdout
+    p = run(run_dir, run_dir, "--json", tmp_path / "out.json")
+    assert p.returncode == 2 and str(bad) in p.stdout + p.stderr, p.stdout + p.stderr
+    if (tmp_path / "out.json").exists():  # written when the run opened and held nothing readable
+        assert json.loads((tmp_path / "out.json").read_text())["summary"]["verdict"] == "no_input"
+
+
 def test_table_width_follows_columns(dirs):
     g, t = dirs
     long_name = "model.layers.17.self_attention.query_key_value_projection_output.npy"
