@@ -42,8 +42,17 @@ struct HtmlReportOptions {
 // chosen before any row is serialized, so a million-row compare never builds a million-row tree.
 nlohmann::json compare_report_for_html(const CompareReport& report, const HtmlReportOptions& options = {});
 
-// Read a result file written by a parity command; errors name the file and the problem.
+// Read a result file written by a parity command; errors name the file and the problem. Only a regular
+// file is opened (a FIFO would block); the text is parsed as it is read, never held whole, and nesting
+// deeper than kMaxJsonDepth (parity/json_depth.h) is refused.
 Result<nlohmann::json> load_result_json(const std::string& path);
+
+// The same, read as a report with `max_rows` (HtmlReportOptions::max_rows) embeds it: a parity.compare
+// result with more rows keeps only the rows the report shows, with "report_rows" and the note, exactly what
+// render_html_report makes of the whole document. The rows are built one at a time and only the kept ones
+// stay, so memory is bounded by max_rows and the rest of the document, not by the file's size. A result
+// whose first_divergence (or schema) follows its rows in the file may be read twice. 0 = every row.
+Result<nlohmann::json> load_result_for_report(const std::string& path, size_t max_rows);
 
 // Check that `result` is something a report can show: an object with a "schema" string "parity.<x>/<n>".
 Status validate_result(const nlohmann::json& result);

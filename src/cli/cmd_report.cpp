@@ -1,5 +1,5 @@
 // parity report RESULT.json... -o report.html — one self-contained HTML report from saved results.
-// Parses options, loads the results, calls write_html_report (src/report/html_report.cpp), prints the path.
+// Parses options, loads the results streamed (load_result_for_report), calls write_html_report, prints the path.
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -36,6 +36,8 @@ CommandAction setup_report(CLI::App& sub, const GlobalOptions& global) {
 
   return [o, &global]() -> int {
     // One unreadable result never stops the report: it is named on stderr and the rest is drawn.
+    HtmlReportOptions opts;
+    opts.title = o->title;
     std::vector<nlohmann::json> docs;
     std::vector<std::string> origins;
     int skipped = 0;
@@ -51,7 +53,8 @@ CommandAction setup_report(CLI::App& sub, const GlobalOptions& global) {
     if (progress) progress->begin("reading results", total, "B");
     for (const std::string& path : o->inputs) {
       const auto size = std::filesystem::file_size(path, ec);
-      Result<nlohmann::json> doc = load_result_json(path);
+      // Streamed: a comparison keeps only the rows the report shows, so memory does not grow with the file.
+      Result<nlohmann::json> doc = load_result_for_report(path, opts.max_rows);
       if (progress && !ec) progress->advance(static_cast<int64_t>(size));
       if (!doc.ok()) {
         std::fprintf(stderr, "parity report: %s\n", terminal_text(doc.status().message()).c_str());
@@ -68,8 +71,6 @@ CommandAction setup_report(CLI::App& sub, const GlobalOptions& global) {
     }
     std::vector<ReportInput> inputs;
     for (size_t i = 0; i < docs.size(); ++i) inputs.push_back({origins[i], &docs[i]});
-    HtmlReportOptions opts;
-    opts.title = o->title;
     opts.generated_by = std::string("parity ") + PARITY_VERSION + " report";
     for (const std::string& p : origins) opts.generated_by += " " + p;
     Status st = write_html_report(o->output, inputs, opts);

@@ -9,7 +9,6 @@
 // The template is split at the placeholders in one pass, so text inside an inlined asset that happens
 // to look like a placeholder is never substituted.
 #include "parity/html_report.h"
-#include "parity/json_depth.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -28,6 +27,7 @@
 #include <tuple>
 
 #include "report/html_assets.h"
+#include "report/report_rows.h"
 
 namespace parity {
 
@@ -120,23 +120,6 @@ std::string escape_json_for_script(std::string_view text) {
   return out;
 }
 
-Result<json> load_result_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::IOError(path + ": cannot open result file");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Status::IOError(path + ": read error");
-  if (const std::string deep = json_depth_problem(ss.str()); !deep.empty()) return Status::Invalid(path + ": " + deep);
-  json doc;
-  try {
-    doc = json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    return Status::Invalid(path + ": not valid JSON (" + e.what() + ")");
-  }
-  PARITY_RETURN_NOT_OK(validate_result(doc).WithContext(path));
-  return doc;
-}
-
 Status validate_result(const json& result) {
   if (!result.is_object()) return Status::Invalid("a result must be a JSON object, got " + std::string(result.type_name()));
   auto it = result.find("schema");
@@ -151,92 +134,20 @@ Status validate_result(const json& result) {
   return Status::OK();
 }
 
-namespace {
-
-// The selection rule of a report that shows at most max_rows rows (HtmlReportOptions::max_rows): rows
-// named like the first divergence first, then by verdict (error, fail, warn, pass), then by noise ratio
-// (largest first; +inf above every number, NaN and -inf below), then in order. Returns the kept rows'
-// indices in order. `severity(i)` gives row i's {first divergence's name?, verdict rank 0..3, ratio}.
-template <typename Severity>
-std::vector<size_t> worst_rows(size_t n, size_t max_rows, Severity severity) {
-  std::vector<size_t> idx(n);
-  for (size_t i = 0; i < n; ++i) idx[i] = i;
-  std::vector<std::tuple<bool, int, double, size_t>> keys(n);
-  for (size_t i = 0; i < n; ++i) {
-    const auto [first, v, r] = severity(i);
-    keys[i] = {!first, -v, -r, i};
-  }
-  std::partial_sort(idx.begin(), idx.begin() + static_cast<std::ptrdiff_t>(max_rows), idx.end(),
-                    [&](size_t a, size_t b) { return keys[a] < keys[b]; });
-  idx.resize(max_rows);
-  std::sort(idx.begin(), idx.end());
-  return idx;
-}
-
-// What a trimmed document says of itself: "report_rows" and a note.
-void mark_trimmed(json& out, size_t shown, size_t total) {
-  const std::string rule = "the worst rows by verdict, then noise ratio, and the first divergence";
-  out["report_rows"] = {{"shown", shown}, {"total", total}, {"rule", rule}};
-  if (!out.contains("notes") || !out["notes"].is_array()) out["notes"] = json::array();
-  out["notes"].push_back("this report shows " + std::to_string(shown) + " of " + std::to_string(total) +
-                         " rows (" + rule + "); every row is in the --json and --csv output");
-}
-
-int verdict_rank(std::string_view v) {
-  static const std::array<std::string_view, 4> order = {"pass", "warn", "fail", "error"};
-  for (size_t k = 0; k < order.size(); ++k)
-    if (v == order[k]) return static_cast<int>(k);
-  return 0;
-}
-
-// A saved compare result with at most max_rows rows, the rule above read from its JSON rows; every other
-// key as it is.
-json trim_compare_rows(const json& result, size_t max_rows) {
-  const json& rows = result["rows"];
-  std::string first_name;
-  if (const auto fd = result.find("first_divergence"); fd != result.end() && fd->is_object())
-    first_name = fd->value("name", "");
-  const std::vector<size_t> kept_rows = worst_rows(rows.size(), max_rows, [&](size_t i) {
-    const json& row = rows[i];
-    if (!row.is_object()) return std::tuple{false, 0, -1.0};
-    const bool first = !first_name.empty() && row.value("name", "") == first_name;
-    int v = 0;
-    if (const auto it = row.find("verdict"); it != row.end() && it->is_string()) v = verdict_rank(it->get<std::string>());
-    double r = -1;  // the JSON encoding: a number, or the strings "Infinity" / "-Infinity" / "NaN"
-    if (const auto it = row.find("noise_ratio"); it != row.end()) {
-      if (it->is_number()) r = it->get<double>();
-      else if (it->is_string() && *it == "Infinity") r = std::numeric_limits<double>::infinity();
-    }
-    return std::tuple{first, v, r};
-  });
-  json out = json::object();
-  for (const auto& [k, v] : result.items()) {
-    if (k == "rows") continue;
-    out[k] = v;
-  }
-  json kept = json::array();
-  for (size_t i : kept_rows) kept.push_back(rows[i]);
-  out["rows"] = std::move(kept);
-  mark_trimmed(out, max_rows, rows.size());
-  return out;
-}
-
-}  // namespace
-
 json compare_report_for_html(const CompareReport& report, const HtmlReportOptions& options) {
   const RowList& rows = report.result.rows;
   if (options.max_rows == 0 || rows.size() <= options.max_rows) return compare_report_to_json(report);
   const std::optional<FirstDivergence>& fd = report.findings.analysis.first_divergence;
   const std::string first_name = fd ? fd->name : std::string();
-  const std::vector<size_t> kept = worst_rows(rows.size(), options.max_rows, [&](size_t i) {
+  const std::vector<size_t> kept = report_rows::worst_rows(rows.size(), options.max_rows, [&](size_t i) {
     const CompareRow& row = rows[i];
     const bool first = !first_name.empty() && row.golden->name == first_name;
     const double ratio = row.noise_ratio;  // as its JSON spelling reads back: NaN and -inf as -1
     const double r = std::isnan(ratio) || ratio == -std::numeric_limits<double>::infinity() ? -1.0 : ratio;
-    return std::tuple{first, verdict_rank(verdict_name(row.verdict)), r};
+    return report_rows::RowSeverity{first, report_rows::verdict_rank(verdict_name(row.verdict)), r};
   });
   json out = compare_report_to_json(report, kept);
-  mark_trimmed(out, options.max_rows, rows.size());
+  report_rows::mark_trimmed(out, options.max_rows, rows.size());
   return out;
 }
 
@@ -266,9 +177,9 @@ Result<std::string> render_html_report(const std::vector<ReportInput>& inputs, c
     data += "{\"origin\":" + json(inputs[i].origin).dump(-1, ' ', false, json::error_handler_t::replace) + ",\"result\":";
     const json& r = *inputs[i].result;
     const auto rows = r.find("rows");
-    if (options.max_rows > 0 && r.value("schema", "").rfind("parity.compare/", 0) == 0 && rows != r.end() &&
-        rows->is_array() && rows->size() > options.max_rows)
-      data += trim_compare_rows(r, options.max_rows).dump(-1, ' ', false, json::error_handler_t::replace);
+    if (options.max_rows > 0 && report_rows::is_compare_result(r) && rows != r.end() && rows->is_array() &&
+        rows->size() > options.max_rows)
+      data += report_rows::trim_compare_rows(r, options.max_rows).dump(-1, ' ', false, json::error_handler_t::replace);
     else
       data += r.dump(-1, ' ', false, json::error_handler_t::replace);
     data += '}';
