@@ -6,15 +6,17 @@
 #   make bench  build, then run the benchmarks and write their figures
 #   make sanitize  build with ASan+UBSan into build-asan/ and run the C++ tests and fuzz replays there
 #   make fuzz   build the libFuzzer harnesses with clang into build-fuzz/, run each FUZZ_SECONDS (docs/fuzzing.md)
+#   make fuzz-campaign  each harness until its coverage stops growing (at most FUZZ_MAX_SECONDS)
 BUILD ?= build
 JOBS  ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 FUZZ_SECONDS ?= 10
+FUZZ_MAX_SECONDS ?= 1200
 VENV := .venv
 # The venv's python runs the Python and browser tests (scripts/make-venv.sh makes it)
 VENV_PY := $(CURDIR)/$(VENV)/bin/python
 
-.PHONY: all deps configure build test demo demo-build bench sanitize fuzz clean web
+.PHONY: all deps configure build test demo demo-build bench sanitize fuzz fuzz-build fuzz-campaign clean web
 
 all: build
 
@@ -55,11 +57,18 @@ sanitize: deps
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS) -R '^(cpp_|fuzz_replay_)'
 
-fuzz: deps
+fuzz-build: deps
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARITY_FUZZ=ON \
 	  -DPARITY_BUILD_PYTHON=OFF -DPARITY_BUILD_BENCH=OFF
 	cmake --build build-fuzz --target fuzz_all -j $(JOBS)
-	bash fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
+# Harnesses run JOBS at a time, one core each.
+fuzz: fuzz-build
+	python3 fuzz/campaign.py build-fuzz --seconds $(FUZZ_SECONDS) --jobs $(JOBS)
+
+# Each harness until its coverage stops growing (docs/fuzzing.md "Campaign"); resumes from build-fuzz's corpus.
+fuzz-campaign: fuzz-build
+	python3 fuzz/campaign.py build-fuzz --until-plateau --max-seconds $(FUZZ_MAX_SECONDS) --jobs $(JOBS)
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz $(VENV)
