@@ -89,6 +89,18 @@ class _StraightThrough(torch.autograd.Function):
         return g, None
 
 
+class _InsideTheKernel(_StraightThrough):
+    """A property of the kernel itself — flushing subnormal inputs, rounding operands to TF32 — computed
+    where an op-level capture does not look (torch function handling off): on the hardware it happens
+    inside the one kernel and no other op runs, so the emulation must not add ops that a real target's
+    capture would not have (they would be ops present in one run only: STRUCTURE_DIFF)."""
+
+    @staticmethod
+    def forward(ctx, x, fn):
+        with torch._C.DisableTorchFunction():
+            return fn(x)
+
+
 class FakeQuantInt8(nn.Module):
     """Per-tensor symmetric int8 quantise-dequantise: scale = absmax / 127 over the finite values, the
     integers held in a real torch.int8 tensor; non-finite values (attention masks) pass unchanged."""
@@ -202,7 +214,7 @@ def flush_to_zero_input(mod, threshold=FP16_MIN_NORMAL):
         return torch.where(x.abs() < threshold, torch.zeros_like(x), x)
 
     def forward(x, *a, **k):
-        return inner(_StraightThrough.apply(x, flush), *a, **k)
+        return inner(_InsideTheKernel.apply(x, flush), *a, **k)
     mod.forward = forward
 
 
@@ -241,7 +253,7 @@ def tf32_linear(lin):
     accumulation; the rounding passes gradients straight through (the backward matmuls then use the
     rounded operands, as TF32 backward kernels do)."""
     def forward(x):
-        return F.linear(_StraightThrough.apply(x, _tf32), _StraightThrough.apply(lin.weight, _tf32), lin.bias)
+        return F.linear(_InsideTheKernel.apply(x, _tf32), _InsideTheKernel.apply(lin.weight, _tf32), lin.bias)
     lin.forward = forward
 
 

@@ -276,11 +276,14 @@ def _(d):
 
 
 @scenario(name="ho_hfgpt_missing_mlp_residual", family="hfgpt", kind="fault", location=A + ".1",
-          expected=())
+          expected=("STRUCTURE_DIFF",))
 def _(d):
     """A refactor dropped h.1's MLP residual (returns mlp(ln_2(x)) instead of x + mlp(ln_2(x))): the
     target lacks one add; every op that exists in both agrees up to h.1's output. Location: h.1 (its
-    output is where the error is born). No parity code names "another graph" (code n/a); a cause code
+    output is where the error is born). When this scenario was written no parity code named "another
+    graph" (code n/a); since STRUCTURE_DIFF (2026-12-04: an op present in one run only, in a call that
+    creates error after it) one does, and "the golden's add#0 is missing in the target" is the answer
+    (expectation amended 2026-12-05; docs/benchmarks.md gives the score before and after). A cause code
     here (precision, inputs, weights) would be false."""
     def target(m):
         mod(m, A + ".1").mlp_residual = False
@@ -360,12 +363,13 @@ def _(d):
 
 
 @scenario(name="ho_cnn_reflect_padding", family="cnn", kind="fault", location="blocks.1.conv",
-          expected=("OP_ARGUMENT_MISMATCH",))
+          expected=("OP_ARGUMENT_MISMATCH",), allowed=("STRUCTURE_DIFF",))
 def _(d):
     """The target's blocks.1.conv has padding_mode="reflect" instead of "zeros" (a port from a framework
     whose default differs): the border outputs differ (O(1) at the edges of a 12 x 12 image), the
     interior agrees. Conv2d then pads with F.pad(mode="reflect") and convolves with padding 0: the
-    recorded op arguments differ."""
+    recorded op arguments differ, and the pad is an op the golden does not run (STRUCTURE_DIFF, true;
+    allowed 2026-12-05, after the rule existed)."""
     def target(m):
         mod(m, "blocks.1.conv").padding_mode = "reflect"
     pair(d, "cnn", lambda: build("cnn"), target=target)

@@ -215,8 +215,7 @@ def _flush_inside_kernel(mod, threshold=FP16_MIN_NORMAL):
     as zero. So the flush runs under torch._C.DisableTorchFunction (as recipes._untraced_linears): the
     capture records the norm's own ops, now fed the flushed values, and no op of the injector's. The
     gradient passes straight through (x + (flush(x) - x).detach()), as a kernel's backward evaluated at
-    the flushed values does. (bench/faultbench's flush_to_zero_input stays traced: its benchmark is
-    measured with it.)"""
+    the flushed values does. (bench/faultbench's flush_to_zero_input does the same.)"""
     inner = mod.forward
 
     def forward(x, *a, **k):

@@ -24,6 +24,18 @@ std::string dtypes_of(const DiagnosisContext& ctx, const EventError& e) {
 
 bool low_precision(DType t) { return dtype_is_float(t) && unit_roundoff(t) > 0x1p-12; }  // f16, bf16, fp8
 
+// Is a record of `module` part of an event of `outer`: the module itself or one inside it? An event's
+// execution-order span is not enough: a module's backward span holds the backward ops of the modules
+// that fed it (a ReLU's backward span reaches into the BatchNorm's before it), which are not its own.
+bool within(std::string_view module, std::string_view outer) {
+  if (outer.empty() || outer == "<root>" || module == outer) return true;
+  return module.size() > outer.size() && module.substr(0, outer.size()) == outer && module[outer.size()] == '.';
+}
+bool record_within(const Record& r, const EventError& e) {
+  return r.rank == e.rank && r.step == e.step && r.direction == e.direction && r.order >= e.first_order &&
+         r.order <= e.last_order && within(r.module.str(), e.module.str());
+}
+
 // Does a low-precision dtype take part in the event: in its own rows, or in the rows of what it contains
 // (the ops inside a norm module, recorded with their own dtypes)? Without one, the op is not running
 // in low precision and this diagnosis has no basis.
@@ -36,9 +48,7 @@ std::string low_precision_involved(const DiagnosisContext& ctx, const EventError
   if (e.first_order < 0) return "";
   for (const CompareRow& row : ctx.result->rows) {
     const Record& g = *row.golden;
-    if (g.rank != e.rank || g.step != e.step || g.direction != e.direction || g.order < e.first_order ||
-        g.order > e.last_order)
-      continue;
+    if (!record_within(g, e)) continue;
     for (DType t : {row.target->dtype, row.golden->dtype})
       if (low_precision(t)) return fmt::format("{} inside it is {}", g.name, dtype_name(t));
   }
@@ -47,9 +57,7 @@ std::string low_precision_involved(const DiagnosisContext& ctx, const EventError
   for (const auto& [records, side] : {std::pair{&ctx.result->unmatched_target, "target"},
                                       std::pair{&ctx.result->unmatched_golden, "golden"}}) {
     for (const Record& r : *records) {
-      if (r.rank != e.rank || r.step != e.step || r.direction != e.direction || r.order < e.first_order ||
-          r.order > e.last_order || !low_precision(r.dtype))
-        continue;
+      if (!record_within(r, e) || !low_precision(r.dtype)) continue;
       return fmt::format("{} inside it, present in the {} only, is {}", r.name, side, dtype_name(r.dtype));
     }
   }
@@ -64,8 +72,7 @@ const CompareRow* lowered_sensitive_op_inside(const DiagnosisContext& ctx, const
   if (e.first_order < 0) return nullptr;
   for (const CompareRow& row : ctx.result->rows) {
     const Record& g = *row.golden;
-    if (g.rank != e.rank || g.step != e.step || g.direction != e.direction || g.order < e.first_order ||
-        g.order > e.last_order || g.op.str().empty() || !is_sensitive_op(g.op.str()) || is_random_op(g.op.str()))
+    if (!record_within(g, e) || g.op.str().empty() || !is_sensitive_op(g.op.str()) || is_random_op(g.op.str()))
       continue;
     const DType gt = g.dtype, tt = row.target->dtype;
     if (low_precision(tt) && dtype_is_float(gt) && unit_roundoff(tt) > unit_roundoff(gt)) return &row;
@@ -83,6 +90,12 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     const EventError& e = event_of(ctx, s);
     if (std::isinf(e.amplification)) continue;  // NaN/Inf born here: OVERFLOW tells that story
     if (is_random_op(e.op) || is_random_op(e.module)) continue;
+    // On statistics alone the error an op's inputs explain cannot be computed: a reduction (a norm's
+    // parameter gradients, summed over the batch) amplifies its inputs' rounding by its conditioning,
+    // Σ|aᵢbᵢ| / |Σaᵢbᵢ|, which only the tensors give (src/analysis/conditioning.h). An elevated output
+    // (a bf16 BatchNorm's grad/weight at 7 u from inputs at 0.8 u) is then no evidence of a cause; an
+    // output beyond the structural bound is.
+    if (e.statistics_only && !(e.output_ratio > ctx.options.noise.structural_min)) continue;
     const CompareRow* lowered = nullptr;
     std::string low;
     if (is_sensitive_op(e.op) || is_sensitive_op(e.module)) {
