@@ -52,8 +52,12 @@ demo: demo-build
 bench: build
 	@bash bench/run.sh $(BUILD)
 
-sanitize: deps
-	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPARITY_SANITIZE=ON -DPARITY_BUILD_PYTHON=OFF -DPARITY_BUILD_BENCH=OFF
+# The C++ tests have numpy (the venv's python) write reference files, and the report's tests need the
+# charting library (web): both are made here, so that a fresh clone can run it first.
+sanitize: deps web
+	@mkdir -p $(BUILD) && bash scripts/make-venv.sh $(VENV) $(BUILD)
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DPARITY_SANITIZE=ON -DPARITY_BUILD_PYTHON=OFF -DPARITY_BUILD_BENCH=OFF \
+	  -DPARITY_TEST_PYTHON=$(VENV_PY)
 	cmake --build build-asan -j $(JOBS)
 	cd build-asan && ctest --output-on-failure -j $(JOBS) -R '^(cpp_|fuzz_replay_)'
 
