@@ -45,8 +45,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    if (code != 0) print_did_you_mean(app, argc, argv);
+    // The guess first: it is what the user needs, before CLI11's "A subcommand is required".
+    if (e.get_exit_code() != 0) print_did_you_mean(app, argc, argv);
+    const int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }
   if (!action) return kExitUsage;

@@ -41,36 +41,67 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
   return best;
 }
 
+namespace {
+
+std::vector<std::string> long_option_names(const CLI::App& app) {
+  std::vector<std::string> out;
+  for (const CLI::Option* o : app.get_options())
+    for (const std::string& l : o->get_lnames()) out.push_back(l);
+  return out;
+}
+
+const CLI::Option* find_long_option(const CLI::App& app, const std::string& name) {
+  for (const CLI::Option* o : app.get_options())
+    for (const std::string& l : o->get_lnames())
+      if (l == name) return o;
+  return nullptr;
+}
+
+std::string command_path(const CLI::App& app) {
+  return app.get_parent() ? command_path(*app.get_parent()) + " " + app.get_name() : "parity";
+}
+
+}  // namespace
+
 void print_did_you_mean(const CLI::App& app, int argc, char** argv) {
-  std::vector<std::string> commands;
-  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) commands.push_back(sub->get_name());
-  const CLI::App* sub = nullptr;
+  // Walk the words as the parser does: each word that is not an option names a subcommand of the
+  // current command while it has subcommands (`eval pll` is looked up among eval's); options are looked
+  // up in the current command, then among the global ones (`--colour` before the subcommand).
+  const CLI::App* cur = &app;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--color") {
-      ++i;  // the global option's value
-      continue;
-    }
-    if (!sub && !arg.empty() && arg[0] != '-') {
-      sub = find_subcommand(app, arg);
-      if (!sub) {
-        const std::string guess = closest(arg, commands);
-        if (!guess.empty()) std::fprintf(stderr, "parity: unknown command '%s': did you mean '%s'?\n", arg.c_str(), guess.c_str());
-        return;
+    if (arg.rfind("--", 0) == 0 && arg.size() > 2) {
+      const size_t eq = arg.find('=');
+      const std::string name = arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2);
+      const CLI::Option* known = find_long_option(*cur, name);
+      if (!known && cur != &app) known = find_long_option(app, name);
+      if (known) {
+        if (eq == std::string::npos && known->get_items_expected_max() > 0) ++i;  // its value
+        continue;
       }
-      continue;
-    }
-    if (sub && arg.rfind("--", 0) == 0 && arg.size() > 2) {
-      const std::string name = arg.substr(2, arg.find('=') == std::string::npos ? std::string::npos : arg.find('=') - 2);
-      std::vector<std::string> options;
-      for (const CLI::Option* o : sub->get_options())
-        for (const std::string& l : o->get_lnames()) options.push_back(l);
-      if (std::find(options.begin(), options.end(), name) != options.end()) continue;
+      std::vector<std::string> options = long_option_names(*cur);
+      if (cur != &app)
+        for (const std::string& g : long_option_names(app)) options.push_back(g);
       const std::string guess = closest(name, options);
       if (!guess.empty())
-        std::fprintf(stderr, "parity %s: unknown option '--%s': did you mean '--%s'?\n", sub->get_name().c_str(),
+        std::fprintf(stderr, "%s: unknown option '--%s': did you mean '--%s'?\n", command_path(*cur).c_str(),
                      name.c_str(), guess.c_str());
+      continue;
     }
+    if (arg.empty() || arg[0] == '-') continue;
+    const std::vector<const CLI::App*> subs = cur->get_subcommands([](const CLI::App*) { return true; });
+    if (subs.empty()) continue;  // a positional argument of the command
+    if (const CLI::App* sub = find_subcommand(*cur, arg)) {
+      cur = sub;
+      continue;
+    }
+    std::vector<std::string> names;
+    for (const CLI::App* sub : subs) names.push_back(sub->get_name());
+    const std::string guess = closest(arg, names);
+    if (!guess.empty())
+      std::fprintf(stderr, "%s: unknown command '%s': did you mean '%s'?\n", command_path(*cur).c_str(), arg.c_str(),
+                   guess.c_str());
+    return;
   }
 }
 

@@ -495,6 +495,15 @@ def test_misspelled_command_and_option_get_did_you_mean():
     assert p.returncode == 2 and "did you mean '--thresholds'?" in p.stderr, p.stderr
     p = run("a", "b", "--zzzzzzzzzz")
     assert p.returncode == 2 and "did you mean" not in p.stderr  # nothing close: no guess
+    # Issue 31 §4: the guess comes before CLI11's "A subcommand is required"; nested subcommands and
+    # global options get guesses too.
+    lines = subprocess.run([PARITY, "comprae", "a", "b"], capture_output=True, text=True,
+                                     timeout=60).stderr.splitlines()
+    assert "did you mean 'compare'?" in lines[0] and "A subcommand is required" in "\n".join(lines[1:]), lines
+    p = subprocess.run([PARITY, "eval", "pll", "a", "b"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stderr.startswith("parity eval: unknown command 'pll': did you mean 'ppl'?"), p.stderr
+    p = subprocess.run([PARITY, "--colour", "never", "compare", "a", "b"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and p.stderr.startswith("parity: unknown option '--colour': did you mean '--color'?"), p.stderr
 
 
 def test_two_empty_inputs_never_pass(dirs):
