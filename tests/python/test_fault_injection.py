@@ -369,10 +369,13 @@ def test_overflow_command_on_one_run(tmp_path):
     assert o["contaminated"] > 0 and "f16" in o["explanation"]
     assert o["inputs"] and all(i["nan"] == 0 and i["inf"] == 0 for i in o["inputs"])
     assert "NaN/Inf born at" in p.stdout
+    # Every command ends with its verdict line, not only under -q (issue 31 §4).
+    assert p.stdout.splitlines()[-1].startswith("overflow: FOUND | 1 NaN/Inf origin(s)"), p.stdout
     p = subprocess.run([parity_bin(), "overflow", str(tmp_path / "clean"), "--json", "-"],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout + p.stderr
     assert json.loads(p.stdout)["origins"] == []
+    assert p.stderr.splitlines()[-1].startswith("overflow: none | 0 NaN/Inf origin(s)"), p.stderr
     p = subprocess.run([parity_bin(), "overflow", str(tmp_path / "missing")], capture_output=True, text=True)
     assert p.returncode == 2 and "missing" in p.stderr
 
