@@ -230,7 +230,14 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
       code = kExitUsage;
     }
   }
-  if (!global.quiet) {
+  if (!global.quiet && !report->no_input.empty()) {
+    // Nothing was compared: what was read, what could not be, what the filters left out — no empty table,
+    // noise summary or "first divergence: none" (issue 31 §4); the headline and the reason end it.
+    report::print_compare_header(human, res, topt);
+    report::print_compare_problems(human, res, topt);
+    report::print_compare_notes(human, res, topt);
+    std::fputc('\n', human);
+  } else if (!global.quiet) {
     print_config_diff(human, report->findings.config, topt.color);
     report::print_compare_header(human, res, topt);
     report::print_compare_table(human, res, topt);

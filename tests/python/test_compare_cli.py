@@ -486,6 +486,7 @@ def test_include_exclude_filters(dirs):
     p = run(g, t, "--include", "nothing-matches")
     assert p.returncode == 2 and "no record matches the filters --include 'nothing-matches'" in p.stderr, p.stderr
     assert "PASSED" not in p.stdout
+    assert "First divergence" not in p.stdout and "left out" in p.stdout, p.stdout  # issue 31 §4
 
 
 def test_misspelled_command_and_option_get_did_you_mean():
@@ -514,6 +515,9 @@ def test_two_empty_inputs_never_pass(dirs):
     p = run(g, t, "--json", g.parent / "out.json")
     assert p.returncode == 2 and "no usable input" in p.stderr
     assert "PASSED" not in p.stdout and p.stdout.strip().splitlines()[-1].startswith("NO INPUT"), p.stdout
+    # Issue 31 §4: nothing was compared, so no empty table, noise summary or "first divergence: none".
+    assert "0 rows" not in p.stdout and "First divergence" not in p.stdout and "Noise model" not in p.stdout, p.stdout
+    assert p.stderr.strip().splitlines()[-1].startswith("parity compare: no usable input"), p.stderr
     summary = json.loads((g.parent / "out.json").read_text())["summary"]
     assert summary["verdict"] == "no_input" and summary["exit_code"] == 2 and str(g) in summary["no_input"], summary
     np.savez(g.parent / "empty.npz")  # an archive without members: the same state, from the Python API too
