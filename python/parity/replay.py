@@ -789,9 +789,14 @@ def run(run_dir, events=(), modules=(), suspects=None, emulate=None, limit=0, pr
     device: "auto" (each op on the device it was recorded on when this torch has it, else the host),
     "cpu", or a device name."""
     t0 = time.monotonic()
-    devices = DeviceMap(device)
     run_ = _load(run_dir)
     all_events = op_events(run_)
+    if not all_events:  # said at once, without importing torch (a second and a half)
+        return {"schema": SCHEMA, "mode": "run", "run": str(run_dir), "torch": None, "emulate": emulate,
+                "device": None, "events": [], "summary": _summary([], 0), "elapsed_seconds": time.monotonic() - t0,
+                "problems": [str(p) for p in run_.problems]
+                + ["{}: no op events (capture with level='op' or 'mix')".format(run_dir)]}
+    devices = DeviceMap(device)
     sus = suspects_from_compare(suspects) if suspects else ()
     chosen = select(all_events, events, modules, sus)
     if limit:
@@ -805,8 +810,6 @@ def run(run_dir, events=(), modules=(), suspects=None, emulate=None, limit=0, pr
     doc = {"schema": SCHEMA, "mode": "run", "run": str(run_dir), "torch": _torch().__version__,
            "emulate": emulate, "device": devices.choice, "events": results, "problems": [str(p) for p in run_.problems],
            "summary": _summary(results, len(all_events)), "elapsed_seconds": time.monotonic() - t0}
-    if not all_events:
-        doc["problems"].append("{}: no op events (capture with level='op' or 'mix')".format(run_dir))
     return doc
 
 

@@ -35,6 +35,10 @@ void print_replay(std::FILE* out, const nlohmann::json& doc, long limit, bool al
                sgr("Replay", "1", color).c_str(), terminal_text(doc.value("run", "")).c_str(), s.value("op_events", 0LL),
                s.value("selected", 0LL), s.value("replayed", 0LL), s.value("bit_exact", 0LL), s.value("not_replayed", 0LL),
                s.value("creates_error", 0LL));
+  if (s.value("selected", 0LL) == 0) {  // nothing was replayed: no empty table, no "every op carries"
+    for (const auto& p : doc["problems"]) std::fprintf(out, "problem: %s\n", terminal_text(p.get<std::string>()).c_str());
+    return;
+  }
   std::fprintf(out, "  %-48s %-28s %-5s %-12s %-9s %s\n", "event", "fn", "dtype", "error", "bit-exact", "");
   long shown = 0, hidden = 0;
   for (const auto& e : doc["events"]) {

@@ -174,6 +174,22 @@ def test_statistics_mode_dump_is_named_never_reproduced(tmp_path):
     assert "REPRODUCED" not in p.stdout and "statistics-mode dump" in p.stdout
 
 
+def test_a_run_without_op_events_is_nothing_to_replay_said_at_once(tmp_path):
+    """Issue 31 §4: a module-level capture has no op events. Replay said so after importing torch (2-3 s)
+    and under an empty table and "every replayed op carries its inputs' error"; now it says only that,
+    exit 2, without importing torch."""
+    train_step(build_model("llama", "tiny"), tmp_path / "run", level="module")
+    doc, p = replay_json(tmp_path, tmp_path / "run", expect=2)
+    assert doc["summary"]["op_events"] == 0 and doc["torch"] is None
+    assert "no op events" in p.stdout and "NOTHING TO REPLAY" in p.stdout, p.stdout
+    assert "every replayed op carries" not in p.stdout and "bit-exact " not in p.stdout, p.stdout
+    probe = ("import sys, parity.replay as r; doc = r.run(sys.argv[1]); "
+             "assert 'torch' not in sys.modules, 'torch imported'; print(doc['summary']['op_events'])")
+    q = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "run")], capture_output=True, text=True,
+                       timeout=120, env=env())
+    assert q.returncode == 0 and q.stdout.strip() == "0", q.stdout + q.stderr
+
+
 def my_scale(x):  # a user function that takes part in torch's dispatch but has no torch name
     if torch.overrides.has_torch_function((x,)):
         return torch.overrides.handle_torch_function(my_scale, (x,), x)
