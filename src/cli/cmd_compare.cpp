@@ -51,6 +51,7 @@ struct CompareArgs {
   std::string sort_metric = "cosine";
   int64_t limit = 30;
   bool all = false;
+  bool wide = false;  // --wide: names never shortened
   std::string map_file;   // --map: target→golden name rules (docs/alignment.md)
   bool no_align = false;  // --no-align: no order-based alignment of unmatched events
   bool fixed_thresholds = false;
@@ -191,6 +192,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   topt.width = terminal_width();
   topt.limit = a.all ? 0 : a.limit;
   topt.verbose = global.verbose;
+  topt.full_names = a.wide;
   topt.sort_metric = a.sort_metric;
   topt.sort = a.sort == "name"     ? report::SortKey::kName
               : a.sort == "order"  ? report::SortKey::kOrder
@@ -316,6 +318,8 @@ CommandAction setup_compare(CLI::App& sub, const GlobalOptions& global) {
       ->capture_default_str();
   sub.add_option("--limit", a->limit, "Table rows shown (then '... N more')")->check(CLI::NonNegativeNumber)->capture_default_str();
   sub.add_flag("--all", a->all, "Show every row (same as --limit 0)");
+  sub.add_flag("--wide", a->wide, "Print names whole, however long the lines get (default: shortened to the terminal, "
+                                  "keeping layer indices, the leaf module and the op#k/direction/role/index tail)");
   sub.add_option("--map", a->map_file,
                  "Name mapping file for records left unmatched: 'TARGET => GOLDEN' or 're:REGEX => GOLDEN' per line (docs/alignment.md)");
   sub.add_flag("--no-align", a->no_align, "Do not pair unmatched capture events by execution-order alignment");

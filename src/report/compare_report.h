@@ -37,6 +37,7 @@ struct TableOptions {
   int width = 100;                     // columns available
   bool color = false;
   bool verbose = false;                // print the reason of passing rows too
+  bool full_names = false;             // --wide: names never shortened (the name column takes the longest)
 };
 
 // Row indices in display order.

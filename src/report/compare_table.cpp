@@ -1,9 +1,11 @@
 // The terminal summary of `parity compare`: a table that fits 100 columns, worst rows first, then the
 // records left unmatched, unreadable files, notes, and one final verdict line (Polygraphy style).
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <numeric>
 #include <tuple>
+#include <vector>
 
 #include "parity/terminal_text.h"
 #include "report/compare_report.h"
@@ -34,14 +36,49 @@ std::string pad(std::string s, size_t w, bool right = false) {
 
 // Shorten to `w` columns keeping the head (module path, layer index) and the tail (the leaf):
 // "model.layers.7.a...output_projection".
-// Names come from other people's files: control characters are escaped first (terminal_text.h).
-std::string fit(const std::string& raw, size_t w) {
-  const std::string s = terminal_text(raw);
+std::string cut_middle(const std::string& s, size_t w) {
   if (s.size() <= w) return s;
   if (w <= 3) return s.substr(0, w);
   const size_t head = (w - 3) / 2;
   const size_t tail = w - 3 - head;
   return s.substr(0, head) + "..." + s.substr(s.size() - tail);
+}
+
+// Names come from other people's files: control characters are escaped first (terminal_text.h).
+std::string fit(const std::string& raw, size_t w) { return cut_middle(terminal_text(raw), w); }
+
+bool is_number(const std::string& p) {
+  return !p.empty() && std::all_of(p.begin(), p.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+
+// A record name shortened to `w` columns without losing what tells rows apart (issue 31 §4: a middle cut
+// turned layers.1.attn/float#0/... and .../float#1/... into one "layers.1.attn/fl...0/forward/input/0").
+// A name is a module path and, from its first '/', the event's tail (op#k/direction/role/index), which
+// is kept whole. The module path's dotted components that are not numbers are dropped first, from the
+// left; the layer indices and the leaf module stay: "model.layers.17.self_attn.q_proj/forward/output/0"
+// → "...17.self_attn.q_proj/forward/output/0". Only what still does not fit is cut in the middle.
+std::string fit_name(const std::string& raw, size_t w) {
+  const std::string s = terminal_text(raw);
+  if (s.size() <= w) return s;
+  const size_t slash = std::min(s.find('/'), s.size());
+  const std::string tail = s.substr(slash);
+  std::vector<std::string> parts;
+  for (size_t at = 0;;) {
+    const size_t dot = std::min(s.find('.', at), slash);
+    parts.push_back(s.substr(at, dot - at));
+    if (dot >= slash) break;
+    at = dot + 1;
+  }
+  std::string shortened = s;
+  for (size_t k = 0; k + 1 < parts.size() && shortened.size() > w; ++k) {
+    if (is_number(parts[k])) continue;
+    parts[k].clear();  // dropped
+    shortened = "...";
+    for (const std::string& p : parts)
+      if (!p.empty()) shortened += (shortened == "..." ? "" : ".") + p;
+    shortened += tail;
+  }
+  return cut_middle(shortened, w);
 }
 
 std::string cell(double v) {
@@ -162,6 +199,7 @@ std::vector<size_t> sort_rows(const CompareResult& result, const TableOptions& o
   return {};
 }
 
+
 void print_compare_header(std::FILE* out, const CompareResult& result, const TableOptions& options) {
   std::fprintf(out, "%s %s\n", paint("golden", "1", options.color).c_str(), result.golden_source.c_str());
   std::fprintf(out, "%s %s\n", paint("target", "1", options.color).c_str(), result.target_source.c_str());
@@ -171,18 +209,21 @@ void print_compare_table(std::FILE* out, const CompareResult& result, const Tabl
   // Fixed columns: verdict 5, dtypes 9, cosine 8, max abs 9, max rel 9, rel L2 9, SQNR 6, with one
   // space between columns; the name takes what is left (at least 16).
   const int fixed = 5 + 9 + 8 + 9 + 9 + 9 + 6 + 8;
-  const size_t name_w = static_cast<size_t>(std::max(16, options.width - fixed - 1));
+  const std::vector<size_t> order = sort_rows(result, options);
+  const size_t shown = options.limit > 0 ? std::min(order.size(), static_cast<size_t>(options.limit)) : order.size();
+  size_t name_w = static_cast<size_t>(std::max(16, options.width - fixed - 1));
+  if (options.full_names)  // --wide: the column takes the longest name shown
+    for (size_t k = 0; k < shown; ++k)
+      name_w = std::max(name_w, terminal_text(result.rows[order[k]].golden->name.str()).size());
   const std::string header = pad("", 5) + " " + pad("name", name_w) + " " + pad("dtypes", 9) + " " +
                              pad("cosine", 8, true) + " " + pad("max abs", 9, true) + " " +
                              pad("max rel", 9, true) + " " + pad("rel L2", 9, true) + " " + pad("SQNR", 6, true);
   std::fprintf(out, "\n%s\n", paint(header, "1", options.color).c_str());
 
-  const std::vector<size_t> order = sort_rows(result, options);
-  const size_t shown = options.limit > 0 ? std::min(order.size(), static_cast<size_t>(options.limit)) : order.size();
   for (size_t k = 0; k < shown; ++k) {
     const CompareRow& r = result.rows[order[k]];
     std::string line = paint(pad(verdict_name(r.verdict), 5), verdict_sgr(r.verdict), options.color) + " " +
-                       pad(fit(r.golden->name, name_w), name_w) + " " + pad(fit(dtypes_cell(r), 9), 9) + " ";
+                       pad(fit_name(r.golden->name, name_w), name_w) + " " + pad(fit(dtypes_cell(r), 9), 9) + " ";
     if (r.metrics) {
       const PairMetrics& m = *r.metrics;
       line += pad(cosine_cell(m.cosine), 8, true) + " " + pad(cell(m.max_abs), 9, true) + " " +
@@ -223,7 +264,7 @@ void print_unmatched_side(std::FILE* out, const RecordList& recs, const char* la
     std::string where;
     if (r.step >= 0) where += " step " + std::to_string(r.step);
     if (r.rank >= 0) where += " rank " + std::to_string(r.rank);
-    std::fprintf(out, "  %s  %s %s%s\n", fit(r.name, static_cast<size_t>(std::max(20, options.width - 30))).c_str(),
+    std::fprintf(out, "  %s  %s %s%s\n", fit_name(r.name, static_cast<size_t>(std::max(20, options.width - 30))).c_str(),
                  dtype_name(r.dtype), shape_to_string(r.shape).c_str(), where.c_str());
   }
   if (shown < recs.size()) std::fprintf(out, "  ... %zu more\n", recs.size() - shown);

@@ -582,6 +582,31 @@ def test_table_width_follows_columns(dirs):
     assert max(len(l) for l in table(narrow)) <= 90
 
 
+def test_shortened_names_keep_what_tells_rows_apart(tmp_path):
+    """Issue 31 §4: names were cut in the middle, so two rows that differ only in their op's call index
+    (…/float#0/… and …/float#1/…, or layers 10 and 11) could print as one name. Shortened names keep the
+    op#k/direction/role/index tail whole and the layer indices and leaf module of the path; --wide prints
+    them whole."""
+    g, t = tmp_path / "g", tmp_path / "t"
+    names = ["model.decoder.layers.10.self_attention.attn/float#0/forward/input/0",
+             "model.decoder.layers.10.self_attention.attn/float#1/forward/input/0",
+             "model.decoder.layers.11.self_attention.attn/float#0/forward/input/0"]
+    for d in (g, t):
+        d.mkdir()
+        np.savez(d / "x.npz", **{n: rnd(8) for n in names})
+    env = dict(os.environ, COLUMNS="100")
+    p = subprocess.run([PARITY, "compare", str(g), str(t), "--sort", "name"], capture_output=True, text=True,
+                       env=env, timeout=60)
+    shown = [l.split()[1] for l in p.stdout.splitlines() if l.startswith(("pass ", "warn ", "fail "))]
+    assert len(shown) == 3 and len(set(shown)) == 3, p.stdout
+    for name, cell in zip(sorted(names), shown):
+        assert cell.endswith(name[name.index("/"):]) and ".1" in cell and len(cell) < len(name), (name, cell)
+    assert max(len(l) for l in p.stdout.splitlines() if l.startswith("pass ")) <= 100
+    wide = subprocess.run([PARITY, "compare", str(g), str(t), "--wide"], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert all(any(n in l for l in wide.stdout.splitlines()) for n in names), wide.stdout
+
+
 def test_npz_zip_bomb_is_refused_with_a_clear_message(tmp_path):
     """Issue 14: a small npz inflating to a large tensor (here 128 MiB of zeros in ~130 KB) is refused before
     anything is allocated, named as a problem (so the run cannot pass), and PARITY_NPZ_MAX_RATIO lifts the cap."""
