@@ -116,7 +116,7 @@ CommandAction setup_curve(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--step-key", a->step_key, "CSV/JSONL column holding the step");
   sub.add_option("--preset", a->preset, "Text log preset: megatron | deepspeed (default: try both)")
       ->check(CLI::IsMember({"megatron", "deepspeed"}));
-  sub.add_option("--regex", a->regex, "Text logs: ECMAScript regex, one match per line");
+  sub.add_option("--regex", a->regex, "Text logs: RE2 regular expression (linear time; no backreferences or lookaround), one match per line");
   sub.add_option("--fields", a->fields, "Names of the --regex capture groups in order, one of them 'step'");
   sub.add_option("--metric", a->metrics, "Metrics to compare (comma-separated; default: all shared, non-timing)");
   sub.add_flag("--counters", a->counters, "Compare counters too (consumed samples, batch size, epoch, step-like series)");

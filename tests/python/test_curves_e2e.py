@@ -121,3 +121,10 @@ def test_curve_csv_loads_with_pandas_defaults(runs, tmp_path):
     df = pandas.read_csv(out)
     assert list(df.columns[:3]) == ["schema", "metric", "step"]
     assert set(df["schema"]) == {"parity.curve.csv/2"} and "loss" in set(df["metric"])
+
+
+def test_curve_help_names_the_regex_syntax_it_uses():
+    # Issue 31 §4: --help said "ECMAScript regex" while the text reader compiles patterns with RE2 (no
+    # backreferences or lookaround): a user's ECMAScript pattern could be refused with no hint why.
+    p = subprocess.run([PARITY, "curve", "--help"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and "RE2" in p.stdout and "ECMAScript" not in p.stdout, p.stdout
