@@ -84,6 +84,10 @@ struct CompareReport {
 // "no_input" when nothing could be compared (`no_input` says why; exit 2) — never "pass", so a script that
 // gates on the verdict cannot let an unreadable run through — else verdict_name(result.summary.verdict).
 const char* run_verdict_name(const CompareReport& report);
+// The headline, as the terminal's last line and the JSON's summary.headline (and so the HTML report) say
+// it: "NO INPUT" (exit 2), "FAILED" (exit 1: a fail or error verdict, or a warning under --fail-on-warn),
+// "PASSED WITH WARNINGS" or "PASSED" (exit 0). The exit code decides: a verdict "error" reads FAILED.
+const char* run_headline(const CompareReport& report);
 
 // Under a group of several processes (options.compare.group) every process calls it; process 0 returns
 // the report, the others an empty one (nothing to render: their measurements are in process 0's).

@@ -254,8 +254,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
     // --quiet still names what could not be read: errors are never silent.
     for (const Status& st : res.problems) std::fprintf(stderr, "parity compare: %s\n", terminal_text(st.message()).c_str());
   }
-  report::print_compare_verdict(human, res, report->elapsed_seconds, report->command, report->exit_code == kExitOk,
-                                !report->no_input.empty(), topt.color);
+  report::print_compare_verdict(human, res, report->elapsed_seconds, report->command, run_headline(*report), topt.color);
   if (!report->no_input.empty()) std::fprintf(stderr, "parity compare: %s\n", report->no_input.c_str());
   if (res.rows_measured_for_others > 0)  // a pairing that crossed the ranks' division: correct, but slower
     std::fprintf(stderr, "parity compare: process 0 measured %lld rows of other processes' ranks that they did not pair\n",

@@ -379,6 +379,7 @@ json compare_report_head_to_json(const CompareReport& report) {
         {"unmatched_implementation", s.unmatched_implementation},
         {"problems", s.problems},
         {"verdict", run_verdict_name(report)},
+        {"headline", run_headline(report)},
         {"policy", verdict_policy_name(result.policy)},
         {"exit_code", report.exit_code},
         {"no_input", report.no_input.empty() ? json(nullptr) : json(report.no_input)},
@@ -394,7 +395,8 @@ json compare_report_head_to_json(const CompareReport& report) {
   // Revision 1.1 (additive, docs/compare-json.md "Replay"): the replay of the suspects, when asked.
   // Revision 1.3 (additive): the peak resident memory of every process.
   // Revision 1.4 (additive, issue 28): summary.verdict_raised_by, diagnosis[].severity, suspect kind "structure".
-  j["revision"] = "1.5";
+  // Revision 1.6 (additive, issue 31): summary.headline, the words the terminal's last line says.
+  j["revision"] = "1.6";
   j["peak_resident_bytes"] = result.peak_resident_bytes;
   if (report.replay_asked)
     j["replay"] = {{"problem", report.replay_problem.empty() ? json(nullptr) : json(report.replay_problem)},

@@ -118,4 +118,10 @@ const char* run_verdict_name(const CompareReport& report) {
   return report.no_input.empty() ? verdict_name(report.result.summary.verdict) : "no_input";
 }
 
+const char* run_headline(const CompareReport& report) {
+  if (!report.no_input.empty()) return "NO INPUT";
+  if (report.exit_code != kExitOk) return "FAILED";
+  return report.result.summary.verdict == Verdict::kWarn ? "PASSED WITH WARNINGS" : "PASSED";
+}
+
 }  // namespace parity

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "parity/compare.h"
@@ -55,7 +56,8 @@ void print_compare_notes(std::FILE* out, const CompareResult& result, const Tabl
 // Under several processes (mpirun): one line with each process's peak resident memory, in MiB. Prints
 // nothing for a single process (its JSON still carries it).
 void print_process_memory(std::FILE* out, const CompareResult& result, bool color);
+// The last line: `headline` (run_headline, parity/compare_runs.h) | counts | policy | time | command.
 void print_compare_verdict(std::FILE* out, const CompareResult& result, double seconds,
-                           const std::string& command, bool gate_passed, bool no_input, bool color);
+                           const std::string& command, std::string_view headline, bool color);
 
 }  // namespace parity::report

@@ -302,7 +302,7 @@ void print_process_memory(std::FILE* out, const CompareResult& result, bool colo
 }
 
 void print_compare_verdict(std::FILE* out, const CompareResult& result, double seconds,
-                           const std::string& command, bool gate_passed, bool no_input, bool color) {
+                           const std::string& command, std::string_view headline, bool color) {
   const CompareSummary& s = result.summary;
   std::string counts = std::to_string(s.pass) + " pass, " + std::to_string(s.warn) + " warn, " +
                        std::to_string(s.fail) + " fail, " + std::to_string(s.error) + " error";
@@ -312,11 +312,8 @@ void print_compare_verdict(std::FILE* out, const CompareResult& result, double s
       counts += " (" + std::to_string(s.unmatched_implementation) + " implementation ops)";
   }
   if (s.problems > 0) counts += ", " + std::to_string(s.problems) + " unreadable";
-  // The headline says what the exit code says: PASSED (0), PASSED WITH WARNINGS (0), FAILED (1), NO INPUT (2).
-  const bool warned = s.verdict == Verdict::kWarn;
-  const char* headline = no_input ? "NO INPUT" : !gate_passed ? "FAILED" : warned ? "PASSED WITH WARNINGS" : "PASSED";
-  std::fprintf(out, "%s | %s | %s | %.2fs | %s\n",
-               paint(headline, !gate_passed ? "1;31" : warned ? "1;33" : "1;32", color).c_str(), counts.c_str(),
+  const char* sgr = headline == "PASSED" ? "1;32" : headline == "PASSED WITH WARNINGS" ? "1;33" : "1;31";
+  std::fprintf(out, "%s | %s | %s | %.2fs | %s\n", paint(std::string(headline), sgr, color).c_str(), counts.c_str(),
                verdict_policy_name(result.policy), seconds, terminal_text(command).c_str());
 }
 

@@ -57,7 +57,11 @@ test('the demo report opens with no console error and no network request', () =>
 
 test('first comparison (the broken attention layer): verdict, first divergence, profile, heatmap, table', async () => {
   const res = results.compare;
-  assert.equal(await r.page.textContent('#overall-verdict'), res.summary.verdict);
+  // The words the CLI's last line says (summary.headline), not the row verdict (issue 31 §4: a verdict
+  // "error" showed ERROR where the terminal said FAILED).
+  assert.equal(res.summary.exit_code, 1);
+  assert.equal(await r.page.textContent('#overall-verdict'), 'FAILED');
+  assert.equal(res.summary.headline, 'FAILED');
   assert.ok(res.first_divergence, 'the demo has a broken layer, so a first divergence');
   assert.ok((await r.page.textContent('#card-first-divergence')).includes(res.first_divergence.name));
   const prof = await ds('#sec-profile');
@@ -79,7 +83,8 @@ test('curves of the training runs are drawn', async () => {
 test('second comparison (captured training, two steps): diagnoses, layers x steps', async () => {
   const res = results['train-compare'];
   await r.page.selectOption('#compare-select', '1');
-  assert.equal(await r.page.textContent('#overall-verdict'), res.summary.verdict);
+  assert.equal(await r.page.textContent('#overall-verdict'), res.summary.headline);
+  assert.ok(res.summary.headline.startsWith('PASSED'), res.summary.headline);
   assert.equal(await r.page.$$eval('.card.diag', (c) => c.length), res.diagnosis.length);
   const titles = await r.page.$$eval('.card.diag h3', (hs) => hs.map((h) => h.textContent));
   assert.deepEqual(titles, res.diagnosis.map((d) => d.title));

@@ -420,6 +420,11 @@ def test_mismatched_shapes_are_an_error_row(dirs):
     assert rows["w.npy"]["metrics"] is None
     assert rows["flat.npy"]["shape_differs"] is True
     assert rows["flat.npy"]["metrics"] is not None
+    # The run verdict is "error"; the headline, in the terminal and in the JSON (so in the HTML report),
+    # is the exit code's word: FAILED (issue 31 §4).
+    assert doc["summary"]["verdict"] == "error" and doc["summary"]["headline"] == "FAILED", doc["summary"]
+    p = run(g, t)
+    assert p.stdout.strip().splitlines()[-1].startswith("FAILED |"), p.stdout
 
 
 def test_nan_inf_empty_and_zero_d_tensors(dirs):

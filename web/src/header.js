@@ -76,8 +76,13 @@ P.renderHeader = function renderHeader(data, cmp) {
       if (typeof v === 'string' && (!verdict || P.severity(v) > P.severity(verdict))) verdict = v;
     }
   }
+  // A comparison's headline is the words the CLI's last line says (summary.headline, compare JSON 1.6):
+  // its verdict "error" reads FAILED there, and here.
+  const headline = P.str(summary.headline);
+  const headlineClass = { PASSED: 'pass', 'PASSED WITH WARNINGS': 'warn', FAILED: 'fail', 'NO INPUT': 'error' }[headline];
   const top = P.el('div', { class: 'hdr-top' });
-  top.appendChild(P.el('span', { class: 'verdict-big badge ' + P.verdictClass(verdict || 'unknown'), id: 'overall-verdict', text: verdict || 'no verdict' }));
+  top.appendChild(P.el('span', { class: 'verdict-big badge ' + P.verdictClass(headlineClass || verdict || 'unknown'),
+    id: 'overall-verdict', text: headline || verdict || 'no verdict', title: verdict ? 'verdict: ' + verdict : '' }));
   if (r) {
     const counts = P.el('div', { class: 'counts' });
     for (const k of ['rows', 'pass', 'warn', 'fail', 'error', 'unmatched_golden', 'unmatched_target', 'problems']) {
