@@ -212,6 +212,9 @@ struct GradUnderflow {
   DType dtype = DType::kF32;
   int64_t numel = 0;
   double zero_fraction = kNaN, subnormal_fraction = kNaN;
+  // zero + subnormal share at or above OverflowOptions::underflow_warn_fraction, and not an embedding
+  // table (sparse by design): the gradient underflows. The others are listed as measured.
+  bool underflowing = false;
 };
 
 struct OverflowOptions {

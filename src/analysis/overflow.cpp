@@ -230,6 +230,7 @@ OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records, cons
         const bool sparse_by_design = r.op.find("Embedding") != std::string::npos || r.op == "embedding";
         const bool underflowing =
             narrow && !sparse_by_design && g.zero_fraction + g.subnormal_fraction >= options.underflow_warn_fraction;
+        g.underflowing = underflowing;
         if (underflowing) rep.grads_underflow = true;
         if (narrow) rep.grad_underflow.push_back(std::move(g));
       }

@@ -39,7 +39,7 @@ json overflow_to_json(const OverflowReport& r) {
   for (const GradUnderflow& g : r.grad_underflow)
     under.push_back({{"name", g.name}, {"module", g.module}, {"step", g.step}, {"rank", g.rank},
                      {"dtype", dtype_name(g.dtype)}, {"numel", g.numel}, {"zero_fraction", json_number<json>(g.zero_fraction)},
-                     {"subnormal_fraction", json_number<json>(g.subnormal_fraction)}});
+                     {"subnormal_fraction", json_number<json>(g.subnormal_fraction)}, {"underflowing", g.underflowing}});
   json problems = json::array();
   for (const Status& st : r.problems) problems.push_back({{"code", status_code_name(st.code())}, {"message", st.message()}});
   return {{"schema", kOverflowSchema},

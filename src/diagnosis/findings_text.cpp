@@ -132,8 +132,8 @@ void print_overflow(std::FILE* out, const OverflowReport& r, bool color) {
   }
   if (r.near_overflow.size() > 10) std::fprintf(out, "  ... and %zu more near-overflow tensors\n", r.near_overflow.size() - 10);
   size_t shown = 0;
-  for (const GradUnderflow& g : r.grad_underflow) {
-    if (shown++ >= 10) break;
+  for (const GradUnderflow& g : r.grad_underflow) {  // the underflowing ones; the others were only measured
+    if (!g.underflowing || shown++ >= 10) continue;
     std::fprintf(out, "  gradient %s %s: %.1f %% zero, %.1f %% subnormal%s\n", terminal_text(g.name).c_str(), dtype_name(g.dtype),
                  100 * g.zero_fraction, 100 * g.subnormal_fraction, where(g.step, g.rank).c_str());
   }

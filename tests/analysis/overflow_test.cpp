@@ -70,6 +70,9 @@ TEST(Overflow, GradientsDriveTheLossScaleAdvice) {
   EXPECT_EQ(u.loss_scale_advice, "raise");
   ASSERT_EQ(u.grad_underflow.size(), 2u);  // both fp16 gradients get their statistics
   EXPECT_DOUBLE_EQ(u.grad_underflow[0].zero_fraction, 0.8);
+  // ... and only the first underflows (issue 31 §4: the report titled all of them "underflowing").
+  EXPECT_TRUE(u.grad_underflow[0].underflowing);
+  EXPECT_FALSE(u.grad_underflow[1].underflowing);
 
   std::vector<MeasuredRecord> over = under;
   over.push_back(rec("l2/backward/grad/weight", "l2", "Linear", "backward", "grad", 2, DType::kF32, 1, 0, 3));
@@ -196,6 +199,7 @@ TEST(Overflow, EmbeddingAndFp32GradientsAreNotUnderflowAlone) {
   EXPECT_FALSE(r.grads_underflow);
   EXPECT_EQ(r.loss_scale_advice, "");
   EXPECT_EQ(r.grad_underflow.size(), 1u);  // the bf16 one still reports its statistics
+  EXPECT_FALSE(r.grad_underflow[0].underflowing);  // an embedding table is sparse by design
 }
 
 }  // namespace

@@ -28,6 +28,11 @@ before(async () => {
   for (const i of maskRows) {
     for (const side of ['golden_stats', 'target_stats']) synth.rows[i].metrics[side].ninf_count = 64;
   }
+  // fp16 gradients measured by the overflow analysis: one underflows, two do not.
+  const grad = (name, zero, underflowing) => ({ name, module: name.split('/')[0], step: 0, rank: 0, dtype: 'f16', numel: 1024,
+    zero_fraction: zero, subnormal_fraction: 0.01, underflowing });
+  synth.overflow.target.grad_underflow = [grad('l0/backward/grad/weight', 0.9, true), grad('l1/backward/grad/weight', 0.02, false),
+    grad('l2/backward/grad/weight', 0.03, false)];
   fs.writeFileSync(json, JSON.stringify(synth));
   const html = path.join(work, 'rough.html');
   execFileSync(parityBin, ['report', json, path.join(sourceDir, 'tests/fixtures/report/eval_ppl.json'), '-o', html], { stdio: 'pipe' });
@@ -66,6 +71,13 @@ test('suspect cards are in rank order', async () => {
   const expected = [...synth.suspects].sort((a, b) => b.score - a.score);
   assert.deepEqual(cards.map((c) => c.name), expected.map((s) => s.event));
   assert.match(cards[0].kind, /^suspect #1 · score 6\.2/);
+});
+
+test('only underflowing gradients are listed as underflowing', async () => {
+  // Issue 31 §4: the heading said "Gradients underflowing (39)" over every fp16/bf16 gradient measured.
+  assert.match(await r.page.textContent('#sec-overflow'), /Gradients underflowing \(1 of 3 fp16\/bf16 gradients\)/);
+  const listed = await r.page.textContent('#grad-underflow');
+  assert.ok(listed.includes('l0/backward/grad/weight') && !listed.includes('l1/backward/grad/weight'), listed);
 });
 
 test('the NaN/Inf section tells intended -Inf masks from overflow', async () => {

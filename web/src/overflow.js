@@ -3,9 +3,14 @@
 // Input: "parity.overflow/1" results, and the "overflow" key of a compare result ({target, golden},
 // docs/diagnosis.md).
 
+// grad_underflow lists every fp16/bf16 parameter gradient measured; those that underflow say so
+// (parity.overflow/1 "underflowing"; older results: zero + subnormal share ≥ 0.5, the default).
+P.underflowingGrads = (o) => (Array.isArray(o.grad_underflow) ? o.grad_underflow : []).filter((g) =>
+  (g.underflowing !== undefined ? g.underflowing === true : P.num(g.zero_fraction) + P.num(g.subnormal_fraction) >= 0.5));
+
 P.overflowHasFindings = (o) => o && typeof o === 'object' &&
   ((Array.isArray(o.origins) && o.origins.length) || (Array.isArray(o.near_overflow) && o.near_overflow.length) ||
-   (Array.isArray(o.grad_underflow) && o.grad_underflow.length) || o.grads_overflow || o.grads_underflow);
+   P.underflowingGrads(o).length > 0 || o.grads_overflow || o.grads_underflow);
 
 // Events of the comparison whose target holds NaN/Inf, in execution order: the contaminated chain.
 P.nonfiniteChain = function nonfiniteChain(cmp, side) {
@@ -129,9 +134,10 @@ P.renderOverflow = function renderOverflow(items, cmp) {
         sec.appendChild(P.el('div', { id: 'near-overflow-masks' }, P.renderValue(maskNear)));
       }
     }
-    if (Array.isArray(o.grad_underflow) && o.grad_underflow.length) {
-      sec.appendChild(P.el('h3', { class: 'minor', text: `Gradients underflowing (${o.grad_underflow.length})` }));
-      sec.appendChild(P.renderValue(o.grad_underflow));
+    const under = P.underflowingGrads(o);
+    if (under.length) {
+      sec.appendChild(P.el('h3', { class: 'minor', text: `Gradients underflowing (${under.length} of ${o.grad_underflow.length} fp16/bf16 gradients)` }));
+      sec.appendChild(P.el('div', { id: 'grad-underflow' }, P.renderValue(under)));
     }
   }
 };
