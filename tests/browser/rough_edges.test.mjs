@@ -33,9 +33,14 @@ before(async () => {
     zero_fraction: zero, subnormal_fraction: 0.01, underflowing });
   synth.overflow.target.grad_underflow = [grad('l0/backward/grad/weight', 0.9, true), grad('l1/backward/grad/weight', 0.02, false),
     grad('l2/backward/grad/weight', 0.03, false)];
+  // record names as long as a real capture's
+  synth.overflow.target.origins[0].inputs[0].name = 'model.layers.11.self_attn/softmax#0/forward/input/0';
   fs.writeFileSync(json, JSON.stringify(synth));
   const html = path.join(work, 'rough.html');
-  execFileSync(parityBin, ['report', json, path.join(sourceDir, 'tests/fixtures/report/eval_ppl.json'), '-o', html], { stdio: 'pipe' });
+  // `parity overflow` of the comparison's target, as the demo passes it too: the same analysis.
+  const standalone = path.join(work, 'overflow.json');
+  fs.writeFileSync(standalone, JSON.stringify(synth.overflow.target));
+  execFileSync(parityBin, ['report', json, standalone, path.join(sourceDir, 'tests/fixtures/report/eval_ppl.json'), '-o', html], { stdio: 'pipe' });
   r = await openReport(html);
 });
 after(async () => {
@@ -78,6 +83,18 @@ test('only underflowing gradients are listed as underflowing', async () => {
   assert.match(await r.page.textContent('#sec-overflow'), /Gradients underflowing \(1 of 3 fp16\/bf16 gradients\)/);
   const listed = await r.page.textContent('#grad-underflow');
   assert.ok(listed.includes('l0/backward/grad/weight') && !listed.includes('l1/backward/grad/weight'), listed);
+});
+
+test('a NaN/Inf origin is shown once, its record names readable', async () => {
+  // Issue 31 §4: the comparison's analysis of its target and `parity overflow` of the same run drew every
+  // origin twice, and the names in the origin's table broke letter by letter in a narrow card.
+  const cards = await r.page.$$eval('#sec-overflow .card.first', (cs) => cs.map((c) => c.dataset.origin));
+  assert.deepEqual(cards, synth.overflow.target.origins.map((o) => o.event));
+  const nameCell = await r.page.$eval('#sec-overflow .card.first table td', (td) => {
+    const b = td.getBoundingClientRect();
+    return { width: b.width, lines: Math.round(b.height / parseFloat(getComputedStyle(td).lineHeight || '16')) };
+  });
+  assert.ok(nameCell.width >= 150 && nameCell.lines <= 3, JSON.stringify(nameCell));
 });
 
 test('the NaN/Inf section tells intended -Inf masks from overflow', async () => {

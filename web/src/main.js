@@ -64,7 +64,13 @@ P.main = function main() {
   if (ov && typeof ov === 'object') {
     for (const side of ['target', 'golden']) if (ov[side]) overflowItems.push({ label: side + ' run', result: ov[side], side });
   }
-  for (const x of data.byKind.overflow || []) overflowItems.push({ label: 'overflow', result: x.result, side: 'target', standalone: true });
+  // A standalone result of a run the comparison already analysed (`parity overflow` of its target, as the
+  // demo writes) is the same analysis: shown once (issue 31 §4).
+  const analysed = new Set(overflowItems.map((it) => P.str(it.result.source)).filter(Boolean));
+  for (const x of data.byKind.overflow || []) {
+    if (x.result && analysed.has(P.str(x.result.source))) continue;
+    overflowItems.push({ label: 'overflow', result: x.result, side: 'target', standalone: true });
+  }
   if (overflowItems.length) P.section('sec-overflow', () => P.renderOverflow(overflowItems, cmp));
   if (data.byKind.curve) P.section('sec-curves', () => P.renderCurves(data.byKind.curve.map((x) => x.result)));
   if (data.byKind.ranks) P.section('sec-ranks', () => P.renderRanks(data.byKind.ranks.map((x) => x.result)));
