@@ -58,6 +58,16 @@ fs::path write_small_run(const fs::path& run) {
   return (*w)->part_dir();
 }
 
+// The payload of the first record of `kind` ("event", "header") in a part's manifest.
+std::string record_of_kind(const fs::path& part, const std::string& kind) {
+  auto scan = dump::scan_frames(part / "manifest.pfr");
+  EXPECT_TRUE(scan.ok()) << scan.status().ToString();
+  if (!scan.ok()) return "";
+  for (const auto& p : scan->payloads)
+    if (p.find("\"" + kind + "\"") != std::string::npos) return p;
+  return "";
+}
+
 }  // namespace
 
 // JSON nested 200k deep in a manifest `args`, a scalars record and an environment record overflowed
@@ -66,11 +76,7 @@ fs::path write_small_run(const fs::path& run) {
 TEST(DumpHardening, DeeplyNestedJsonInEveryLogIsAProblemNotACrash) {
   const fs::path run = fresh_run("deep");
   const fs::path part = write_small_run(run);
-  auto scan = dump::scan_frames(part / "manifest.pfr");
-  ASSERT_TRUE(scan.ok());
-  std::string event;
-  for (const auto& p : scan->payloads)
-    if (p.find("\"event\"") != std::string::npos) event = p;
+  const std::string event = record_of_kind(part, "event");
   ASSERT_FALSE(event.empty());
   nlohmann::json ev = nlohmann::json::parse(event);
   ev["name"] = "deep";
@@ -116,11 +122,7 @@ TEST(DumpHardening, FifoInAPartIsAProblemNotAHang) {
 TEST(DumpHardening, EventsThatBreakTheirIdentityAreReadWithAProblem) {
   const fs::path run = fresh_run("identity");
   const fs::path part = write_small_run(run);
-  auto scan = dump::scan_frames(part / "manifest.pfr");
-  ASSERT_TRUE(scan.ok());
-  nlohmann::json event;
-  for (const auto& p : scan->payloads)
-    if (p.find("\"event\"") != std::string::npos) event = nlohmann::json::parse(p);
+  nlohmann::json event = nlohmann::json::parse(record_of_kind(part, "event"), nullptr, false);
   ASSERT_TRUE(event.is_object());
   event.erase("data");
   event["stats"] = {{"min", 0.0}, {"max", 0.0}, {"numel", 1}};
@@ -154,8 +156,7 @@ TEST(DumpHardening, EventsThatBreakTheirIdentityAreReadWithAProblem) {
   const fs::path early = fresh_run("identity_early");
   fs::create_directories(early / "rank0");
   append_frame(early / "rank0" / "manifest.pfr", with("first", 0, 0));
-  for (const auto& p : scan->payloads)
-    if (p.find("\"header\"") != std::string::npos) append_frame(early / "rank0" / "manifest.pfr", p);
+  append_frame(early / "rank0" / "manifest.pfr", record_of_kind(part, "header"));
   auto e = dump::RunReader::open(early);
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   EXPECT_EQ((*e)->records().size(), 1u);
