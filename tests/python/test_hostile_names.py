@@ -86,10 +86,16 @@ def test_capture_dump_with_hostile_module_names(tmp_path):
         with parity.capture(model, tmp_path / name, level="mix", mode="tensor"):
             model(torch.ones(2, 8))
         runs.append(tmp_path / name)
-    for args in (["compare", *runs], ["compare", *runs, "--diagnose"], ["info", runs[1]], ["overflow", runs[1]],
+    for args in (["compare", *runs], ["compare", *runs, "-v"], ["info", runs[1]], ["overflow", runs[1]],
                  ["ranks", runs[1]]):
         code, out = _run(*args)
         _assert_clean(out, args[0])
+    # The diagnosis names the changed weight under its escaped name (this ran `compare --diagnose`, an
+    # option compare does not have, and discarded the exit code: it checked a usage error; issue 32 §7).
+    code, out = _run("compare", *runs)
+    assert code == 1, out[-3000:]
+    diagnosis = out[out.index(b"Diagnosis"):]
+    assert b"WEIGHT_MISMATCH" in diagnosis and b"lin\\x1b]0;x\\x07" in diagnosis, diagnosis[-3000:]
 
 
 def test_curves_with_hostile_metric_names(tmp_path):
