@@ -33,6 +33,8 @@ before(async () => {
     zero_fraction: zero, subnormal_fraction: 0.01, underflowing });
   synth.overflow.target.grad_underflow = [grad('l0/backward/grad/weight', 0.9, true), grad('l1/backward/grad/weight', 0.02, false),
     grad('l2/backward/grad/weight', 0.03, false)];
+  // an error of 5e9 rounding units (an overflow's): its axis label is as wide as labels get
+  synth.rows.find((row) => typeof row.noise_ratio === 'number').noise_ratio = 5e9;
   // record names as long as a real capture's
   synth.overflow.target.origins[0].inputs[0].name = 'model.layers.11.self_attn/softmax#0/forward/input/0';
   fs.writeFileSync(json, JSON.stringify(synth));
@@ -83,6 +85,24 @@ test('only underflowing gradients are listed as underflowing', async () => {
   assert.match(await r.page.textContent('#sec-overflow'), /Gradients underflowing \(1 of 3 fp16\/bf16 gradients\)/);
   const listed = await r.page.textContent('#grad-underflow');
   assert.ok(listed.includes('l0/backward/grad/weight') && !listed.includes('l1/backward/grad/weight'), listed);
+});
+
+test('the error profile draws its y-axis labels whole', async () => {
+  // Issue 31 §4: a fixed 70 px margin cut "100,000,000" to "0,000,000". Each panel's plot must start to
+  // the right of its widest label (measured in the label's own font), and both panels at one x.
+  const fit = await r.page.evaluate(() => {
+    const chart = window.parityReport.charts.profile;
+    const ctx = document.createElement('canvas').getContext('2d');
+    return [0, 1].map((i) => {
+      const axis = chart.getModel().getComponent('yAxis', i).axis;
+      ctx.font = axis.model.getModel('axisLabel').getFont();
+      const widest = Math.max(...axis.getViewLabels().map((l) => ctx.measureText(l.formattedLabel).width));
+      const rect = chart.getModel().getComponent('grid', i).coordinateSystem.getRect();
+      return { widest, x: rect.x };
+    });
+  });
+  for (const f of fit) assert.ok(f.x >= f.widest + 8, JSON.stringify(fit));
+  assert.equal(fit[0].x, fit[1].x);
 });
 
 test('a NaN/Inf origin is shown once, its record names readable', async () => {

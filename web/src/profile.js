@@ -33,6 +33,21 @@ P.chooseBands = function chooseBands(events, maxBands) {
   return best.length > 1 && best.length <= maxBands ? best : [];
 };
 
+// Both panels' left margin as wide as their widest y-axis label, so that no label is cut ("100,000,000"
+// showed as "0,000,000" in a fixed 70 px margin; issue 31 §4) and the two x axes stay aligned.
+P.fitAxisLabels = function fitAxisLabels(chart, grids) {
+  const ctx = document.createElement('canvas').getContext('2d');
+  let widest = 0;
+  for (let i = 0; i < grids; ++i) {
+    const axis = chart.getModel().getComponent('yAxis', i).axis;
+    const font = axis.model.getModel('axisLabel').getFont();
+    ctx.font = font;
+    for (const l of axis.getViewLabels()) widest = Math.max(widest, ctx.measureText(l.formattedLabel).width);
+  }
+  const left = Math.ceil(widest) + 16;  // the label's margin to the axis line (8) and some air
+  chart.setOption({ grid: Array.from({ length: grids }, () => ({ left })) });
+};
+
 P.renderProfile = function renderProfile(cmp) {
   const events = cmp.events;
   if (!events.length) return;
@@ -146,6 +161,7 @@ P.renderProfile = function renderProfile(cmp) {
       ],
       series,
     }, { notMerge: true });
+    P.fitAxisLabels(chart, 2);
     const real = (prefix) => series.filter((s) => s.id.startsWith(prefix)).reduce((n, s) => n + s.data.filter((d) => d[1] !== null).length, 0);
     sec.dataset.points = String(real('ev-'));
     sec.dataset.cosinePoints = String(real('cos-'));
