@@ -29,16 +29,11 @@ std::string clip(const std::string& raw, size_t n) {
 
 }  // namespace
 
-void print_replay(std::FILE* out, const nlohmann::json& doc, long limit, bool all, bool color) {
+namespace {
+
+// The selected events' table (those that differ, or all) and why the others were not replayed.
+void print_replay_events(std::FILE* out, const nlohmann::json& doc, long limit, bool all, bool color) {
   const nlohmann::json& s = doc["summary"];
-  std::fprintf(out, "%s %s: %lld op events, %lld selected, %lld replayed (%lld bit-exact), %lld not replayed, %lld create error\n",
-               sgr("Replay", "1", color).c_str(), terminal_text(doc.value("run", "")).c_str(), s.value("op_events", 0LL),
-               s.value("selected", 0LL), s.value("replayed", 0LL), s.value("bit_exact", 0LL), s.value("not_replayed", 0LL),
-               s.value("creates_error", 0LL));
-  if (s.value("selected", 0LL) == 0) {  // nothing was replayed: no empty table, no "every op carries"
-    for (const auto& p : doc["problems"]) std::fprintf(out, "problem: %s\n", terminal_text(p.get<std::string>()).c_str());
-    return;
-  }
   std::fprintf(out, "  %-48s %-28s %-5s %-12s %-9s %s\n", "event", "fn", "dtype", "error", "bit-exact", "");
   long shown = 0, hidden = 0;
   for (const auto& e : doc["events"]) {
@@ -67,6 +62,18 @@ void print_replay(std::FILE* out, const nlohmann::json& doc, long limit, bool al
     std::fprintf(out, "%s\n", sgr("Not replayed", "1", color).c_str());
     for (const auto& [reason, n] : s["reasons"].items()) std::fprintf(out, "  %lld × %s\n", n.get<long long>(), terminal_text(reason).c_str());
   }
+}
+
+}  // namespace
+
+void print_replay(std::FILE* out, const nlohmann::json& doc, long limit, bool all, bool color) {
+  const nlohmann::json& s = doc["summary"];
+  std::fprintf(out, "%s %s: %lld op events, %lld selected, %lld replayed (%lld bit-exact), %lld not replayed, %lld create error\n",
+               sgr("Replay", "1", color).c_str(), terminal_text(doc.value("run", "")).c_str(), s.value("op_events", 0LL),
+               s.value("selected", 0LL), s.value("replayed", 0LL), s.value("bit_exact", 0LL), s.value("not_replayed", 0LL),
+               s.value("creates_error", 0LL));
+  // Nothing selected (a run without op events): no empty table, no "every replayed op carries ...".
+  if (s.value("selected", 0LL) > 0) print_replay_events(out, doc, limit, all, color);
   for (const auto& p : doc["problems"]) std::fprintf(out, "problem: %s\n", terminal_text(p.get<std::string>()).c_str());
 }
 
