@@ -1,11 +1,13 @@
 // export_run: a capture run's tensors as files other tools read (`parity export`).
 //
 // npy: one file per tensor under <out>/rank<R>/step<S>/, named from the record name ('/' -> "__", other
-// characters outside [A-Za-z0-9._#-] -> '_'), plus <out>/index.json mapping record names to files.
-// numpy has no bf16 or fp8 dtype, so those are widened to float32 (exactly: every bf16/fp8 value is
-// a float32 value). safetensors: one <out>/rank<R>_step<S>.safetensors per (rank, step) with the
-// record names as keys and the dtype kept (BF16, F8_E4M3, ...), per the safetensors spec
-// (8-byte little-endian header length, JSON header with dtype/shape/data_offsets, then the bytes).
+// characters outside [A-Za-z0-9._#-] -> '_'). numpy has no bf16 or fp8 dtype, so those are widened to
+// float32 (exactly: every bf16/fp8 value is a float32 value). safetensors: one
+// <out>/rank<R>_step<S>.safetensors per (rank, step) with the record names as keys and the dtype kept
+// (BF16, F8_E4M3, ...), per the safetensors spec (8-byte little-endian header length, JSON header with
+// dtype/shape/data_offsets, then the bytes). Both write <out>/index.json (parity.export/2): per tensor
+// its file (and key) and the record's identity, so that `parity compare RUN OUT` pairs every record
+// (the reader is src/sources/export_source.cpp).
 // Nothing is overwritten: if any target file exists, nothing is written and the error names it.
 // Nothing is written outside the output directory: files are created with O_EXCL | O_NOFOLLOW (a planted
 // link, dangling or not, is "already exists"), and a symbolic link where export would create a folder
@@ -181,14 +183,146 @@ Status write_npy(const fs::path& file, const TensorView& t) {
   return write_file(file, {{pre.data(), pre.size()}, {header.data(), header.size()}, {data, nbytes}});
 }
 
+// The index.json entry of one exported record: where it is and the record's identity, so that a reader
+// (src/sources/export_source.cpp) gives it back the name, rank, step and order it had in the run.
+nlohmann::json index_entry(const Record& r, const fs::path& file, const fs::path& out_dir, const std::string& key) {
+  nlohmann::json e = {{"name", r.name.str()}, {"rank", r.rank}, {"step", r.step}, {"order", r.order},
+                      {"dtype", dtype_name(r.dtype)}, {"file", fs::relative(file, out_dir).string()},
+                      {"module", r.module.str()}, {"op", r.op.str()}, {"direction", r.direction.str()},
+                      {"role", r.role.str()}, {"index", r.index}};
+  if (!key.empty()) e["key"] = key;
+  return e;
+}
+
+using Groups = std::map<std::pair<int, int64_t>, std::vector<const Record*>>;
+
+// Writes index.json last: it lists only what was written. A failed write is a problem, not an error
+// (the tensor files are there; the index of them is not).
+void write_index(const RunReader& run, const char* format, nlohmann::json tensors, const fs::path& out_dir,
+                 ExportSummary& sum) {
+  const nlohmann::json index = {{"schema", "parity.export/2"}, {"format", format}, {"run", run.describe()},
+                                {"tensors", std::move(tensors)}};
+  const std::string text = json_text(index, 1);
+  if (Status st = write_file(out_dir / "index.json", {{text.data(), text.size()}}); !st.ok())
+    sum.problems.push_back(st);
+  else
+    sum.files.push_back((out_dir / "index.json").string());
+}
+
+Result<ExportSummary> export_npy(const RunReader& run, const std::map<const Record*, fs::path>& npy_targets,
+                                 const fs::path& out_dir) {
+  ExportSummary sum;
+  nlohmann::json tensors = nlohmann::json::array();
+  std::vector<std::string> failed;
+  for (auto& [r, f] : npy_targets) {
+    auto t = run.load(*r);
+    Status st = t.ok() ? make_inner_dirs(out_dir, npy_dir(r->rank, r->step)) : t.status();
+    if (st.ok()) st = write_npy(f, *t);
+    if (!st.ok()) {
+      sum.problems.push_back(Status(st.code(), fmt::format("tensor \"{}\" (rank {}, step {}): {}", r->name, r->rank,
+                                                           r->step, st.message())));
+      failed.push_back(r->name);
+      continue;
+    }
+    ++sum.tensors;
+    sum.bytes += static_cast<uint64_t>(t->nbytes());
+    sum.files.push_back(f.string());
+    tensors.push_back(index_entry(*r, f, out_dir, ""));
+  }
+  if (sum.tensors == 0 && !sum.problems.empty()) return nothing_exported(out_dir, failed, sum.problems.front());
+  write_index(run, "npy", std::move(tensors), out_dir, sum);
+  return sum;
+}
+
+// One rank<R>_step<S>.safetensors: its tensors are appended to `tensors` (the index) when it is written.
+void export_safetensors_file(const RunReader& run, const std::pair<int, int64_t>& rank_step,
+                             const std::vector<const Record*>& recs, const fs::path& f, const fs::path& out_dir,
+                             ExportSummary& sum, nlohmann::json& tensors, std::vector<std::string>& failed) {
+  nlohmann::json header = nlohmann::json::object();
+  nlohmann::json renamed = nlohmann::json::object();
+  nlohmann::json entries = nlohmann::json::array();
+  std::vector<TensorView> views;
+  std::vector<std::string> names;
+  uint64_t offset = 0;
+  for (const Record* r : recs) {
+    auto t = run.load(*r);
+    if (!t.ok()) {
+      sum.problems.push_back(t.status());
+      failed.push_back(r->name);
+      continue;
+    }
+    // Keys are unique: "__metadata__" is the format's own, and two records of one name would be one key.
+    std::string key_name = r->name;
+    for (int k = 1; key_name == "__metadata__" || header.contains(key_name); ++k)
+      key_name = fmt::format("{}~{}", r->name.str(), k);
+    if (key_name != r->name) renamed[key_name] = r->name.str();
+    const uint64_t n = static_cast<uint64_t>(t->nbytes());
+    header[key_name] = {{"dtype", st_dtype(r->dtype)}, {"shape", r->shape}, {"data_offsets", {offset, offset + n}}};
+    offset += n;
+    views.push_back(*t);
+    names.push_back(r->name);
+    entries.push_back(index_entry(*r, f, out_dir, key_name));
+  }
+  header["__metadata__"] = {{"format", "pt"}, {"source", "parity"}, {"rank", std::to_string(rank_step.first)},
+                            {"step", std::to_string(rank_step.second)}};
+  if (!renamed.empty()) header["__metadata__"]["parity.renamed"] = renamed.dump();  // key -> record name
+  std::string htext = json_text(header);
+  htext.append((8 - htext.size() % 8) % 8, ' ');  // keep the data 8-byte aligned
+  const uint64_t hlen = htext.size();
+  unsigned char len8[8];
+  for (int i = 0; i < 8; ++i) len8[i] = static_cast<unsigned char>((hlen >> (8 * i)) & 0xFF);
+  std::vector<std::pair<const void*, size_t>> pieces = {{len8, 8}, {htext.data(), htext.size()}};
+  for (const TensorView& v : views) pieces.emplace_back(v.data, static_cast<size_t>(v.nbytes()));
+  if (Status st = write_file(f, pieces); !st.ok()) {
+    sum.problems.push_back(Status(st.code(), fmt::format("{} (its {} tensors are not exported)", st.message(),
+                                                         views.size())));
+    failed.insert(failed.end(), names.begin(), names.end());
+    return;
+  }
+  sum.tensors += views.size();
+  sum.bytes += offset;
+  sum.files.push_back(f.string());
+  for (auto& e : entries) tensors.push_back(std::move(e));
+}
+
+fs::path safetensors_file(const fs::path& out_dir, const std::pair<int, int64_t>& rank_step) {
+  return out_dir / fmt::format("rank{}_step{}.safetensors", rank_step.first, rank_step.second);
+}
+
+Result<ExportSummary> export_safetensors(const RunReader& run, const Groups& groups, const fs::path& out_dir) {
+  ExportSummary sum;
+  nlohmann::json tensors = nlohmann::json::array();
+  std::vector<std::string> failed;
+  for (auto& [key, recs] : groups)
+    export_safetensors_file(run, key, recs, safetensors_file(out_dir, key), out_dir, sum, tensors, failed);
+  if (sum.tensors == 0 && !sum.problems.empty()) return nothing_exported(out_dir, failed, sum.problems.front());
+  write_index(run, "safetensors", std::move(tensors), out_dir, sum);
+  return sum;
+}
+
+// The .npy file of each record, names made unique within their (rank, step) folder.
+std::map<const Record*, fs::path> plan_npy(const Groups& groups, const fs::path& out_dir) {
+  std::map<const Record*, fs::path> targets;
+  for (auto& [key, recs] : groups) {
+    std::set<std::string> used;
+    for (const Record* r : recs) {
+      std::string base = sanitise(r->name);
+      std::string cand = base;
+      for (int k = 1; used.count(cand); ++k) cand = fmt::format("{}~{}", base, k);
+      used.insert(cand);
+      targets[r] = out_dir / npy_dir(key.first, key.second) / (cand + ".npy");
+    }
+  }
+  return targets;
+}
+
 }  // namespace
 
 Result<ExportSummary> export_run(const RunReader& run, const std::string& format, const fs::path& out_dir) {
   if (format != "npy" && format != "safetensors")
     return Status::Invalid(fmt::format("export format \"{}\" is not one of npy, safetensors", format));
-  ExportSummary sum;
   // Plan every target file first so that an existing one stops us before anything is written.
-  std::map<std::pair<int, int64_t>, std::vector<const Record*>> groups;
+  Groups groups;
   for (const Record& r : run.records())
     if (r.has_data) groups[{r.rank, r.step}].push_back(&r);
   if (groups.empty())
@@ -197,23 +331,12 @@ Result<ExportSummary> export_run(const RunReader& run, const std::string& format
   std::map<const Record*, fs::path> npy_targets;
   std::vector<fs::path> targets;
   if (format == "npy") {
-    for (auto& [key, recs] : groups) {
-      std::set<std::string> used;
-      for (const Record* r : recs) {
-        std::string base = sanitise(r->name);
-        std::string cand = base;
-        for (int k = 1; used.count(cand); ++k) cand = fmt::format("{}~{}", base, k);
-        used.insert(cand);
-        const fs::path f = out_dir / npy_dir(key.first, key.second) / (cand + ".npy");
-        npy_targets[r] = f;
-        targets.push_back(f);
-      }
-    }
-    targets.push_back(out_dir / "index.json");
+    npy_targets = plan_npy(groups, out_dir);
+    for (auto& [r, f] : npy_targets) targets.push_back(f);
   } else {
-    for (auto& [key, recs] : groups)
-      targets.push_back(out_dir / fmt::format("rank{}_step{}.safetensors", key.first, key.second));
+    for (auto& [key, recs] : groups) targets.push_back(safetensors_file(out_dir, key));
   }
+  targets.push_back(out_dir / "index.json");
   for (const fs::path& f : targets) {
     if (entry_kind(f))  // lstat: a dangling link is there too
       return Status::Invalid(fmt::format("{}: already exists; export never overwrites (choose an empty directory)",
@@ -224,89 +347,10 @@ Result<ExportSummary> export_run(const RunReader& run, const std::string& format
       PARITY_RETURN_NOT_OK(check_inner_dir(out_dir / fmt::format("rank{}", key.first), out_dir));
       PARITY_RETURN_NOT_OK(check_inner_dir(out_dir / npy_dir(key.first, key.second), out_dir));
     }
-  {
-    std::error_code ec;
-    fs::create_directories(out_dir, ec);
-    if (ec) return Status::IOError(fmt::format("{}: cannot create: {}", out_dir.string(), ec.message()));
-  }
-
-  if (format == "npy") {
-    nlohmann::json index = {{"schema", "parity.export/1"}, {"run", run.describe()}, {"tensors", nlohmann::json::array()}};
-    std::vector<std::string> failed;
-    for (auto& [r, f] : npy_targets) {
-      auto t = run.load(*r);
-      Status st = t.ok() ? make_inner_dirs(out_dir, npy_dir(r->rank, r->step)) : t.status();
-      if (st.ok()) st = write_npy(f, *t);
-      if (!st.ok()) {
-        sum.problems.push_back(Status(st.code(), fmt::format("tensor \"{}\" (rank {}, step {}): {}", r->name, r->rank,
-                                                             r->step, st.message())));
-        failed.push_back(r->name);
-        continue;
-      }
-      ++sum.tensors;
-      sum.bytes += static_cast<uint64_t>(t->nbytes());
-      sum.files.push_back(f.string());
-      index["tensors"].push_back({{"name", r->name}, {"rank", r->rank}, {"step", r->step},
-                                  {"dtype", dtype_name(r->dtype)}, {"file", fs::relative(f, out_dir).string()}});
-    }
-    if (sum.tensors == 0 && !sum.problems.empty()) return nothing_exported(out_dir, failed, sum.problems.front());
-    const std::string text = json_text(index, 1);
-    if (Status st = write_file(out_dir / "index.json", {{text.data(), text.size()}}); !st.ok())
-      sum.problems.push_back(st);  // the .npy files are written; the index of them is not
-    else
-      sum.files.push_back((out_dir / "index.json").string());
-    return sum;
-  }
-
-  size_t gi = 0;
-  std::vector<std::string> failed;
-  for (auto& [key, recs] : groups) {
-    const fs::path f = targets[gi++];
-    nlohmann::json header = nlohmann::json::object();
-    nlohmann::json renamed = nlohmann::json::object();
-    std::vector<TensorView> views;
-    std::vector<std::string> names;
-    uint64_t offset = 0;
-    for (const Record* r : recs) {
-      auto t = run.load(*r);
-      if (!t.ok()) {
-        sum.problems.push_back(t.status());
-        failed.push_back(r->name);
-        continue;
-      }
-      // Keys are unique: "__metadata__" is the format's own, and two records of one name would be one key.
-      std::string key_name = r->name;
-      for (int k = 1; key_name == "__metadata__" || header.contains(key_name); ++k)
-        key_name = fmt::format("{}~{}", r->name, k);
-      if (key_name != r->name) renamed[key_name] = r->name;
-      const uint64_t n = static_cast<uint64_t>(t->nbytes());
-      header[key_name] = {{"dtype", st_dtype(r->dtype)}, {"shape", r->shape}, {"data_offsets", {offset, offset + n}}};
-      offset += n;
-      views.push_back(*t);
-      names.push_back(r->name);
-    }
-    header["__metadata__"] = {{"format", "pt"}, {"source", "parity"}, {"rank", std::to_string(key.first)},
-                              {"step", std::to_string(key.second)}};
-    if (!renamed.empty()) header["__metadata__"]["parity.renamed"] = renamed.dump();  // key -> record name
-    std::string htext = json_text(header);
-    htext.append((8 - htext.size() % 8) % 8, ' ');  // keep the data 8-byte aligned
-    uint64_t hlen = htext.size();
-    unsigned char len8[8];
-    for (int i = 0; i < 8; ++i) len8[i] = static_cast<unsigned char>((hlen >> (8 * i)) & 0xFF);
-    std::vector<std::pair<const void*, size_t>> pieces = {{len8, 8}, {htext.data(), htext.size()}};
-    for (const TensorView& v : views) pieces.emplace_back(v.data, static_cast<size_t>(v.nbytes()));
-    if (Status st = write_file(f, pieces); !st.ok()) {
-      sum.problems.push_back(Status(st.code(), fmt::format("{} (its {} tensors are not exported)", st.message(),
-                                                           views.size())));
-      failed.insert(failed.end(), names.begin(), names.end());
-      continue;
-    }
-    sum.tensors += views.size();
-    sum.bytes += offset;
-    sum.files.push_back(f.string());
-  }
-  if (sum.tensors == 0 && !sum.problems.empty()) return nothing_exported(out_dir, failed, sum.problems.front());
-  return sum;
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) return Status::IOError(fmt::format("{}: cannot create: {}", out_dir.string(), ec.message()));
+  return format == "npy" ? export_npy(run, npy_targets, out_dir) : export_safetensors(run, groups, out_dir);
 }
 
 }  // namespace parity::dump
