@@ -57,6 +57,11 @@ struct ReadOptions {
   std::string preset;            // text logs: "megatron" | "deepspeed" | "" = try both
   std::string regex;             // text logs: a custom ECMAScript regex, one match per line...
   std::vector<std::string> regex_fields;  // ...whose capture groups are named here in order; one must be "step"
+  // TensorBoard log directories: the run to read, i.e. the directory holding its event files, relative to
+  // the given one ("." = event files directly in it). "" = the only run there is; a directory with
+  // several runs is then an error naming them (docs/curves.md "TensorBoard runs"). Set for an input of
+  // another kind, an error.
+  std::string run;
   // Under a group of several processes (mpirun) every process calls read_curves: a parity run is then
   // read by all of them, each its share of the ranks (read_run_info), and process 0 returns the whole
   // run's curves, the others an empty run; any other input is read by process 0 alone. nullptr = alone.
@@ -73,6 +78,12 @@ Result<CurveRun> read_curves(const std::filesystem::path& path, const ReadOption
 Result<std::pair<CurveRun, CurveRun>> read_curve_pair(const std::filesystem::path& golden,
                                                       const std::filesystem::path& target,
                                                       const ReadOptions& options = {});
+// The same with options of each side (they differ in `run` alone when a TensorBoard log directory holds
+// both runs: --golden-run / --target-run).
+Result<std::pair<CurveRun, CurveRun>> read_curve_pair(const std::filesystem::path& golden,
+                                                      const std::filesystem::path& target,
+                                                      const ReadOptions& golden_options,
+                                                      const ReadOptions& target_options);
 // The canonical spelling of a logged metric name: "lm loss", "train/loss", "train_loss" → "loss";
 // "grad norm", "grad_norm", "gradient_norm" → "grad_norm"; "learning rate", "learning_rate",
 // "lr" → "lr"; "loss scale", "loss_scale", "scaler" → "loss_scale"; throughput spellings →

@@ -18,6 +18,7 @@ namespace {
 struct CurveArgs {
   std::string golden, target;
   std::string format, step_key, preset, regex, fields;
+  std::string run_name, golden_run, target_run;  // --run, --golden-run, --target-run
   std::vector<std::string> metrics, tols;
   int rank = -1, windows = 10, spike_window = 21, final_window = 0;
   double spike_k = 6.0;
@@ -81,7 +82,10 @@ int run(const CurveArgs& a, const GlobalOptions& global) {
   co.spike_k = a.spike_k;
   co.final_window = a.final_window;
   co.counters = a.counters;
-  auto runs = curves::read_curve_pair(a.golden, a.target, ro);
+  curves::ReadOptions golden_ro = ro, target_ro = ro;
+  golden_ro.run = a.golden_run.empty() ? a.run_name : a.golden_run;
+  target_ro.run = a.target_run.empty() ? a.run_name : a.target_run;
+  auto runs = curves::read_curve_pair(a.golden, a.target, golden_ro, target_ro);
   if (!runs.ok()) return usage_error(runs.status().message());
   auto cmp = curves::compare_curves(runs->first, runs->second, co);
   if (!cmp.ok()) return usage_error(cmp.status().message());
@@ -113,6 +117,9 @@ CommandAction setup_curve(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("target", a->target, "Target run (same kinds of input)")->required();
   sub.add_option("--format", a->format, "Input format for both (default: detect)")
       ->check(CLI::IsMember(curves::curve_formats()));
+  sub.add_option("--run", a->run_name, "TensorBoard log directory: the run (its folder, relative to the directory) to read in both inputs");
+  sub.add_option("--golden-run", a->golden_run, "TensorBoard: the golden input's run (overrides --run)");
+  sub.add_option("--target-run", a->target_run, "TensorBoard: the target input's run (overrides --run)");
   sub.add_option("--step-key", a->step_key, "CSV/JSONL column holding the step");
   sub.add_option("--preset", a->preset, "Text log preset: megatron | deepspeed (default: try both)")
       ->check(CLI::IsMember({"megatron", "deepspeed"}));

@@ -114,12 +114,15 @@ Result<CurveRun> read_curves(const std::filesystem::path& input, const ReadOptio
   }
   const bool group_reads = is_distributed(options.group) && group_reads_parity_run(*options.group, chosen);
   PARITY_ASSIGN_OR_RETURN(std::string format, std::move(chosen));
+  if (!options.run.empty() && format != "tensorboard")
+    return Status::Invalid(fmt::format("{}: is a {} input; a run name (--run, --golden-run, --target-run) selects "
+                                       "a run of a TensorBoard log directory", input.string(), format));
   CurveRun run;
   run.path = input.string();
   run.format = format;
   Status st;
   if (format == "parity-run") st = detail::read_parity_run(path, group_reads ? options.group : nullptr, run);
-  else if (format == "tensorboard") st = detail::read_tensorboard(path, run);
+  else if (format == "tensorboard") st = detail::read_tensorboard(path, options.run, run);
   else if (format == "hf-trainer-state") st = detail::read_hf_trainer_state(path, run);
   else if (format == "csv") st = detail::read_csv(path, options, run);
   else if (format == "jsonl") st = detail::read_jsonl(path, options, run);
@@ -135,10 +138,18 @@ Result<CurveRun> read_curves(const std::filesystem::path& input, const ReadOptio
 
 Result<std::pair<CurveRun, CurveRun>> read_curve_pair(const std::filesystem::path& golden,
                                                       const std::filesystem::path& target, const ReadOptions& options) {
+  return read_curve_pair(golden, target, options, options);
+}
+
+Result<std::pair<CurveRun, CurveRun>> read_curve_pair(const std::filesystem::path& golden,
+                                                      const std::filesystem::path& target,
+                                                      const ReadOptions& golden_options,
+                                                      const ReadOptions& target_options) {
   std::future<Result<CurveRun>> t;
-  if (!is_distributed(options.group)) t = std::async(std::launch::async, [&] { return read_curves(target, options); });
-  Result<CurveRun> g = read_curves(golden, options);
-  Result<CurveRun> tr = t.valid() ? t.get() : read_curves(target, options);
+  if (!is_distributed(target_options.group))
+    t = std::async(std::launch::async, [&] { return read_curves(target, target_options); });
+  Result<CurveRun> g = read_curves(golden, golden_options);
+  Result<CurveRun> tr = t.valid() ? t.get() : read_curves(target, target_options);
   if (!g.ok()) return g.status();
   if (!tr.ok()) return tr.status();
   return std::pair{std::move(*g), std::move(*tr)};

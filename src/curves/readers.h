@@ -45,7 +45,8 @@ Status read_csv(const std::filesystem::path& path, const ReadOptions& options, C
 Status read_jsonl(const std::filesystem::path& path, const ReadOptions& options, CurveRun& run);
 Status read_hf_trainer_state(const std::filesystem::path& path, CurveRun& run);
 Status read_text_log(const std::filesystem::path& path, const ReadOptions& options, CurveRun& run);
-Status read_tensorboard(const std::filesystem::path& path, CurveRun& run);
+// `run_name`: ReadOptions::run.
+Status read_tensorboard(const std::filesystem::path& path, const std::string& run_name, CurveRun& run);
 Status read_parity_run(const std::filesystem::path& path, const ProcessGroup* group, CurveRun& run);
 
 // TFRecord framing (tfrecord.cpp): every complete record's payload; stops at the first torn or
