@@ -18,6 +18,8 @@ PACKAGES=(
   libsimdjson-dev
   # `parity compare --arrow`: the flatbuffers builder writes the Arrow IPC file's metadata (src/report/arrow_file.h)
   libflatbuffers-dev
+  # `parity compare --msprobe-xlsx`: msprobe's compare_result workbook (src/report/compare_msprobe.cpp)
+  libxlsxwriter-dev
   # scale-out: `mpirun -n N parity compare ...` (docs/scaling.md)
   openmpi-bin libopenmpi-dev
   # Python side: the pybind11 extension and the venv (torch, numpy, pytest, pandas, transformers ... come

@@ -57,6 +57,7 @@ struct MsprobeTensor {
   Shape shape;
   std::optional<TensorStats> stats;  // Max/Min/Mean/Norm as dumped (absent ones NaN)
   std::string data_name;    // the tensor file inside dump_tensor_data/, "" when none was written
+  std::optional<bool> requires_grad;  // "requires_grad" as dumped, when it is a boolean
 };
 struct MsprobeDump {
   std::string task, level, framework;

@@ -54,6 +54,12 @@ struct Record {
 // (parity/spill.h), not in the process's anonymous memory.
 using RecordList = SpillVector<Record>;
 
+// What the tool that wrote a dump calls a record and what else it recorded of it (RecordSource::native_info).
+struct NativeRecordInfo {
+  std::string name;                   // msprobe: "Functional.linear.0.forward.output.0"; "" = parity's own
+  std::optional<bool> requires_grad;  // msprobe's "requires_grad", when the dump says
+};
+
 class RecordSource {
  public:
   virtual ~RecordSource() = default;
@@ -70,6 +76,10 @@ class RecordSource {
   // The recorded non-tensor arguments of an op event as a JSON object text ({"args": [...], "kwargs":
   // {...}}, docs/dump-format.md), "" when the source records none for this record.
   virtual std::string op_arguments_json(const Record& r) const { return ""; }
+  // The record as the tool that wrote it names and describes it, for outputs laid out as that tool's
+  // (`parity compare --msprobe-csv`, docs/compare-json.md "msprobe"): empty for formats whose names are
+  // parity's own.
+  virtual NativeRecordInfo native_info(const Record& r) const { return {}; }
 };
 
 // One rank's part of a multi-rank capture (a folder per rank), with the bytes of its files: what a group

@@ -46,6 +46,7 @@ struct CompareArgs {
   bool show_thresholds = false;
   std::vector<std::string> kl_patterns;
   std::string json_path, csv_path, arrow_path;
+  std::string msprobe_csv_path, msprobe_xlsx_path;  // msprobe's compare_result layout (docs/compare-json.md "msprobe")
   std::string html_path;  // --html: self-contained report of the same JSON (docs/report.md)
   std::string sort = "worst";
   std::string sort_metric = "cosine";
@@ -124,6 +125,25 @@ Result<Thresholds> build_thresholds(const CompareArgs& a) {
   return th;
 }
 
+// --msprobe-csv / --msprobe-xlsx (src/report/compare_msprobe.cpp); false when one could not be written
+// (said on stderr, naming the file).
+bool write_msprobe_outputs(const CompareArgs& a, const CompareResult& res, const RecordSource& golden,
+                           const RecordSource& target) {
+  bool ok = true;
+  auto say = [&ok](const Status& st) {
+    if (st.ok()) return;
+    std::fprintf(stderr, "parity compare: %s\n", terminal_text(st.message()).c_str());
+    ok = false;
+  };
+  if (!a.msprobe_csv_path.empty()) {
+    say(write_output(a.msprobe_csv_path,
+                     [&](std::FILE* f) { return report::write_msprobe_csv(res, golden, target, f); }));
+    if (a.msprobe_csv_path == "-") std::fflush(stdout);
+  }
+  if (!a.msprobe_xlsx_path.empty()) say(report::write_msprobe_xlsx(res, golden, target, a.msprobe_xlsx_path));
+  return ok;
+}
+
 int run(const CompareArgs& a, const GlobalOptions& global) {
   // Under mpirun only process 0 speaks; the others end with its exit status (main.cpp).
   const bool speaks = is_output_process(global.group);
@@ -138,8 +158,10 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   if (a.golden.empty() || a.target.empty()) {
     return usage_error("GOLDEN and TARGET are required (see parity compare --help)");
   }
-  if ((a.json_path == "-") + (a.csv_path == "-") + (a.arrow_path == "-") > 1)
-    return usage_error("only one of --json, --csv and --arrow can write to stdout ('-')");
+  if ((a.json_path == "-") + (a.csv_path == "-") + (a.arrow_path == "-") + (a.msprobe_csv_path == "-") > 1)
+    return usage_error("only one of --json, --csv, --arrow and --msprobe-csv can write to stdout ('-')");
+  if (a.msprobe_xlsx_path == "-")
+    return usage_error("--msprobe-xlsx -: an xlsx workbook is a zip file written in place; give a path");
   if (a.arrow_path == "-" && isatty(STDOUT_FILENO) != 0)
     return usage_error("--arrow -: stdout is a terminal; the Arrow file is binary (pipe it, or give a path)");
 
@@ -185,7 +207,8 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   int code = report->exit_code;
 
   // Human output goes to stdout, or to stderr when stdout carries JSON or CSV.
-  const bool machine_on_stdout = a.json_path == "-" || a.csv_path == "-" || a.arrow_path == "-";
+  const bool machine_on_stdout =
+      a.json_path == "-" || a.csv_path == "-" || a.arrow_path == "-" || a.msprobe_csv_path == "-";
   std::FILE* human = machine_on_stdout ? stderr : stdout;
   report::TableOptions topt;
   topt.color = use_color(global, machine_on_stdout ? 2 : 1);
@@ -232,6 +255,7 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
       code = kExitUsage;
     }
   }
+  if (!write_msprobe_outputs(a, res, *sources.sources[0], *sources.sources[1])) code = kExitUsage;
   if (!global.quiet && !report->no_input.empty()) {
     // Nothing was compared: what was read, what could not be, what the filters left out — no empty table,
     // noise summary or "first divergence: none" (issue 31 §4); the headline and the reason end it.
@@ -309,6 +333,11 @@ CommandAction setup_compare(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--arrow", a->arrow_path,
                  "Write the CSV's rows and columns, typed, as an Arrow IPC file (schema parity.compare.arrow/1; "
                  "pyarrow, polars, pandas, DuckDB read it)");
+  sub.add_option("--msprobe-csv", a->msprobe_csv_path,
+                 "Write the rows as msprobe's compare_result CSV (its columns and words, NPU = TARGET, Bench = GOLDEN; "
+                 "docs/compare-json.md \"msprobe\"); '-' = stdout");
+  sub.add_option("--msprobe-xlsx", a->msprobe_xlsx_path,
+                 "Write the same table as msprobe's compare_result xlsx workbook (sheet Sheet1)");
   sub.add_option("--sort", a->sort, "Table order: worst (verdict, then rel L2), name, order (execution order), metric")
       ->check(CLI::IsMember({"worst", "name", "order", "metric"}))
       ->capture_default_str();

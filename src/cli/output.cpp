@@ -80,7 +80,7 @@ Status distinct_outputs(const std::vector<std::pair<std::string, std::string>>& 
 
 std::vector<std::pair<std::string, std::string>> output_files(const CLI::App& sub) {
   std::vector<std::pair<std::string, std::string>> files;
-  for (const char* name : {"--json", "--csv", "--arrow", "--html"}) {
+  for (const char* name : {"--json", "--csv", "--arrow", "--html", "--msprobe-csv", "--msprobe-xlsx"}) {
     const CLI::Option* option = sub.get_option_no_throw(name);
     if (option != nullptr && option->count() > 0) files.emplace_back(name, option->as<std::string>());
   }

@@ -203,14 +203,16 @@ class EntryReader {
         walk_role(*it, dir, "input", call, key + ".input", k == "input_kwargs");
       }
     }
-    index_ = 0;
-    if (auto it = value.find("output"); it != value.end()) walk_role(*it, dir, "output", call, key + ".output", false);
+    // Parameters before the outputs: the order msprobe's compare lists them in, and the order a forward
+    // uses them in.
     if (auto it = value.find("parameters"); it != value.end() && it->is_object()) {
       for (const auto& [pname, v] : it->items()) {
         index_ = 0;
         walk(v, dir, "parameter", en.module + "/" + dir + "/parameter/" + pname, key + ".parameters." + pname);
       }
     }
+    index_ = 0;
+    if (auto it = value.find("output"); it != value.end()) walk_role(*it, dir, "output", call, key + ".output", false);
   }
 
  private:
@@ -305,6 +307,7 @@ class EntryReader {
     if (auto dn = t.find("data_name"); dn != t.end() && dn->is_string() && dn->get_ref<const std::string&>() != "-1") {
       r.data_name = dn->get<std::string>();
     }
+    if (auto rg = t.find("requires_grad"); rg != t.end() && rg->is_boolean()) r.requires_grad = rg->get<bool>();
     dump_.tensors.push_back(std::move(r));
   }
 
@@ -485,6 +488,10 @@ class MsprobeSource final : public RecordSource {
   const RecordList& records() const override { return records_; }
   const std::vector<Status>& problems() const override { return problems_; }
   void add_problem(Status st) { problems_.push_back(std::move(st)); }
+  NativeRecordInfo native_info(const Record& r) const override {
+    if (r.handle >= native_.size()) return {};
+    return {std::string(native_[r.handle].name), native_[r.handle].requires_grad};
+  }
 
   Result<TensorView> load(const Record& r) const override {
     if (!r.has_data || r.handle >= files_.size() || !files_[r.handle] || files_[r.handle]->records().empty()) {
@@ -527,6 +534,10 @@ class MsprobeSource final : public RecordSource {
       r.rank = part.rank;
       r.order = order++;
       r.stats = t.stats;
+      // One slot per record: the handle finds its file (null without one) and its msprobe identity.
+      r.handle = files_.size();
+      files_.emplace_back();
+      native_.push_back({InternedString(t.msprobe_name), t.requires_grad});
       if (!t.data_name.empty()) {
         referenced.insert(t.data_name);
         attach_file(r, t, data_dir);
@@ -575,8 +586,7 @@ class MsprobeSource final : public RecordSource {
     }
     r.file = p.string();
     r.has_data = true;
-    r.handle = files_.size();
-    files_.push_back(std::move(*src));
+    files_[r.handle] = std::move(*src);
   }
 
   // A tensor file no dump.json entry names would be silently ignored: it is named instead.
@@ -599,7 +609,12 @@ class MsprobeSource final : public RecordSource {
   std::set<std::string> tasks_;
   RecordList records_;
   std::vector<Status> problems_;
-  std::vector<std::unique_ptr<RecordSource>> files_;  // files_[record.handle]
+  std::vector<std::unique_ptr<RecordSource>> files_;  // files_[record.handle]: its tensor file, or null
+  struct Native {
+    InternedString name;  // msprobe's name of the record
+    std::optional<bool> requires_grad;
+  };
+  std::vector<Native> native_;  // native_[record.handle]
 };
 
 bool probe_msprobe(const std::filesystem::path& p) { return is_msprobe_dump(p); }

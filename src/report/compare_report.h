@@ -1,5 +1,5 @@
 // report/compare_report.h — the human and table outputs of `parity compare`: CSV
-// (parity.compare.csv/2), the Arrow file (parity.compare.arrow/1) and the terminal sections (header,
+// (parity.compare.csv/2), the Arrow file (parity.compare.arrow/1), msprobe's compare_result layout and the terminal sections (header,
 // table, unmatched, problems, notes, verdict line). The JSON (parity.compare/1) is written by
 // src/pipeline/compare_json.cpp (parity/compare_runs.h).
 #pragma once
@@ -27,6 +27,19 @@ void write_compare_csv(const CompareResult& result, std::FILE* out);
 // cell the CSV leaves empty is a null; the schema's metadata "parity.schema" names the schema), written
 // in batches of 16,384 rows. Columns: docs/compare-json.md, section "Arrow".
 Status write_compare_arrow(const CompareResult& result, std::FILE* out);
+
+// The rows in msprobe's compare_result layout (mindstudio-probe 26.2.0; docs/compare-json.md "msprobe"):
+// its columns, names and cell words for the mode of the result (tensor → its "all" columns, statistics
+// → "summary", checksums only → "md5"), NPU = target, Bench = golden, names in msprobe's spelling where
+// a side is an msprobe dump (RecordSource::native_info), parity's otherwise. `golden`/`target` are the
+// sources the result was compared from. The CSV as msprobe's compare_result_*.csv; errors name nothing
+// (the caller's write_output names the file).
+Status write_msprobe_csv(const CompareResult& result, const RecordSource& golden, const RecordSource& target,
+                         std::FILE* out);
+// The same table as msprobe's compare_result_*.xlsx (sheet "Sheet1"), written beside `path` and renamed
+// onto it when complete. Errors name the file.
+Status write_msprobe_xlsx(const CompareResult& result, const RecordSource& golden, const RecordSource& target,
+                          const std::string& path);
 
 // ---- terminal ------------------------------------------------------------------------------------
 enum class SortKey { kWorst, kName, kOrder, kMetric };

@@ -125,6 +125,11 @@ class SelectedSource final : public RecordSource {
     inner.handle = inner_handle_;
     return inner_->op_arguments_json(inner);
   }
+  NativeRecordInfo native_info(const Record& r) const override {
+    Record inner = r;
+    inner.handle = inner_handle_;
+    return inner_->native_info(inner);
+  }
 
  private:
   std::unique_ptr<RecordSource> inner_;
