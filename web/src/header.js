@@ -137,20 +137,25 @@ P.eventFacts = function eventFacts(ev) {
   return dl;
 };
 
-P.renderDiagnosis = function renderDiagnosis(cmp) {
-  const r = cmp.result;
-  const fd = r.first_divergence, suspects = r.suspects, diag = r.diagnosis;
-  const diagList = Array.isArray(diag) ? diag : (diag && Array.isArray(diag.findings) ? diag.findings :
-    (diag && Array.isArray(diag.causes) ? diag.causes : (diag ? [diag] : [])));
-  const suspectsRaw = Array.isArray(suspects) ? suspects : (suspects && Array.isArray(suspects.rows) ? suspects.rows : []);
-  // Rank order: the highest score first (a suspect without a score after those with one), ties as
-  // listed. ("rank" in a suspect is the process rank, not its place.)
-  const suspectList = suspectsRaw.map((x, k) => [x, k]).sort(([a, ka], [b, kb]) => {
+// The suspects of a compare result in rank order: the highest score first (a suspect without a score
+// after those with one), ties as listed. ("rank" in a suspect is the process rank, not its place.)
+P.suspectsInRankOrder = function suspectsInRankOrder(result) {
+  const suspects = result.suspects;
+  const raw = Array.isArray(suspects) ? suspects : (suspects && Array.isArray(suspects.rows) ? suspects.rows : []);
+  return raw.map((x, k) => [x, k]).sort(([a, ka], [b, kb]) => {
     const sa = P.num(a && a.score), sb = P.num(b && b.score);
     if (P.isNum(sa) !== P.isNum(sb)) return P.isNum(sa) ? -1 : 1;
     if (P.isNum(sa) && P.isNum(sb) && sa !== sb) return sb - sa;
     return ka - kb;
   }).map(([x]) => x);
+};
+
+P.renderDiagnosis = function renderDiagnosis(cmp) {
+  const r = cmp.result;
+  const fd = r.first_divergence, diag = r.diagnosis;
+  const diagList = Array.isArray(diag) ? diag : (diag && Array.isArray(diag.findings) ? diag.findings :
+    (diag && Array.isArray(diag.causes) ? diag.causes : (diag ? [diag] : [])));
+  const suspectList = P.suspectsInRankOrder(r);
   if ((fd === undefined || fd === null) && !suspectList.length && !diagList.length) return;
   const sec = P.openSection('sec-diagnosis', 'Diagnosis', 'Where the target first departs from the golden run, the events most likely to cause it, and what to do about it.');
   P.runsLine(sec, ...P.compareRuns(cmp));

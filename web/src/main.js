@@ -35,7 +35,7 @@ P.main = function main() {
     for (const [key, chart] of Object.entries(P.charts)) {
       if (['profile', 'heatmap', 'stepsHeatmap'].includes(key)) { chart.dispose(); delete P.charts[key]; }
     }
-    for (const id of ['sec-diagnosis', 'sec-table', 'sec-profile', 'sec-heatmap', 'sec-problems']) {
+    for (const id of ['sec-diagnosis', 'sec-table', 'sec-tree', 'sec-profile', 'sec-heatmap', 'sec-problems']) {
       const sec = document.getElementById(id);
       sec.hidden = true; sec.replaceChildren(); for (const k2 of Object.keys(sec.dataset)) delete sec.dataset[k2];
     }
@@ -50,6 +50,7 @@ P.main = function main() {
     if (cmp) {
       P.section('sec-diagnosis', () => P.renderDiagnosis(cmp));
       P.section('sec-table', () => P.renderTable(cmp));  // before the charts: they link into it
+      P.section('sec-tree', () => P.renderTree(cmp));    // after the table: its rows link into it
       P.section('sec-profile', () => P.renderProfile(cmp));
       P.section('sec-heatmap', () => P.renderHeatmap(cmp));
       P.section('sec-problems', () => P.renderProblems(cmp));

@@ -62,16 +62,7 @@ P.renderTable = function renderTable(cmp) {
   }
 
   // ---- filtering and sorting
-  const matcher = (text) => {
-    const t = text.trim();
-    if (!t) return null;
-    const m = /^\/(.*)\/([a-z]*)$/.exec(t);
-    if (m) {
-      try { const re = new RegExp(m[1], m[2].includes('i') ? m[2] : m[2] + 'i'); return (s) => re.test(s); } catch (err) { /* not a regex: substring */ }
-    }
-    const low = t.toLowerCase();
-    return (s) => s.toLowerCase().includes(low);
-  };
+  const matcher = P.textMatcher;
   const applyFilter = () => {
     const nm = matcher(nameIn.value), mm = matcher(modIn.value), vs = verdictSel.value;
     const out = [];

@@ -33,6 +33,18 @@ P.append = function append(node, children) {
   return node;
 };
 
+// A name filter typed by a reader: a substring (case-insensitive), or /regex/flags; null when empty.
+P.textMatcher = function textMatcher(text) {
+  const t = text.trim();
+  if (!t) return null;
+  const m = /^\/(.*)\/([a-z]*)$/.exec(t);
+  if (m) {
+    try { const re = new RegExp(m[1], m[2].includes('i') ? m[2] : m[2] + 'i'); return (s) => re.test(s); } catch (err) { /* not a regex: substring */ }
+  }
+  const low = t.toLowerCase();
+  return (s) => s.toLowerCase().includes(low);
+};
+
 P.isNum = (v) => typeof v === 'number' && Number.isFinite(v);
 
 // Compact, readable numbers: 0.99987, 1.23e-5, 12 345, "NaN" for missing/non-finite values.
