@@ -23,6 +23,7 @@ CommandAction setup_report(CLI::App& sub, const GlobalOptions& global) {
     std::vector<std::string> inputs;
     std::string output = "report.html";
     std::string title;
+    size_t max_rows = HtmlReportOptions{}.max_rows;
   };
   auto o = std::make_shared<Opts>();
   sub.add_option("results", o->inputs,
@@ -30,6 +31,10 @@ CommandAction setup_report(CLI::App& sub, const GlobalOptions& global) {
       ->required();
   sub.add_option("-o,--output", o->output, "HTML file to write")->capture_default_str();
   sub.add_option("--title", o->title, "Page title (default: from the verdict)");
+  sub.add_option("--max-rows", o->max_rows,
+                 "Rows of a comparison the page keeps (the worst; 0 = every row: the model tree then shows "
+                 "every module, at the cost of a larger page)")
+      ->capture_default_str();
   sub.footer(
       "The report is one file with its charting library, script and data inlined: it opens offline and\n"
       "makes no network request. Each section is drawn when the results hold its data (docs/report.md).");
@@ -38,6 +43,7 @@ CommandAction setup_report(CLI::App& sub, const GlobalOptions& global) {
     // One unreadable result never stops the report: it is named on stderr and the rest is drawn.
     HtmlReportOptions opts;
     opts.title = o->title;
+    opts.max_rows = o->max_rows;
     std::vector<nlohmann::json> docs;
     std::vector<std::string> origins;
     int skipped = 0;

@@ -254,6 +254,9 @@ void write_compare_row_json(const CompareRow& row, std::string& out, std::string
   w.key("step").integer(g.step);
   write_side(w.key("target"), t);
   w.key("target_name").text(t.name);
+  // Revision 1.7: the target record's own place in execution order, so that a reader can put a record
+  // present only in the target between the rows it ran between (the report's model tree).
+  w.key("target_order").integer(t.order);
   w.key("threshold_dtype").text(dtype_name(lower_precision(g.dtype, t.dtype)));
   if (row.update) write_update(w.key("update"), *row.update);
   else w.key("update").null();
@@ -396,7 +399,8 @@ json compare_report_head_to_json(const CompareReport& report) {
   // Revision 1.3 (additive): the peak resident memory of every process.
   // Revision 1.4 (additive, issue 28): summary.verdict_raised_by, diagnosis[].severity, suspect kind "structure".
   // Revision 1.6 (additive, issue 31): summary.headline, the words the terminal's last line says.
-  j["revision"] = "1.6";
+  // Revision 1.7 (additive, issue 31): rows[].target_order, the target record's execution order.
+  j["revision"] = "1.7";
   j["peak_resident_bytes"] = result.peak_resident_bytes;
   if (report.replay_asked)
     j["replay"] = {{"problem", report.replay_problem.empty() ? json(nullptr) : json(report.replay_problem)},

@@ -738,7 +738,7 @@ TEST(CompareJson, SchemaShapeAndNonFiniteEncoding) {
   const nlohmann::json& rows = j["rows"];
   ASSERT_EQ(rows.size(), 2u);
   const nlohmann::json& a = rows[0];
-  for (const char* key : {"name", "target_name", "match", "mode", "golden", "target", "module", "op", "direction",
+  for (const char* key : {"name", "target_name", "target_order", "match", "mode", "golden", "target", "module", "op", "direction",
                           "role", "index", "step", "rank", "order", "shape_differs", "threshold_dtype", "metrics",
                           "stats", "checksum_equal", "verdict", "reason", "fixed_verdict", "fixed_reason", "noise",
                           "noise_ratio"}) {

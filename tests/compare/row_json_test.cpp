@@ -61,7 +61,7 @@ json stats_comparison(const CompareRow& row) {
 
 json reference_row(const CompareRow& row, const std::string& fixed_reason) {
   const Record& g = *row.golden;
-  return json{{"name", g.name}, {"target_name", row.target->name}, {"match", match_kind_name(row.match)},
+  return json{{"name", g.name}, {"target_name", row.target->name}, {"target_order", row.target->order}, {"match", match_kind_name(row.match)},
               {"match_confidence", num(row.match_confidence)}, {"mode", compare_mode_name(row.mode)},
               {"golden", {{"dtype", dtype_name(g.dtype)}, {"shape", g.shape.vec()}, {"file", g.file}}},
               {"target", {{"dtype", dtype_name(row.target->dtype)}, {"shape", row.target->shape.vec()}, {"file", row.target->file}}},
