@@ -2,11 +2,16 @@
 // frames are painted), through the same clicks and typing a reader makes:
 //   first paint: from the start of the tree's build to its first painted frame (the section's
 //                data-first-paint-ms), and from navigation start (data-first-paint-at);
-//   expand:      a click on the caret of a layer (its 14 children appear) and of its attention (180 ops);
+//   expand:      a click on the caret of a layer (its 35 children appear) and of its attention (180 ops);
+//                each until two frames are painted (≈ 33 ms at 60 Hz is the floor), and the click's own
+//                work before any frame ("sync");
 //   search:      typing a module name (the topmost matches and their ancestors unfold);
 //   expand all:  every node of the model open (the flattened tree holds all of them).
 // Used by tests/browser/tree.test.mjs (bounds) and bench/report_tree.sh (medians).
-//   node bench/report_tree.mjs REPORT.html [--runs N]    (one fresh browser per run; prints JSON)
+//   node bench/report_tree.mjs REPORT.html [--runs N] [--shot PNG [--jump first|structure|suspect]]
+//     one fresh browser per run; prints the medians as JSON. --shot: a screenshot of the tree section,
+//     unfolded to the first divergence (or the first structure difference, the top suspect), from one
+//     more load (--runs 0: only the screenshot).
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -22,7 +27,15 @@ export async function measureTree(page, { layer = 'model.layers.40', attn = 'sel
       if (!row) throw new Error('no row on screen for ' + p);
       return row;
     };
-    const timed = async (fn) => { await frames(); const t0 = performance.now(); fn(); await frames(); return performance.now() - t0; };
+    const sync = [];
+    const timed = async (fn) => {
+      await frames();
+      const t0 = performance.now();
+      fn();
+      sync.push(performance.now() - t0);
+      await frames();
+      return performance.now() - t0;
+    };
     const sec = document.getElementById('sec-tree').dataset;
     const out = { nodes: Number(sec.nodes), buildMs: Number(sec.buildMs), firstPaintMs: Number(sec.firstPaintMs),
       firstPaintAt: Number(sec.firstPaintAt), readyAt: Number(document.body.dataset.readyAt), expandLayer: [], expandAttn: [], search: [] };
@@ -42,6 +55,7 @@ export async function measureTree(page, { layer = 'model.layers.40', attn = 'sel
     }
     out.expandAll = await timed(() => document.getElementById('tree-expand-all').click());
     out.openAll = Number(sec.open);
+    out.expandSync = sync.filter((_, k) => k % 3 !== 2 && k < 3 * repeats);  // the two expands of each repeat
     return out;
   }, { layer, attn, query, repeats });
 }
@@ -51,7 +65,8 @@ export function summarise(runs) {
   const flat = (k) => runs.flatMap((r) => r[k]);
   return { runs: runs.length, nodes: runs[0].nodes, firstPaintMs: median(pick('firstPaintMs')), firstPaintAt: median(pick('firstPaintAt')),
     buildMs: median(pick('buildMs')), expandLayerMs: median(flat('expandLayer')), expandAttnMs: median(flat('expandAttn')),
-    searchMs: median(flat('search')), expandAllMs: median(pick('expandAll')), openAll: runs[0].openAll, hits: runs[0].hits,
+    searchMs: median(flat('search')), expandAllMs: median(pick('expandAll')), expandSyncMs: median(flat('expandSync')),
+    openAll: runs[0].openAll, hits: runs[0].hits,
     max: { firstPaintMs: Math.max(...pick('firstPaintMs')), expandLayerMs: Math.max(...flat('expandLayer')), expandAttnMs: Math.max(...flat('expandAttn')) } };
 }
 
@@ -59,6 +74,9 @@ async function main() {
   const args = process.argv.slice(2);
   const html = args[0];
   const runs = args.includes('--runs') ? Number(args[args.indexOf('--runs') + 1]) : 5;
+  const shot = args.includes('--shot') ? args[args.indexOf('--shot') + 1] : '';
+  const jump = { first: 'firstDivergence', structure: 'nextStructure', suspect: 'nextSuspect' }[args.includes('--jump') ? args[args.indexOf('--jump') + 1] : 'first'];
+  if (!jump) throw new Error('--jump takes first, structure or suspect');
   const here = path.dirname(fileURLToPath(import.meta.url));
   const { openReport } = await import(pathToFileURL(path.join(here, '../tests/browser/browser.mjs')).href);
   const results = [];
@@ -71,7 +89,17 @@ async function main() {
       await r.close();
     }
   }
-  console.log(JSON.stringify(summarise(results), (k, v) => (typeof v === 'number' ? Math.round(v * 10) / 10 : v), 1));
+  if (results.length) console.log(JSON.stringify(summarise(results), (k, v) => (typeof v === 'number' ? Math.round(v * 10) / 10 : v), 1));
+  if (shot) {
+    const r = await openReport(html, { width: 1280, height: 900 });
+    try {
+      if (r.errors.length) throw new Error('page errors: ' + r.errors.join('; '));
+      await r.page.evaluate((f) => window.parityReport.tree[f](), jump);
+      await r.page.locator('#sec-tree').screenshot({ path: shot });
+    } finally {
+      await r.close();
+    }
+  }
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

@@ -33,7 +33,7 @@ function rankEvents(rank) {
       const module = `model.layers.${l}` + (rel ? '.' + rel : '');
       const count = {};
       for (let k = 0; k < nops; ++k) {
-        let op = OPS[(k * 7 + rel.length) % OPS.length];
+        let op = OPS[(k * 5 + rel.length) % OPS.length];  // 5 and 14 coprime: every op in turn
         if (rel === 'self_attn' && k === 100) op = 'softmax';
         const opk = `${op}#${(count[op] = (count[op] ?? -1) + 1)}`;
         if (rank === 0 && l === BAD && op === 'softmax') {

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The model tree of the HTML report on an 80-layer model of 50,008 nodes (issue 31 §1): writes the
+# synthetic result (bench/tree_synth.mjs), its report with every row (`parity report --max-rows 0`),
+# opens it RUNS times in headless Chromium (a fresh browser each) and prints the medians of the tree's
+# first paint, expand, search and expand-all (bench/report_tree.mjs). Fails beyond the bounds of the
+# issue: first paint 2 s, expand 100 ms.
+#   bash bench/report_tree.sh [BUILD_DIR] [RUNS] [SCREENSHOT.png]   (the screenshot: at the structure difference)
+set -euo pipefail
+BUILD=$(cd "${1:-build}" && pwd)
+RUNS=${2:-5}
+SHOT=${3:-}
+HERE=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+node "$HERE/tree_synth.mjs" "$work/tree.json"
+"$BUILD/parity" report "$work/tree.json" --max-rows 0 -o "$work/tree.html" >/dev/null
+echo "report: $(du -m "$work/tree.html" | cut -f1) MiB; Chromium $(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}'), $RUNS loads"
+result=$(PARITY_SOURCE_DIR="$(dirname "$HERE")" node "$HERE/report_tree.mjs" "$work/tree.html" --runs "$RUNS" ${SHOT:+--shot "$SHOT" --jump structure})
+echo "$result"
+echo "$result" | node -e '
+const r = JSON.parse(require("fs").readFileSync(0, "utf8"));
+const bad = [];
+if (!(r.firstPaintMs < 2000)) bad.push(`first paint ${r.firstPaintMs} ms >= 2000`);
+for (const k of ["expandLayerMs", "expandAttnMs"]) if (!(r[k] < 100)) bad.push(`${k} ${r[k]} >= 100`);
+if (bad.length) { console.log("OUT OF BOUNDS: " + bad.join("; ")); process.exit(1); }
+console.log("within bounds: first paint < 2000 ms, expand < 100 ms (medians)");
+'
