@@ -24,12 +24,25 @@ t0=$(date +%s)
 #    source tree, so the compiler launcher's ccache serves every object the main build already compiled
 #    -- when the compiler is the same one: ccache hashes its name, and scikit-build-core would otherwise
 #    pick Python's (x86_64-linux-gnu-g++) instead of the build's (c++).
+#    -v: pip shows a build backend's output only when verbose (README "Install"); each line is stamped
+#    with the time it arrived, to tell pip's own time from the compile's.
+stamp() { while IFS= read -r line; do printf '%s %s\n' "$EPOCHREALTIME" "$line"; done; }
+set +e
 CXX=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt") \
 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2} \
-  "$py" -m pip wheel "${isolation[@]}" --no-deps -w "$work/dist" "$src" >"$work/wheel.log" 2>&1 \
-  || { tail -40 "$work/wheel.log" >&2; fail "pip wheel failed (log: $work/wheel.log)"; }
+  "$py" -m pip wheel -v "${isolation[@]}" --no-deps -w "$work/dist" "$src" 2>&1 | stamp >"$work/wheel.log"
+rc=${PIPESTATUS[0]}
+set -e
+[ "$rc" = 0 ] || { tail -40 "$work/wheel.log" >&2; fail "pip wheel failed (log: $work/wheel.log)"; }
 wheel=$(ls "$work"/dist/parity-*.whl)
 t1=$(date +%s)
+# The progress a user sees with `pip install -v .`: the build tool's [k/N] (Ninja) or [ k%] (Make) lines.
+progress='^[0-9.]+ +\[ *[0-9]+(/[0-9]+|%)\]'
+grep -Eq "$progress" "$work/wheel.log" || fail "pip wheel -v showed no build progress lines (log: $work/wheel.log)"
+# pip's own time (build requirements, configure, packing) beyond the compile: at most a minute (issue 31).
+read -r beyond compile < <(awk -v re="$progress" 'NR == 1 { first = $1 } $0 ~ re { if (!c0) c0 = $1; c1 = $1 }
+  { last = $1 } END { printf "%.0f %.0f\n", (last - first) - (c1 - c0), c1 - c0 }' "$work/wheel.log")
+[ "$beyond" -le 60 ] || fail "pip wheel took $beyond s beyond its $compile s compile (at most 60 s)"
 
 # 2. a fresh venv with the wheel installed
 v=$work/venv
@@ -88,4 +101,4 @@ run_both "0 1" compare demo/train/golden demo/train/target --step 0
 rc=0; "$v/bin/python" -m parity no-such-command >/dev/null 2>&1 || rc=$?
 [ "$rc" = 2 ] || fail "python -m parity no-such-command exits $rc, not 2 (usage error)"
 t2=$(date +%s)
-echo "install_wheel: passed (wheel built in $((t1 - t0)) s, build requirements $requirements; installed and run in $((t2 - t1)) s)"
+echo "install_wheel: passed (wheel built in $((t1 - t0)) s: compile $compile s, pip beyond it $beyond s; build requirements $requirements; installed and run in $((t2 - t1)) s)"
