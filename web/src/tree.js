@@ -203,7 +203,7 @@ P.treeOwnMatch = function treeOwnMatch(t, cmp, a, id, filter, inView) {
   if (filter === 'nan') return a.origin[id] + a.chain[id] > 0;
   for (const i of t.nodes[id].rows) {
     const e = cmp.events[i];
-    if (!inView(e) ) continue;
+    if (!inView(e)) continue;
     if (filter === 'notpass' ? e.verdict !== 'pass' : e.verdict === filter) return true;
   }
   return false;
