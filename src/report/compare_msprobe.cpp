@@ -119,7 +119,12 @@ Status write_msprobe_xlsx(const CompareResult& result, const RecordSource& golde
   options.constant_memory = LXW_TRUE;  // rows go to disk as written: a million rows never sit in memory
   lxw_workbook* wb = workbook_new_opt(partial.c_str(), &options);
   if (wb == nullptr) return Status::IOError(path + ": cannot create xlsx: " + std::strerror(errno));
-  Status st = write_sheets(wb, table, path);
+  // The layout's name and version, where a workbook has room for them without a column msprobe lacks.
+  lxw_doc_properties properties = {};
+  std::string comments = std::string(kMsprobeLayoutSchema) + ": msprobe 26.2.0's compare_result layout, by parity";
+  properties.comments = comments.data();
+  Status st = xlsx_status(workbook_set_properties(wb, &properties), path, "properties");
+  if (st.ok()) st = write_sheets(wb, table, path);
   const lxw_error closed = workbook_close(wb);  // writes the file; frees the workbook either way
   if (st.ok()) st = xlsx_status(closed, path, "closing");
   if (st.ok() && std::rename(partial.c_str(), path.c_str()) != 0)

@@ -16,6 +16,9 @@ namespace parity::report {
 
 inline constexpr const char* kCompareCsvSchema = "parity.compare.csv/2";
 inline constexpr const char* kCompareArrowSchema = "parity.compare.arrow/1";
+// The msprobe layout has no schema column (a column msprobe lacks would break the scripts it is for): the
+// xlsx names it in its document properties (Comments); docs/compare-json.md "msprobe".
+inline constexpr const char* kMsprobeLayoutSchema = "parity.compare.msprobe/1";
 
 // CSV, one line per row in result order after the header line; the first column is the schema
 // ("parity.compare.csv/2", parity/csv_cell.h).

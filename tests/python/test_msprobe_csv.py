@@ -118,6 +118,7 @@ def test_columns_sheet_and_cell_kinds_are_msprobes(outputs):
         assert list(p.columns) == list(m.columns), (ext, list(p.columns), list(m.columns))
     mw, pw = openpyxl.load_workbook(outputs["msprobe_xlsx"]), openpyxl.load_workbook(outputs["parity_xlsx"])
     assert pw.sheetnames == mw.sheetnames == ["Sheet1"]
+    assert pw.properties.description.startswith("parity.compare.msprobe/1: "), pw.properties.description
     # Each cell is stored as msprobe stores it (number, text or boolean), row by row of the same names;
     # msprobe's stack cell holds a call stack where parity, which does not read stack.json, writes N/A.
     mrows = {r[0].value: r for r in mw.active.iter_rows(min_row=2)}
@@ -147,6 +148,25 @@ def test_rows_pair_the_same_names(outputs):
     # In the NPU dump's order, as msprobe lists them.
     order = [n for n in read(outputs["msprobe_csv"])["NPU Name"] if n in p]
     assert list(read(outputs["parity_csv"])["NPU Name"]) == order
+
+
+def test_numbers_are_spelled_as_pandas_writes_them(outputs):
+    """The statistics both tools take from dump.json are the same doubles: their CSV text is identical
+    (Python's repr, as pandas writes a float), whatever the magnitude."""
+    import csv
+
+    def cells(path):
+        with open(path, newline="") as f:
+            return {r["NPU Name"]: r for r in csv.DictReader(f)}
+
+    m, p = cells(outputs["msprobe_csv"]), cells(outputs["parity_csv"])
+    spelled = 0
+    for name, row in p.items():
+        for col in ("NPU max", "NPU min", "NPU mean", "NPU l2norm", "Bench max", "Bench min", "Bench mean",
+                    "Bench l2norm"):
+            assert row[col] == m[name][col], (name, col, row[col], m[name][col])
+            spelled += 1
+    assert spelled >= 8 * 20
 
 
 def num(x):
