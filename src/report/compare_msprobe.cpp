@@ -115,6 +115,13 @@ Status write_msprobe_xlsx(const CompareResult& result, const RecordSource& golde
   const MsprobeTable table(result, golden, target);
   // Written beside the file and renamed onto it: a reader or a killed run never sees half a workbook.
   const std::string partial = path + ".partial";
+  // Tried first, so that a path that cannot be written is our one clear message (libxlsxwriter would
+  // print its own to stderr when it closes the workbook).
+  if (std::FILE* f = std::fopen(partial.c_str(), "wb"); f != nullptr) {
+    std::fclose(f);
+  } else {
+    return Status::IOError(path + ": cannot write xlsx: " + std::strerror(errno));
+  }
   lxw_workbook_options options = {};
   options.constant_memory = LXW_TRUE;  // rows go to disk as written: a million rows never sit in memory
   lxw_workbook* wb = workbook_new_opt(partial.c_str(), &options);
