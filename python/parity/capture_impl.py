@@ -649,12 +649,17 @@ class Capture:
             self._fingerprint["precision_by_step"] = self._precision.by_setting
             self.writer.write_fingerprint(json.dumps(self._fingerprint, default=str))
 
-    def next_step(self):
-        """End the current step: pending device statistics are written, per-step counters reset."""
+    def next_step(self, step=None):
+        """End the current step: pending device statistics are written, per-step counters reset. The next
+        step is `step` when given (a training loop's own step number, e.g. a resumed Trainer's), which
+        must be greater than the current one; else the current one plus 1."""
         self._check_started()
+        if step is not None and int(step) <= self.step:
+            raise ValueError("capture: next_step(step={}) does not advance past the current step {}"
+                             .format(step, self.step))
         self._resolve_pending()
         self._remove_handles()
-        self.step += 1
+        self.step = self.step + 1 if step is None else int(step)
         self._reset_step_state()
         self._recording = self.error is None and self._step_recorded(self.step)
 
@@ -671,7 +676,11 @@ class Capture:
         """Record logits for the eval layer (perplexity / KL / top-1); see parity.logits.log_logits."""
         from .logits import log_logits
 
-        return log_logits(self, *args, **kwargs)
+        busy, self._busy = self._busy, True  # its conversions and copies are ours, not op events
+        try:
+            return log_logits(self, *args, **kwargs)
+        finally:
+            self._busy = busy
 
     def flush(self):
         self._check_started()
