@@ -144,16 +144,10 @@ bool contains(const EventError& outer, const EventError& inner) {
          inner.module[outer.module.size()] == '.';
 }
 
-}  // namespace
+// ---- stages of analyse() ------------------------------------------------------------------------------------
 
-Analysis analyse(CompareResult& result, const AnalysisOptions& options, const RecordSource* golden,
-                 const RecordSource* target) {
-  Analysis a;
-  const bool any_classified = std::any_of(result.rows.begin(), result.rows.end(),
-                                          [](const CompareRow& r) { return r.noise != NoiseClass::kUnknown; });
-  if (!any_classified) classify_rows(result, options);
-
-  // Row counts and statistics-only evidence.
+// Row counts by noise class, and whether the evidence is statistics only.
+void count_rows(const CompareResult& result, Analysis& a) {
   int64_t measured = 0, stats_rows = 0;
   for (const CompareRow& row : result.rows) {
     // A failing row is not noise whatever its class says (its update or the shape of its error failed it).
@@ -173,21 +167,81 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
                   : a.rows_elevated ? NoiseClass::kElevated
                   : a.rows_noise    ? NoiseClass::kNoise
                                     : NoiseClass::kUnknown;
-  a.first_divergence = first_divergence(result);
-  a.has_events = has_capture_metadata(result);
-  if (!a.has_events) return a;  // plain tensor files: no inputs/outputs to relate
+}
 
-  // ---- group rows into events, in execution order -------------------------------------------------------
-  // Keys of the current (rank, step) stream only: rows come stream by stream, and an event's key holds
-  // its rank and step, so no event spans two streams (a map of every event held 0.07 GB at a million).
-  std::unordered_map<EventKey, size_t, EventKeyHash> by_key;
-  std::optional<std::pair<int, int64_t>> stream;
-  std::unordered_set<size_t> inputs_nonfinite;               // events whose target inputs hold NaN/Inf
-  std::vector<int> aligned_outputs, measured_outputs;          // per event (a million events: no hash maps)
-  // Per event: the worst ratio of its float inputs, and of its discrete (integer or boolean) outputs with
-  // the row that holds it — a decision's output counts only when its float inputs agree (below).
+// What grouping the rows leaves per event for settle_events (a million events: vectors, no hash maps).
+struct EventEvidence {
+  std::unordered_set<size_t> inputs_nonfinite;   // events whose target inputs hold NaN/Inf
+  std::vector<int> aligned_outputs, measured_outputs;
+  // The worst ratio of its float inputs, and of its discrete (integer or boolean) outputs with the row
+  // that holds it — a decision's output counts only when its float inputs agree (settle_events).
   std::vector<double> float_input_ratio, decision_ratio;
   std::vector<size_t> decision_row;
+
+  void add_event() {
+    aligned_outputs.push_back(0);
+    measured_outputs.push_back(0);
+    float_input_ratio.push_back(kNaN);
+    decision_ratio.push_back(kNaN);
+    decision_row.push_back(SIZE_MAX);
+  }
+};
+
+// One output (or other) row's evidence on its event k.
+void add_output_row(const CompareRow& row, size_t i, size_t k, int64_t extra_nonfinite, EventError& e,
+                    EventEvidence& ev) {
+  const Record& g = *row.golden;
+  if (extra_nonfinite > 0) e.nonfinite_born = true;
+  if (row.noise != NoiseClass::kUnknown) {
+    ev.aligned_outputs[k] += row.match == MatchKind::kAligned ? 1 : 0;
+    ev.measured_outputs[k] += 1;
+  }
+  if (!dtype_is_float(g.dtype) && slot_of(g) == Slot::kOutput) {
+    if (!std::isnan(row.noise_ratio) && !(row.noise_ratio <= ev.decision_ratio[k])) {
+      ev.decision_ratio[k] = row.noise_ratio;
+      ev.decision_row[k] = i;
+    }
+    return;
+  }
+  if (!std::isnan(row.noise_ratio) &&
+      (std::isnan(e.output_ratio) || row.noise_ratio > e.output_ratio || e.worst_output_row == SIZE_MAX)) {
+    if (std::isnan(e.output_ratio) || row.noise_ratio >= e.output_ratio) e.worst_output_row = i;
+  }
+  take_max(e.output_ratio, row.noise_ratio);
+}
+
+// Row i's evidence on its event k.
+void add_row(const CompareRow& row, size_t i, size_t k, EventError& e, EventEvidence& ev) {
+  const Record& g = *row.golden;
+  e.rows.push_back(i);
+  if (g.order >= 0) {
+    e.first_order = e.first_order < 0 ? g.order : std::min(e.first_order, g.order);
+    e.last_order = std::max(e.last_order, g.order);
+  }
+  if (row.noise != NoiseClass::kUnknown && row.mode != CompareMode::kStatistics) e.statistics_only = false;
+  const int64_t extra_nonfinite = target_extra_nonfinite(row);
+  if (slot_of(g) == Slot::kInput && extra_nonfinite > 0) ev.inputs_nonfinite.insert(k);
+  // A pair that only a weak order alignment put together (two implementations of one module) is no
+  // evidence of where error is created: the event keeps its place in the order but measures nothing.
+  if (row.match == MatchKind::kAligned && row.match_confidence < kStrongPairing) return;
+  switch (slot_of(g)) {
+    case Slot::kInput:
+      take_max(e.input_ratio, row.noise_ratio);
+      if (dtype_is_float(g.dtype)) take_max(ev.float_input_ratio[k], row.noise_ratio);
+      break;
+    case Slot::kParameter: take_max(e.param_ratio, row.noise_ratio); break;
+    case Slot::kOutput:
+    case Slot::kOther: add_output_row(row, i, k, extra_nonfinite, e, ev); break;
+  }
+}
+
+// The rows grouped into events (a.events), in execution order. Keys of the current (rank, step) stream
+// only: rows come stream by stream, and an event's key holds its rank and step, so no event spans two
+// streams (a map of every event held 0.07 GB at a million).
+EventEvidence group_rows_into_events(const CompareResult& result, Analysis& a) {
+  EventEvidence ev;
+  std::unordered_map<EventKey, size_t, EventKeyHash> by_key;
+  std::optional<std::pair<int, int64_t>> stream;
   for (size_t i : rows_in_execution_order(result.rows)) {
     const CompareRow& row = result.rows[i];
     const Record& g = *row.golden;
@@ -200,84 +254,52 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
       EventError e = analysis_detail::event_error_of(g);
       e.statistics_only = true;
       a.events.push_back(std::move(e));
-      aligned_outputs.push_back(0);
-      measured_outputs.push_back(0);
-      float_input_ratio.push_back(kNaN);
-      decision_ratio.push_back(kNaN);
-      decision_row.push_back(SIZE_MAX);
+      ev.add_event();
     }
-    EventError& e = a.events[it->second];
-    e.rows.push_back(i);
-    if (g.order >= 0) {
-      e.first_order = e.first_order < 0 ? g.order : std::min(e.first_order, g.order);
-      e.last_order = std::max(e.last_order, g.order);
-    }
-    if (row.noise != NoiseClass::kUnknown && row.mode != CompareMode::kStatistics) e.statistics_only = false;
-    const int64_t extra_nonfinite = target_extra_nonfinite(row);
-    if (slot_of(g) == Slot::kInput && extra_nonfinite > 0) inputs_nonfinite.insert(it->second);
-    // A pair that only a weak order alignment put together (two implementations of one module) is no
-    // evidence of where error is created: the event keeps its place in the order but measures nothing.
-    if (row.match == MatchKind::kAligned && row.match_confidence < kStrongPairing) continue;
-    switch (slot_of(g)) {
-      case Slot::kInput:
-        take_max(e.input_ratio, row.noise_ratio);
-        if (dtype_is_float(g.dtype)) take_max(float_input_ratio[it->second], row.noise_ratio);
-        break;
-      case Slot::kParameter: take_max(e.param_ratio, row.noise_ratio); break;
-      case Slot::kOutput:
-      case Slot::kOther:
-        if (extra_nonfinite > 0) e.nonfinite_born = true;
-        if (row.noise != NoiseClass::kUnknown) {
-          aligned_outputs[it->second] += row.match == MatchKind::kAligned ? 1 : 0;
-          measured_outputs[it->second] += 1;
-        }
-        if (!dtype_is_float(g.dtype) && slot_of(g) == Slot::kOutput) {
-          if (!std::isnan(row.noise_ratio) && !(row.noise_ratio <= decision_ratio[it->second])) {
-            decision_ratio[it->second] = row.noise_ratio;
-            decision_row[it->second] = i;
-          }
-          break;
-        }
-        if (!std::isnan(row.noise_ratio) &&
-            (std::isnan(e.output_ratio) || row.noise_ratio > e.output_ratio || e.worst_output_row == SIZE_MAX)) {
-          if (std::isnan(e.output_ratio) || row.noise_ratio >= e.output_ratio) e.worst_output_row = i;
-        }
-        take_max(e.output_ratio, row.noise_ratio);
-        break;
-    }
+    add_row(row, i, it->second, a.events[it->second], ev);
   }
-  by_key = {};  // what the analyses below allocate may reuse its memory
+  return ev;
+}
+
+// Per event: NaN/Inf carried in are not born here; aligned-only evidence; the decision outputs.
+void settle_events(Analysis& a, const EventEvidence& ev, const AnalysisOptions& options) {
   for (size_t k = 0; k < a.events.size(); ++k) {
     EventError& e = a.events[k];
-    if (inputs_nonfinite.count(k)) e.nonfinite_born = false;  // carried in, not born here
-    e.aligned_only = measured_outputs[k] > 0 && aligned_outputs[k] == measured_outputs[k];
+    if (ev.inputs_nonfinite.count(k)) e.nonfinite_born = false;  // carried in, not born here
+    e.aligned_only = ev.measured_outputs[k] > 0 && ev.aligned_outputs[k] == ev.measured_outputs[k];
     // A discrete decision (top-k indices, argmax, a mask) computed from float inputs that already differ
     // beyond noise flips as a consequence of that difference: it creates no error of its own, and its
     // exact-by-dtype output ("non-finite" units when it differs) must not outrank the upstream event that
     // created the error (docs/judgement.md "Decision flips"). With agreeing float inputs (or none: an
     // index computed from indices) its output is the event's own, as any other.
-    const bool decided_from_differing_floats = float_input_ratio[k] > options.noise.noise_max;
-    if (!std::isnan(decision_ratio[k]) && !decided_from_differing_floats &&
-        (std::isnan(e.output_ratio) || decision_ratio[k] > e.output_ratio)) {
-      e.output_ratio = decision_ratio[k];
-      e.worst_output_row = decision_row[k];
+    const bool decided_from_differing_floats = ev.float_input_ratio[k] > options.noise.noise_max;
+    if (!std::isnan(ev.decision_ratio[k]) && !decided_from_differing_floats &&
+        (std::isnan(e.output_ratio) || ev.decision_ratio[k] > e.output_ratio)) {
+      e.output_ratio = ev.decision_ratio[k];
+      e.worst_output_row = ev.decision_row[k];
     }
   }
+}
+
+// Events by (rank, step, direction, first order). Usually sorted already (rows come in execution
+// order, backward after forward); stable_sort would still take a buffer the size of the events.
+void sort_events_by_stream(Analysis& a) {
   const auto in_stream_order = [](const EventError& x, const EventError& y) {
     return std::make_tuple(x.rank, x.step, direction_rank(x.direction), x.first_order) <
            std::make_tuple(y.rank, y.step, direction_rank(y.direction), y.first_order);
   };
-  // Usually sorted already (rows come in execution order, backward after forward); stable_sort would
-  // still take a buffer the size of the events.
   if (!std::is_sorted(a.events.begin(), a.events.end(), in_stream_order))
     std::stable_sort(a.events.begin(), a.events.end(), in_stream_order);
+}
 
-  // Parameters of sub-modules count as inputs of every module that contains them: a decoder layer (or the
-  // root) whose weights differ only through its children does not create that error itself.
+// Parameters of sub-modules count as inputs of every module that contains them: a decoder layer (or the
+// root) whose weights differ only through its children does not create that error itself. Per event:
+// the worst parameter ratio of the modules it contains (NaN: none).
+std::vector<double> contained_parameter_ratios(const Analysis& a) {
   std::map<std::tuple<int, int64_t, std::string>, double> param_by_module;
   for (const EventError& e : a.events)
     if (!std::isnan(e.param_ratio)) take_max(param_by_module[{e.rank, e.step, e.module}], e.param_ratio);
-  std::vector<double> contained_params(a.events.size(), kNaN);
+  std::vector<double> contained(a.events.size(), kNaN);
   for (size_t k = 0; k < a.events.size(); ++k) {
     const EventError& e = a.events[k];  // backward too: a gradient depends on the forward weights
     for (const auto& [key, ratio] : param_by_module) {
@@ -286,25 +308,56 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
       const bool inside = e.module == "<root>" || module == e.module ||
                           (module.size() > e.module.size() && module.compare(0, e.module.size(), e.module) == 0 &&
                            module[e.module.size()] == '.');
-      if (inside) take_max(contained_params[k], ratio);
+      if (inside) take_max(contained[k], ratio);
     }
   }
+  return contained;
+}
 
-  // ---- local error ----------------------------------------------------------------------------------------
-  const double noise_max = options.noise.noise_max;
+// No input recorded: the previous finished event of the same stream feeds it (a chain of ops).
+void infer_missing_input(Analysis& a, size_t k) {
+  EventError& e = a.events[k];
+  for (size_t j = k; j-- > 0;) {
+    const EventError& p = a.events[j];
+    if (p.rank != e.rank || p.step != e.step || p.direction != e.direction) break;
+    if (contains(p, e) || std::isnan(p.output_ratio)) continue;
+    e.input_ratio = p.output_ratio;
+    e.input_inferred = true;
+    break;
+  }
+}
+
+// The event's amplification A = out / max(in, 1) and its role. A source creates error: its output
+// leaves the noise class and is either source_amplification times what its inputs bring, or comes from
+// inputs within one rounding (in ≤ 1: the same inputs give an output beyond what one op's rounding
+// explains, elevated or structural — issue 28 §7).
+void judge_role(EventError& e, double in, const AnalysisOptions& options) {
+  const double out = e.output_ratio;
+  if (std::isnan(out)) {
+    e.amplification = kNaN;
+  } else if (std::isinf(out)) {
+    e.amplification = std::isinf(in) ? kNaN : kInf;  // NaN/Inf born here, or carried in
+  } else {
+    e.amplification = out / std::max(in, 1.0);
+  }
+  const bool from_identical_inputs = in <= 1.0;
+  if (std::isnan(out) || out <= options.noise.noise_max) {
+    e.role = EventRole::kClean;
+  } else if (std::isinf(e.amplification) || from_identical_inputs ||
+             (!std::isnan(e.amplification) && e.amplification >= options.source_amplification)) {
+    e.role = EventRole::kSource;
+  } else {
+    e.role = EventRole::kCarrier;
+  }
+}
+
+// Local error of every event: sources, carriers, clean.
+void assign_roles(const CompareResult& result, Analysis& a, const AnalysisOptions& options,
+                  const RecordSource* golden, const RecordSource* target) {
+  const std::vector<double> contained_params = contained_parameter_ratios(a);
   for (size_t k = 0; k < a.events.size(); ++k) {
     EventError& e = a.events[k];
-    if (std::isnan(e.input_ratio)) {
-      // No input recorded: the previous finished event of the same stream feeds it (a chain of ops).
-      for (size_t j = k; j-- > 0;) {
-        const EventError& p = a.events[j];
-        if (p.rank != e.rank || p.step != e.step || p.direction != e.direction) break;
-        if (contains(p, e) || std::isnan(p.output_ratio)) continue;
-        e.input_ratio = p.output_ratio;
-        e.input_inferred = true;
-        break;
-      }
-    }
+    if (std::isnan(e.input_ratio)) infer_missing_input(a, k);
     // Input error as it reaches the output: propagated through the op where its conditioning is known
     // (softmax, norms, exp/log), else taken at face value (docs/judgement.md "Conditioning").
     // Only an output beyond noise can make the event a source: the others need no propagation (and no
@@ -315,34 +368,17 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
     take_max(in, std::isnan(e.explained_ratio) ? e.input_ratio : e.explained_ratio);
     take_max(in, e.param_ratio);
     take_max(in, contained_params[k]);
-    const double out = e.output_ratio;
-    if (std::isnan(out)) {
-      e.amplification = kNaN;
-    } else if (std::isinf(out)) {
-      e.amplification = std::isinf(in) ? kNaN : kInf;  // NaN/Inf born here, or carried in
-    } else {
-      e.amplification = out / std::max(in, 1.0);
-    }
-    // A source creates error: its output leaves the noise class and is either source_amplification times
-    // what its inputs bring, or comes from inputs within one rounding (in ≤ 1: the same inputs give an
-    // output beyond what one op's rounding explains, elevated or structural — issue 28 §7).
-    const bool from_identical_inputs = in <= 1.0;
-    if (std::isnan(out) || out <= noise_max) {
-      e.role = EventRole::kClean;
-    } else if (std::isinf(e.amplification) || from_identical_inputs ||
-               (!std::isnan(e.amplification) && e.amplification >= options.source_amplification)) {
-      e.role = EventRole::kSource;
-    } else {
-      e.role = EventRole::kCarrier;
-    }
+    judge_role(e, in, options);
   }
+}
 
-  // A module whose error is created by an event it contains is explained by that event. Only events of
-  // one rank, step and direction can contain each other, and the events are sorted by those: each source
-  // is checked against the sources of its own stretch (a thousand-rank run would otherwise compare every
-  // source with every other).
+// A module whose error is created by an event it contains is explained by that event. Only events of
+// one rank, step and direction can contain each other, and the events are sorted by those: each source
+// is checked against the sources of its own stretch (a thousand-rank run would otherwise compare every
+// source with every other).
+void explain_by_children(Analysis& a, const AnalysisOptions& options) {
+  const auto stretch = [](const EventError& e) { return std::make_tuple(e.rank, e.step, direction_rank(e.direction)); };
   for (size_t lo = 0, hi = 0; lo < a.events.size(); lo = hi) {
-    const auto stretch = [&](const EventError& e) { return std::make_tuple(e.rank, e.step, direction_rank(e.direction)); };
     while (hi < a.events.size() && stretch(a.events[hi]) == stretch(a.events[lo])) ++hi;
     std::vector<size_t> sources;
     for (size_t k = lo; k < hi; ++k)
@@ -360,30 +396,31 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
       }
     }
   }
+}
 
-  // ---- suspects ---------------------------------------------------------------------------------------------
-  std::vector<Suspect> suspects;
-  auto make = [&](SuspectKind kind, size_t idx, double score, std::string why) {
-    const EventError& e = a.events[idx];
-    Suspect s;
-    s.kind = kind;
-    s.event = idx;
-    s.name = e.name;
-    s.module = e.module;
-    s.op = e.op;
-    s.direction = e.direction;
-    s.step = e.step;
-    s.rank = e.rank;
-    s.score = score;
-    s.input_ratio = e.input_ratio;
-    s.param_ratio = e.param_ratio;
-    s.output_ratio = e.output_ratio;
-    s.weak_evidence = e.statistics_only || e.aligned_only;
-    s.why = std::move(why);
-    suspects.push_back(std::move(s));
-  };
+// ---- suspects ---------------------------------------------------------------------------------------------
 
-  // Inputs of the first forward event of each (rank, step); parameters at the first step of each rank.
+Suspect suspect_of(const EventError& e, SuspectKind kind, size_t idx, double score, std::string why) {
+  Suspect s;
+  s.kind = kind;
+  s.event = idx;
+  s.name = e.name;
+  s.module = e.module;
+  s.op = e.op;
+  s.direction = e.direction;
+  s.step = e.step;
+  s.rank = e.rank;
+  s.score = score;
+  s.input_ratio = e.input_ratio;
+  s.param_ratio = e.param_ratio;
+  s.output_ratio = e.output_ratio;
+  s.weak_evidence = e.statistics_only || e.aligned_only;
+  s.why = std::move(why);
+  return s;
+}
+
+// Inputs of the first forward event of each (rank, step); parameters at the first step of each rank.
+void add_input_and_parameter_suspects(const Analysis& a, double noise_max, std::vector<Suspect>& suspects) {
   std::map<std::pair<int, int64_t>, size_t> first_forward;
   std::map<int, int64_t> first_step;
   for (size_t k = 0; k < a.events.size(); ++k) {
@@ -395,39 +432,48 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
   for (const auto& [rs, k] : first_forward) {
     const EventError& e = a.events[k];
     if (!e.input_inferred && !std::isnan(e.input_ratio) && e.input_ratio > noise_max)
-      make(SuspectKind::kInputs, k, log2_score(e.input_ratio),
-           fmt::format("the model's inputs already differ ({}) before any computation", noise_ratio_text(e.input_ratio)));
+      suspects.push_back(suspect_of(e, SuspectKind::kInputs, k, log2_score(e.input_ratio),
+                                    fmt::format("the model's inputs already differ ({}) before any computation",
+                                                noise_ratio_text(e.input_ratio))));
   }
   for (size_t k = 0; k < a.events.size(); ++k) {
     const EventError& e = a.events[k];
     if (!std::isnan(e.param_ratio) && e.param_ratio > noise_max && e.step == first_step[e.rank] &&
         direction_rank(e.direction) == 0)
-      make(SuspectKind::kParameters, k, log2_score(e.param_ratio),
-           fmt::format("parameters differ ({}) before they are used", noise_ratio_text(e.param_ratio)));
+      suspects.push_back(suspect_of(e, SuspectKind::kParameters, k, log2_score(e.param_ratio),
+                                    fmt::format("parameters differ ({}) before they are used",
+                                                noise_ratio_text(e.param_ratio))));
   }
+}
+
+// Why a source is one, in words.
+std::string source_why(const EventError& e) {
+  const double in_ratio = std::isnan(e.input_ratio) ? 0.0 : std::max(0.0, e.input_ratio);
+  if (std::isinf(e.amplification) && e.nonfinite_born)
+    return fmt::format("NaN/Inf born here from inputs at {}", noise_ratio_text(in_ratio));
+  if (std::isinf(e.amplification))
+    return fmt::format("output differs where the golden's is all zero, from inputs at {}", noise_ratio_text(in_ratio));
+  return fmt::format("output {} from inputs {}{}{} (×{:.3g})", noise_ratio_text(e.output_ratio),
+                     noise_ratio_text(e.input_ratio), e.input_inferred ? " (previous event)" : "",
+                     std::isnan(e.explained_ratio)
+                         ? ""
+                         : fmt::format(", which explain {} through the op", noise_ratio_text(e.explained_ratio)),
+                     e.amplification);
+}
+
+// Sources no contained event explains.
+void add_source_suspects(const Analysis& a, std::vector<Suspect>& suspects) {
   for (size_t k = 0; k < a.events.size(); ++k) {
     const EventError& e = a.events[k];
     if (e.role != EventRole::kSource || !e.explained_by.empty()) continue;
-    const double in_ratio = std::isnan(e.input_ratio) ? 0.0 : std::max(0.0, e.input_ratio);
-    std::string why = std::isinf(e.amplification) && e.nonfinite_born
-                          ? fmt::format("NaN/Inf born here from inputs at {}", noise_ratio_text(in_ratio))
-                      : std::isinf(e.amplification)
-                          ? fmt::format("output differs where the golden's is all zero, from inputs at {}",
-                                        noise_ratio_text(in_ratio))
-                          : fmt::format("output {} from inputs {}{}{} (×{:.3g})", noise_ratio_text(e.output_ratio),
-                                        noise_ratio_text(e.input_ratio), e.input_inferred ? " (previous event)" : "",
-                                        std::isnan(e.explained_ratio)
-                                            ? ""
-                                            : fmt::format(", which explain {} through the op", noise_ratio_text(e.explained_ratio)),
-                                        e.amplification);
-    make(SuspectKind::kSource, k, log2_score(e.amplification), std::move(why));
+    suspects.push_back(suspect_of(e, SuspectKind::kSource, k, log2_score(e.amplification), source_why(e)));
   }
+}
 
-  add_one_sided_op_suspects(result, a, suspects);
-
-  // Forward causes come before backward ones (backward errors follow from the forward pass when it
-  // already differs); inside a direction: differing inputs, then differing parameters in execution order
-  // (both present before any computation: upstream of everything), then sources by error created.
+// Forward causes come before backward ones (backward errors follow from the forward pass when it
+// already differs); inside a direction: differing inputs, then differing parameters in execution order
+// (both present before any computation: upstream of everything), then sources by error created.
+void rank_suspects(const Analysis& a, std::vector<Suspect>& suspects) {
   const bool forward_has_suspect = std::any_of(suspects.begin(), suspects.end(), [](const Suspect& s) {
     return direction_rank(s.direction) == 0;
   });
@@ -447,6 +493,31 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options, const Re
     return std::make_tuple(x.rank, x.step, a.events[x.event].first_order) <
            std::make_tuple(y.rank, y.step, a.events[y.event].first_order);
   });
+}
+
+}  // namespace
+
+Analysis analyse(CompareResult& result, const AnalysisOptions& options, const RecordSource* golden,
+                 const RecordSource* target) {
+  Analysis a;
+  const bool any_classified = std::any_of(result.rows.begin(), result.rows.end(),
+                                          [](const CompareRow& r) { return r.noise != NoiseClass::kUnknown; });
+  if (!any_classified) classify_rows(result, options);
+  count_rows(result, a);
+  a.first_divergence = first_divergence(result);
+  a.has_events = has_capture_metadata(result);
+  if (!a.has_events) return a;  // plain tensor files: no inputs/outputs to relate
+
+  settle_events(a, group_rows_into_events(result, a), options);
+  sort_events_by_stream(a);
+  assign_roles(result, a, options, golden, target);
+  explain_by_children(a, options);
+
+  std::vector<Suspect> suspects;
+  add_input_and_parameter_suspects(a, options.noise.noise_max, suspects);
+  add_source_suspects(a, suspects);
+  add_one_sided_op_suspects(result, a, suspects);
+  rank_suspects(a, suspects);
   if (suspects.size() > options.max_suspects) suspects.resize(options.max_suspects);
   a.suspects = std::move(suspects);
   return a;
