@@ -158,7 +158,7 @@ def test_stdout_and_bad_paths(inputs, tmp_path):
     assert p.returncode == 1 and p.stdout[:6] == b"ARROW1" and b"FAILED" in p.stderr
     assert pa.ipc.open_file(pa.BufferReader(p.stdout)).read_all().num_rows > 0
     p = run_cli("compare", golden, target, "--arrow", "-", "--csv", "-")
-    assert p.returncode == 2 and "only one of --json, --csv and --arrow" in p.stderr
+    assert p.returncode == 2 and "only one of --json, --csv, --arrow and --msprobe-csv can write to stdout" in p.stderr
     p = run_cli("compare", golden, target, "--arrow", tmp_path / "missing" / "out.arrow")
     assert p.returncode == 2 and "out.arrow" in p.stderr
 
