@@ -146,15 +146,12 @@ std::vector<Spike> find_spikes(const std::vector<int64_t>& steps, const std::vec
   return spikes;
 }
 
-MetricComparison compare_series(const Series& golden, const Series& target, const Tolerance& tol,
-                                const CurveOptions& options) {
-  MetricComparison mc;
-  mc.metric = golden.metric;
-  mc.tolerance = tol;
-  mc.best_mode = higher_is_better(golden.metric) ? "max" : "min";
+namespace {
 
-  const double golden_scale = rms_of(golden.values);
-  // 1. alignment (both step lists are strictly increasing).
+// The points logged by both runs, the steps logged by one only, and each side's non-finite steps (both
+// step lists are strictly increasing).
+void align_series(const Series& golden, const Series& target, double golden_scale, const CurveOptions& options,
+                  MetricComparison& mc) {
   size_t i = 0, j = 0;
   while (i < golden.steps.size() || j < target.steps.size()) {
     if (j == target.steps.size() || (i < golden.steps.size() && golden.steps[i] < target.steps[j])) {
@@ -175,31 +172,27 @@ MetricComparison compare_series(const Series& golden, const Series& target, cons
     if (!std::isfinite(golden.values[s])) mc.nonfinite_golden.push_back(golden.steps[s]);
   for (size_t s = 0; s < target.values.size(); ++s)
     if (!std::isfinite(target.values[s])) mc.nonfinite_target.push_back(target.steps[s]);
+}
 
+// Overall deviation over the points finite on both sides.
+void overall_deviation(const std::vector<const AlignedPoint*>& finite, MetricComparison& mc) {
+  if (finite.empty()) return;
+  double sum_rel = 0, sum_abs = 0;
+  mc.max_rel_dev = -1;
+  mc.max_abs_diff = 0;
+  for (const AlignedPoint* p : finite) {
+    sum_rel += p->rel_dev;
+    sum_abs += std::fabs(p->abs_diff);
+    if (p->rel_dev > mc.max_rel_dev) { mc.max_rel_dev = p->rel_dev; mc.max_rel_dev_step = p->step; }
+    mc.max_abs_diff = std::max(mc.max_abs_diff, std::fabs(p->abs_diff));
+  }
+  mc.mean_rel_dev = sum_rel / finite.size();
+  mc.mean_abs_diff = sum_abs / finite.size();
+}
+
+// Mean and max relative deviation in `windows` equal stretches of the aligned points.
+void deviation_windows(const CurveOptions& options, MetricComparison& mc) {
   const size_t n = mc.points.size();
-  if (n == 0) {
-    mc.verdict = Verdict::kFail;
-    mc.reasons.push_back("no step is logged by both runs");
-    return mc;
-  }
-
-  // 2–3. overall deviation over points where both sides are finite.
-  std::vector<const AlignedPoint*> finite;
-  for (const auto& p : mc.points)
-    if (std::isfinite(p.golden) && std::isfinite(p.target)) finite.push_back(&p);
-  if (!finite.empty()) {
-    double sum_rel = 0, sum_abs = 0;
-    mc.max_rel_dev = -1;
-    mc.max_abs_diff = 0;
-    for (const AlignedPoint* p : finite) {
-      sum_rel += p->rel_dev;
-      sum_abs += std::fabs(p->abs_diff);
-      if (p->rel_dev > mc.max_rel_dev) { mc.max_rel_dev = p->rel_dev; mc.max_rel_dev_step = p->step; }
-      mc.max_abs_diff = std::max(mc.max_abs_diff, std::fabs(p->abs_diff));
-    }
-    mc.mean_rel_dev = sum_rel / finite.size();
-    mc.mean_abs_diff = sum_abs / finite.size();
-  }
   const size_t nw = std::min<size_t>(std::max(options.windows, 1), n);
   for (size_t w = 0; w < nw; ++w) {
     size_t a = w * n / nw, b = (w + 1) * n / nw;
@@ -219,44 +212,45 @@ MetricComparison compare_series(const Series& golden, const Series& target, cons
     if (!cnt) win.max_rel_dev = kNaN;
     mc.windows.push_back(win);
   }
+}
 
-  // 4. divergence: rel_dev above tolerance for `consecutive` aligned steps in a row; a non-finite value
-  // on one side only counts as above.
+// Divergence: rel_dev above tolerance for `consecutive` aligned steps in a row; a non-finite value on
+// one side only counts as above.
+void find_divergence(const Tolerance& tol, MetricComparison& mc) {
   int run = 0;
-  for (size_t q = 0; q < n; ++q) {
+  for (size_t q = 0; q < mc.points.size(); ++q) {
     const auto& p = mc.points[q];
     bool gf = std::isfinite(p.golden), tf = std::isfinite(p.target);
     bool above = (gf && tf) ? p.rel_dev > tol.rel_tol : (gf != tf);
     run = above ? run + 1 : 0;
     if (run >= std::max(tol.consecutive, 1)) {
       mc.divergence_step = mc.points[q + 1 - run].step;
-      break;
+      return;
     }
   }
+}
 
-  classify_deviation(mc, tol, options);
-
-  // 6. spikes on each side's whole series.
-  mc.spikes_golden = find_spikes(golden.steps, golden.values, options.spike_window, options.spike_k);
-  mc.spikes_target = find_spikes(target.steps, target.values, options.spike_window, options.spike_k);
-
-  // 7. final value: mean of the last final_window points finite on both sides.
+// Final value: mean of the last final_window points finite on both sides.
+void final_values(const std::vector<const AlignedPoint*>& finite, double golden_scale, const CurveOptions& options,
+                  MetricComparison& mc) {
   size_t fw = options.final_window > 0 ? static_cast<size_t>(options.final_window)
                                        : std::clamp<size_t>(finite.size() / 20, 1, 10);
   fw = std::min(fw, finite.size());
   mc.final_window = static_cast<int>(fw);
-  if (fw > 0) {
-    double sg = 0, st = 0;
-    for (size_t q = finite.size() - fw; q < finite.size(); ++q) { sg += finite[q]->golden; st += finite[q]->target; }
-    mc.final_golden = sg / fw;
-    mc.final_target = st / fw;
-    mc.final_abs_diff = mc.final_target - mc.final_golden;
-    mc.final_rel_diff = mc.final_abs_diff == 0 ? 0.0
-                        : std::fabs(mc.final_abs_diff) /
-                              rel_denominator(mc.final_golden, mc.final_target, golden_scale, options);
-  }
+  if (fw == 0) return;
+  double sg = 0, st = 0;
+  for (size_t q = finite.size() - fw; q < finite.size(); ++q) { sg += finite[q]->golden; st += finite[q]->target; }
+  mc.final_golden = sg / fw;
+  mc.final_target = st / fw;
+  mc.final_abs_diff = mc.final_target - mc.final_golden;
+  mc.final_rel_diff = mc.final_abs_diff == 0 ? 0.0
+                      : std::fabs(mc.final_abs_diff) /
+                            rel_denominator(mc.final_golden, mc.final_target, golden_scale, options);
+}
 
-  // 8. best value of each side over its whole finite series.
+// Best value of each side over its whole finite series.
+void best_values(const Series& golden, const Series& target, double golden_scale, const CurveOptions& options,
+                 MetricComparison& mc) {
   auto best_of = [&](const Series& s, double& value, int64_t& step) {
     for (size_t q = 0; q < s.values.size(); ++q) {
       double v = s.values[q];
@@ -273,68 +267,92 @@ MetricComparison compare_series(const Series& golden, const Series& target, cons
                        : std::fabs(mc.best_abs_diff) /
                              rel_denominator(mc.best_golden, mc.best_target, golden_scale, options);
   }
+}
 
-  // 9. area between the curves (trapezoid rule in step units).
-  if (finite.size() >= 2) {
-    mc.area_between = 0;
-    mc.area_golden = 0;
-    for (size_t q = 1; q < finite.size(); ++q) {
-      double h = static_cast<double>(finite[q]->step - finite[q - 1]->step);
-      mc.area_between += h * 0.5 * (std::fabs(finite[q]->abs_diff) + std::fabs(finite[q - 1]->abs_diff));
-      mc.area_golden += h * 0.5 * (std::fabs(finite[q]->golden) + std::fabs(finite[q - 1]->golden));
-    }
-    mc.rel_area = mc.area_golden > 0 ? mc.area_between / mc.area_golden : kNaN;
+// Area between the curves (trapezoid rule in step units).
+void area_between(const std::vector<const AlignedPoint*>& finite, MetricComparison& mc) {
+  if (finite.size() < 2) return;
+  mc.area_between = 0;
+  mc.area_golden = 0;
+  for (size_t q = 1; q < finite.size(); ++q) {
+    double h = static_cast<double>(finite[q]->step - finite[q - 1]->step);
+    mc.area_between += h * 0.5 * (std::fabs(finite[q]->abs_diff) + std::fabs(finite[q - 1]->abs_diff));
+    mc.area_golden += h * 0.5 * (std::fabs(finite[q]->golden) + std::fabs(finite[q - 1]->golden));
   }
+  mc.rel_area = mc.area_golden > 0 ? mc.area_between / mc.area_golden : kNaN;
+}
 
-  // 10. trend: least-squares slopes; "flat" when the fitted change over the span is within rel_tol of
-  // the mean level.
-  if (finite.size() >= 2) {
-    std::vector<double> x, yg, yt;
-    for (const AlignedPoint* p : finite) { x.push_back(static_cast<double>(p->step)); yg.push_back(p->golden); yt.push_back(p->target); }
-    mc.slope_golden = ls_slope(x, yg);
-    mc.slope_target = ls_slope(x, yt);
-    double span = x.back() - x.front();
-    double mean_g = 0;
-    for (double v : yg) mean_g += v;
-    mean_g /= yg.size();
-    double flat = tol.rel_tol * std::max(std::fabs(mean_g), options.rel_floor);
-    bool g_flat = std::fabs(mc.slope_golden * span) <= flat;
-    bool t_flat = std::fabs(mc.slope_target * span) <= flat;
-    if (g_flat || t_flat) mc.trend_consistent = g_flat && t_flat;
-    else mc.trend_consistent = (mc.slope_golden > 0) == (mc.slope_target > 0);
-  }
+// Trend: least-squares slopes; "flat" when the fitted change over the span is within rel_tol of the
+// mean level.
+void trend(const std::vector<const AlignedPoint*>& finite, const Tolerance& tol, const CurveOptions& options,
+           MetricComparison& mc) {
+  if (finite.size() < 2) return;
+  std::vector<double> x, yg, yt;
+  for (const AlignedPoint* p : finite) { x.push_back(static_cast<double>(p->step)); yg.push_back(p->golden); yt.push_back(p->target); }
+  mc.slope_golden = ls_slope(x, yg);
+  mc.slope_target = ls_slope(x, yt);
+  double span = x.back() - x.front();
+  double mean_g = 0;
+  for (double v : yg) mean_g += v;
+  mean_g /= yg.size();
+  double flat = tol.rel_tol * std::max(std::fabs(mean_g), options.rel_floor);
+  bool g_flat = std::fabs(mc.slope_golden * span) <= flat;
+  bool t_flat = std::fabs(mc.slope_target * span) <= flat;
+  if (g_flat || t_flat) mc.trend_consistent = g_flat && t_flat;
+  else mc.trend_consistent = (mc.slope_golden > 0) == (mc.slope_target > 0);
+}
 
-  // Verdict: seed 004 — trend consistent and final within tolerance.
+// The steps of aligned points where `keep(golden finite, target finite)` holds.
+template <typename Keep>
+std::vector<int64_t> steps_where(const MetricComparison& mc, Keep keep) {
+  std::vector<int64_t> steps;
+  for (const auto& p : mc.points)
+    if (keep(std::isfinite(p.golden), std::isfinite(p.target))) steps.push_back(p.step);
+  return steps;
+}
+
+// A verdict and the reasons behind it, each reason raising the verdict to at least its own.
+struct Judged {
+  MetricComparison& mc;
   Verdict v = Verdict::kPass;
-  auto worse = [&](Verdict w, std::string reason) {
+  void worse(Verdict w, std::string reason) {
     if (static_cast<int>(w) > static_cast<int>(v)) v = w;
     mc.reasons.push_back(std::move(reason));
-  };
-  std::vector<int64_t> target_only_nonfinite;
-  for (const auto& p : mc.points)
-    if (std::isfinite(p.golden) && !std::isfinite(p.target)) target_only_nonfinite.push_back(p.step);
+  }
+};
+
+// Failing reasons (seed 004: the trend must agree and the final value be within tolerance).
+void judge_final_and_trend(const Tolerance& tol, Judged& j) {
+  MetricComparison& mc = j.mc;
+  const auto target_only_nonfinite = steps_where(mc, [](bool gf, bool tf) { return gf && !tf; });
   if (!target_only_nonfinite.empty())
-    worse(Verdict::kFail, fmt::format("target is NaN/Inf where the golden is finite, first at step {} ({} step(s))",
-                                      target_only_nonfinite.front(), target_only_nonfinite.size()));
+    j.worse(Verdict::kFail, fmt::format("target is NaN/Inf where the golden is finite, first at step {} ({} step(s))",
+                                        target_only_nonfinite.front(), target_only_nonfinite.size()));
   if (std::isnan(mc.final_rel_diff))
-    worse(Verdict::kFail, "no step where both values are finite: no final value to compare");
+    j.worse(Verdict::kFail, "no step where both values are finite: no final value to compare");
   else if (mc.final_rel_diff > tol.final_tol)
-    worse(Verdict::kFail, fmt::format("final value {:.6g} vs golden {:.6g}: relative difference {:.3g} > {:.3g} "
-                                      "(mean of the last {} point(s))",
-                                      mc.final_target, mc.final_golden, mc.final_rel_diff, tol.final_tol, fw));
+    j.worse(Verdict::kFail, fmt::format("final value {:.6g} vs golden {:.6g}: relative difference {:.3g} > {:.3g} "
+                                        "(mean of the last {} point(s))",
+                                        mc.final_target, mc.final_golden, mc.final_rel_diff, tol.final_tol,
+                                        mc.final_window));
   if (!mc.trend_consistent)
-    worse(Verdict::kFail, fmt::format("trend differs: least-squares slope {:.3g} (target) vs {:.3g} (golden)",
-                                      mc.slope_target, mc.slope_golden));
+    j.worse(Verdict::kFail, fmt::format("trend differs: least-squares slope {:.3g} (target) vs {:.3g} (golden)",
+                                        mc.slope_target, mc.slope_golden));
+}
+
+// Warning reasons: the kind of deviation, target-only spikes, one-sided NaN/Inf and steps.
+void judge_deviation(const Tolerance& tol, Judged& j) {
+  MetricComparison& mc = j.mc;
   if (mc.deviation_kind == "steady")
-    worse(Verdict::kWarn, fmt::format("steady divergence from step {}: relative deviation above {:.3g} for {} "
-                                      "consecutive step(s), and at {:.0f} % of the steps from there on",
-                                      *mc.divergence_step, tol.rel_tol, tol.consecutive,
-                                      100 * mc.fraction_above_after_divergence));
+    j.worse(Verdict::kWarn, fmt::format("steady divergence from step {}: relative deviation above {:.3g} for {} "
+                                        "consecutive step(s), and at {:.0f} % of the steps from there on",
+                                        *mc.divergence_step, tol.rel_tol, tol.consecutive,
+                                        100 * mc.fraction_above_after_divergence));
   else if (mc.deviation_kind == "transient")
-    worse(Verdict::kWarn, fmt::format("diverges from step {} (relative deviation above {:.3g} for {} consecutive "
-                                      "step(s)) and comes back: above it at {:.0f} % of the steps from there on",
-                                      *mc.divergence_step, tol.rel_tol, tol.consecutive,
-                                      100 * mc.fraction_above_after_divergence));
+    j.worse(Verdict::kWarn, fmt::format("diverges from step {} (relative deviation above {:.3g} for {} consecutive "
+                                        "step(s)) and comes back: above it at {:.0f} % of the steps from there on",
+                                        *mc.divergence_step, tol.rel_tol, tol.consecutive,
+                                        100 * mc.fraction_above_after_divergence));
   else if (mc.deviation_kind == "spikes")
     mc.reasons.push_back(fmt::format("spikes, not a divergence: {} isolated step(s) above {:.3g} ({}), never {} in "
                                      "a row", mc.steps_above_tol, tol.rel_tol, steps_text(mc.spike_steps_above_tol),
@@ -345,21 +363,53 @@ MetricComparison compare_series(const Series& golden, const Series& target, cons
   for (const auto& s : mc.spikes_target)
     if (!golden_spike_steps.count(s.step)) target_only_spikes.push_back(s.step);
   if (!target_only_spikes.empty())
-    worse(Verdict::kWarn, fmt::format("target-only spike(s) at step {}", steps_text(target_only_spikes)));
-  std::vector<int64_t> golden_only_nonfinite;
-  for (const auto& p : mc.points)
-    if (!std::isfinite(p.golden) && std::isfinite(p.target)) golden_only_nonfinite.push_back(p.step);
+    j.worse(Verdict::kWarn, fmt::format("target-only spike(s) at step {}", steps_text(target_only_spikes)));
+  const auto golden_only_nonfinite = steps_where(mc, [](bool gf, bool tf) { return !gf && tf; });
   if (!golden_only_nonfinite.empty())
-    worse(Verdict::kWarn, fmt::format("the golden is NaN/Inf where the target is finite, at step {}",
-                                      steps_text(golden_only_nonfinite)));
+    j.worse(Verdict::kWarn, fmt::format("the golden is NaN/Inf where the target is finite, at step {}",
+                                        steps_text(golden_only_nonfinite)));
   if (!mc.missing_in_golden.empty())
-    worse(Verdict::kWarn, fmt::format("steps logged only by the target: {}", steps_text(mc.missing_in_golden)));
+    j.worse(Verdict::kWarn, fmt::format("steps logged only by the target: {}", steps_text(mc.missing_in_golden)));
   if (!mc.missing_in_target.empty())
-    worse(Verdict::kWarn, fmt::format("steps logged only by the golden: {}", steps_text(mc.missing_in_target)));
-  if (v == Verdict::kPass)
+    j.worse(Verdict::kWarn, fmt::format("steps logged only by the golden: {}", steps_text(mc.missing_in_target)));
+}
+
+}  // namespace
+
+MetricComparison compare_series(const Series& golden, const Series& target, const Tolerance& tol,
+                                const CurveOptions& options) {
+  MetricComparison mc;
+  mc.metric = golden.metric;
+  mc.tolerance = tol;
+  mc.best_mode = higher_is_better(golden.metric) ? "max" : "min";
+  const double golden_scale = rms_of(golden.values);
+  align_series(golden, target, golden_scale, options, mc);
+  if (mc.points.empty()) {
+    mc.verdict = Verdict::kFail;
+    mc.reasons.push_back("no step is logged by both runs");
+    return mc;
+  }
+  std::vector<const AlignedPoint*> finite;  // points finite on both sides (mc.points is final here)
+  for (const auto& p : mc.points)
+    if (std::isfinite(p.golden) && std::isfinite(p.target)) finite.push_back(&p);
+  overall_deviation(finite, mc);
+  deviation_windows(options, mc);
+  find_divergence(tol, mc);
+  classify_deviation(mc, tol, options);
+  mc.spikes_golden = find_spikes(golden.steps, golden.values, options.spike_window, options.spike_k);
+  mc.spikes_target = find_spikes(target.steps, target.values, options.spike_window, options.spike_k);
+  final_values(finite, golden_scale, options, mc);
+  best_values(golden, target, golden_scale, options, mc);
+  area_between(finite, mc);
+  trend(finite, tol, options, mc);
+
+  Judged j{mc};
+  judge_final_and_trend(tol, j);
+  judge_deviation(tol, j);
+  if (j.v == Verdict::kPass)
     mc.reasons.push_back(fmt::format("trend consistent; final within {:.3g} (relative difference {:.3g})",
                                      tol.final_tol, mc.final_rel_diff));
-  mc.verdict = v;
+  mc.verdict = j.v;
   return mc;
 }
 
