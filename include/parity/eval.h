@@ -231,6 +231,19 @@ struct PairedAccuracy {
   Verdict verdict = Verdict::kPass;
 };
 
+// A question whose chosen answer differs between the two runs (`parity eval mc`, and the samples of
+// `parity eval lm-eval`). Answers are as the runs give them: the choice index as text for multiple
+// choice and log-likelihood tasks, the filtered generated answer for generation tasks.
+struct AnswerFlip {
+  std::string id;                  // question id / lm-eval doc_id
+  std::string subject;             // mc: the question's subject ("" = none)
+  std::string golden, target;      // the chosen answers (lm-eval: run A, run B)
+  std::string answer;              // the correct one (mc: its index; lm-eval: the sample's "target")
+  bool golden_correct = false, target_correct = false;
+};
+// "golden", "target", "both" or "neither": which run's answer was correct.
+const char* flip_correct_name(const AnswerFlip& f);
+
 struct McOptions {
   bool length_normalised = false;
   int bootstrap_samples = 10000;
@@ -245,6 +258,7 @@ struct McResult {
   PairedAccuracy overall;
   std::vector<PairedAccuracy> subjects;
   std::vector<std::string> unmatched;   // question ids present on one side only
+  std::vector<AnswerFlip> flips;        // questions whose chosen answer differs, in target file order
   std::vector<Status> problems;
   AccuracyThresholds thresholds;
   Verdict verdict = Verdict::kPass;
@@ -265,6 +279,8 @@ struct LmEvalMetric {
   double diff = kNaN;                  // b − a
   double z = kNaN, p_value = kNaN;     // unpaired z-test (lm-eval's comparison script)
   std::optional<PairedAccuracy> paired;  // from --log_samples
+  std::vector<AnswerFlip> flips;         // from --log_samples: docs whose answer differs (this filter), by doc_id
+  bool flips_listed = false;             // the logged answers decide this metric (acc, generation tasks)
   bool distinguishable = false;
   Verdict verdict = Verdict::kPass;
 };
@@ -319,7 +335,8 @@ std::string ppl_tokens_csv(const PplResult& r);                  // "parity.eval
 // Terminal summaries (≤ 100 columns), llama.cpp's layout for PPL/KLD. `colorize` wraps verdict words.
 using VerdictColorizer = std::string (*)(const std::string& text, Verdict v, bool color);
 std::string ppl_text(const PplResult& r, bool color, VerdictColorizer colorize);
-std::string mc_text(const McResult& r, bool color, VerdictColorizer colorize);
-std::string lm_eval_text(const LmEvalResult& r, bool color, VerdictColorizer colorize);
+// `max_flips`: how many answer flips to list (the count is always printed).
+std::string mc_text(const McResult& r, bool color, VerdictColorizer colorize, size_t max_flips = 10);
+std::string lm_eval_text(const LmEvalResult& r, bool color, VerdictColorizer colorize, size_t max_flips = 10);
 
 }  // namespace parity::eval

@@ -15,6 +15,7 @@ namespace parity::cli {
 namespace {
 
 struct EvalArgs {
+  size_t flips = 10;  // mc, lm-eval: answer flips listed in the terminal
   // ppl
   std::string golden, target, labels, labels_golden, labels_target;
   int rank = 0;
@@ -120,7 +121,7 @@ int run_mc(const EvalArgs& a, const GlobalOptions& global) {
   r->target_source = a.mc_target;
   r->problems.insert(r->problems.begin(), problems.begin(), problems.end());
   if (!problems.empty() && r->verdict == Verdict::kPass) r->verdict = Verdict::kWarn;
-  return finish(a, global, r->verdict, eval::mc_text(*r, use_color(global), colorize_verdict), eval::mc_json(*r),
+  return finish(a, global, r->verdict, eval::mc_text(*r, use_color(global), colorize_verdict, a.flips), eval::mc_json(*r),
                 eval::mc_csv(*r));
 }
 
@@ -135,7 +136,7 @@ int run_lm_eval(const EvalArgs& a, const GlobalOptions& global) {
   o.mc = mc_options(a);
   auto r = eval::compare_lm_eval(a.a, a.b, sa, sb, o);
   if (!r.ok()) return usage_error(r.status().message());
-  return finish(a, global, r->verdict, eval::lm_eval_text(*r, use_color(global), colorize_verdict),
+  return finish(a, global, r->verdict, eval::lm_eval_text(*r, use_color(global), colorize_verdict, a.flips),
                 eval::lm_eval_json(*r), eval::lm_eval_csv(*r));
 }
 
@@ -145,6 +146,8 @@ void add_accuracy_options(CLI::App* s, EvalArgs& a) {
   s->add_option("--alpha", a.alpha, "Significance level for 'distinguishable from zero'")->capture_default_str();
   s->add_option("--bootstrap", a.bootstrap, "Paired bootstrap resamples")->capture_default_str();
   s->add_option("--seed", a.seed, "Bootstrap seed")->capture_default_str();
+  s->add_option("--flips", a.flips, "Answer flips to list in the terminal (the count is always shown; the JSON lists all)")
+      ->capture_default_str();
 }
 
 void add_output_options(CLI::App* s, EvalArgs& a, const char* schema) {
@@ -178,14 +181,14 @@ CommandAction setup_eval(CLI::App& sub, const GlobalOptions& global) {
   mc->add_option("target", a->mc_target, "Target per-question JSONL")->required();
   mc->add_flag("--length-norm", a->length_norm, "Normalise log-likelihoods by choice length (acc_norm)");
   add_accuracy_options(mc, *a);
-  add_output_options(mc, *a, "parity.eval.mc/1");
+  add_output_options(mc, *a, "parity.eval.mc/2");
 
   CLI::App* lm = sub.add_subcommand("lm-eval", "Compare two lm-evaluation-harness results files task by task");
   lm->add_option("a", a->a, "Golden results JSON, or the lm-eval --output_path directory")->required();
   lm->add_option("b", a->b, "Target results JSON, or the lm-eval --output_path directory")->required();
   lm->add_option("--samples", a->samples, "Per-sample logs, in pairs: A.jsonl B.jsonl (repeat per task; default: the samples_<task>_<timestamp>.jsonl written with each results file)");
   add_accuracy_options(lm, *a);
-  add_output_options(lm, *a, "parity.eval.lmeval/1");
+  add_output_options(lm, *a, "parity.eval.lmeval/2");
 
   return [a, &global, ppl, mc, lm]() -> int {
     if (ppl->parsed()) return run_ppl(*a, global);

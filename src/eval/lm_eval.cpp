@@ -138,8 +138,52 @@ std::string task_of_samples(const std::filesystem::path& p, const std::set<std::
 struct Sample {
   std::map<std::string, double> metrics;  // per-sample metric values ("acc": 1.0)
   int choice = -1;                        // argmax of filtered_resps, when log-likelihoods
+  bool generation = false;                // a generate_until request: the answer is generated text
+  std::string answer;                     // the chosen answer: choice index as text, or the filtered text
+  std::string target;                     // the sample's correct answer as lm-eval logged it
   std::string filter;
+  std::string doc_id;
 };
+
+// lm-eval logs a request's arguments as {"gen_args_0": {"arg_0": context, "arg_1": ...}}; a generation
+// request's second argument is its generation settings (an object), a log-likelihood request's the
+// continuation (a string).
+bool is_generation(const json& j) {
+  const auto args = j.find("arguments");
+  if (args == j.end() || !args->is_object()) return false;
+  const auto first = args->find("gen_args_0");
+  if (first == args->end() || !first->is_object()) return false;
+  const auto second = first->find("arg_1");
+  return second != first->end() && second->is_object();
+}
+
+// The filtered generated answer: filtered_resps[0] (a string, or the first string of a list).
+std::string generated_answer(const json& j) {
+  const auto f = j.find("filtered_resps");
+  if (f == j.end()) return "";
+  const json* v = &*f;
+  while (v->is_array() && !v->empty()) v = &(*v)[0];
+  return v->is_string() ? v->get<std::string>() : v->dump();
+}
+
+// The argmax of a log-likelihood sample's filtered_resps ([ll, is_greedy] pairs, numbers or their
+// text); -1 when one is not a number.
+int loglik_choice(const json& j) {
+  if (!j.contains("filtered_resps") || !j["filtered_resps"].is_array()) return -1;
+  double best = 0;
+  int idx = 0, choice = -1;
+  for (const auto& r : j["filtered_resps"]) {
+    const json& v = r.is_array() && !r.empty() ? r[0] : r;
+    double d;
+    bool ok = false;
+    if (v.is_number()) { d = v.get<double>(); ok = true; }
+    else if (v.is_string()) { char* e; d = std::strtod(v.get_ref<const std::string&>().c_str(), &e); ok = *e == '\0'; }
+    if (!ok) return -1;
+    if (choice < 0 || d > best) { best = d; choice = idx; }
+    ++idx;
+  }
+  return choice;
+}
 
 Result<std::map<std::string, Sample>> read_samples(const std::filesystem::path& p, std::vector<Status>& problems) {
   PARITY_RETURN_NOT_OK(check_regular_file(p));  // a FIFO would block the open
@@ -164,24 +208,35 @@ Result<std::map<std::string, Sample>> read_samples(const std::filesystem::path& 
     s.filter = j.value("filter", std::string("none"));
     for (auto it = j.begin(); it != j.end(); ++it)
       if (it->is_number() && it.key() != "doc_id") s.metrics[it.key()] = it->get<double>();
-    if (j.contains("filtered_resps") && j["filtered_resps"].is_array()) {
-      double best = 0;
-      int idx = 0;
-      for (const auto& r : j["filtered_resps"]) {
-        const json& v = r.is_array() && !r.empty() ? r[0] : r;
-        double d;
-        bool ok = false;
-        if (v.is_number()) { d = v.get<double>(); ok = true; }
-        else if (v.is_string()) { char* e; d = std::strtod(v.get_ref<const std::string&>().c_str(), &e); ok = *e == '\0'; }
-        if (!ok) { s.choice = -1; break; }
-        if (s.choice < 0 || d > best) { best = d; s.choice = idx; }
-        ++idx;
-      }
+    s.generation = is_generation(j);
+    if (s.generation) {
+      s.answer = generated_answer(j);
+    } else {
+      s.choice = loglik_choice(j);
+      if (s.choice >= 0) s.answer = std::to_string(s.choice);
     }
-    std::string id = j["doc_id"].is_string() ? j["doc_id"].get<std::string>() : j["doc_id"].dump();
-    out[id + "\x1f" + s.filter] = std::move(s);
+    if (j.contains("target")) s.target = j["target"].is_string() ? j["target"].get<std::string>() : j["target"].dump();
+    s.doc_id = j["doc_id"].is_string() ? j["doc_id"].get<std::string>() : j["doc_id"].dump();
+    const std::string key = s.doc_id + "\x1f" + s.filter;
+    out[key] = std::move(s);
   }
   return out;
+}
+
+// Whether the logged answer is what `metric` scores: a generation task's filtered text decides all its
+// metrics; a log-likelihood task's raw argmax decides `acc` (acc_norm's length normalisation is not
+// logged, so its flips are not listed).
+bool answer_decides(const Sample& s, const std::string& metric) {
+  return !s.answer.empty() && (s.generation || metric == "acc");
+}
+
+// doc_ids in numeric order when both are numbers ("2" before "10"), else as text.
+bool doc_id_less(const std::string& a, const std::string& b) {
+  auto digits = [](const std::string& x) {
+    return !x.empty() && x.find_first_not_of("0123456789") == std::string::npos;
+  };
+  if (digits(a) && digits(b) && a.size() != b.size()) return a.size() < b.size();
+  return a < b;
 }
 
 }  // namespace
@@ -333,8 +388,15 @@ Result<LmEvalResult> compare_lm_eval(const std::filesystem::path& a_path, const 
           for (double v : {va->second, vb->second}) binary &= (v == 0.0 || v == 1.0);
           g.push_back(va->second == 1.0);
           t.push_back(vb->second == 1.0);
-          same.push_back(sa.choice >= 0 && sa.choice == sb->second.choice);
+          same.push_back(!sa.answer.empty() && sa.answer == sb->second.answer);
+          lm.flips_listed |= answer_decides(sa, metric);
+          if (answer_decides(sa, metric) && sa.answer != sb->second.answer)
+            lm.flips.push_back({sa.doc_id, "", sa.answer, sb->second.answer, sa.target, va->second == 1.0,
+                                vb->second == 1.0});
         }
+        std::stable_sort(lm.flips.begin(), lm.flips.end(), [](const AnswerFlip& x, const AnswerFlip& y) {
+          return doc_id_less(x.id, y.id);
+        });
         if (unpaired > 0)
           r.problems.push_back(Status::Invalid(fmt::format("{}: {} sample(s) of run A have no counterpart in run B", task, unpaired)));
         if (!g.empty() && binary) {

@@ -169,6 +169,10 @@ BootstrapCI paired_bootstrap(const std::vector<uint8_t>& g, const std::vector<ui
   return ci;
 }
 
+const char* flip_correct_name(const AnswerFlip& f) {
+  return f.golden_correct ? (f.target_correct ? "both" : "golden") : (f.target_correct ? "target" : "neither");
+}
+
 PairedAccuracy paired_accuracy(const std::string& group, const std::vector<uint8_t>& g,
                                const std::vector<uint8_t>& t, const std::vector<uint8_t>& same_choice,
                                const McOptions& options) {
@@ -231,6 +235,9 @@ Result<McResult> compare_mc(const std::vector<McQuestion>& golden, const std::ve
     }
     const int cg = mc_choice(gq, options.length_normalised), ct = mc_choice(tq, options.length_normalised);
     const uint8_t okg = cg == gq.answer, okt = ct == tq.answer, same = cg == ct;
+    if (!same)
+      r.flips.push_back({tq.id, gq.subject, std::to_string(cg), std::to_string(ct), std::to_string(gq.answer),
+                         okg != 0, okt != 0});
     for (Acc* a : {&all, &subjects[gq.subject]}) {
       a->g.push_back(okg);
       a->t.push_back(okt);

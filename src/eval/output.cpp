@@ -1,5 +1,5 @@
 // src/eval/output.cpp — machine-readable outputs of the eval commands: "parity.eval.ppl/1",
-// "parity.eval.mc/1", "parity.eval.lmeval/1" and their CSV forms (docs/eval.md).
+// "parity.eval.mc/2", "parity.eval.lmeval/2" and their CSV forms (docs/eval.md).
 #include <cmath>
 #include <sstream>
 
@@ -60,6 +60,25 @@ json paired_json(const PairedAccuracy& a) {
   return j;
 }
 
+// {"count", "list"}: every flip (the terminal lists a few). `a_b`: lm-eval's sides are runs A and B.
+json flips_json(const std::vector<AnswerFlip>& flips, bool a_b) {
+  json list = json::array();
+  for (const AnswerFlip& f : flips) {
+    std::string correct = flip_correct_name(f);
+    if (a_b && correct == "golden") correct = "a";
+    if (a_b && correct == "target") correct = "b";
+    json o;
+    o[a_b ? "doc_id" : "id"] = f.id;
+    if (!a_b) o["subject"] = f.subject;
+    o[a_b ? "a" : "golden"] = f.golden;
+    o[a_b ? "b" : "target"] = f.target;
+    o["answer"] = f.answer;
+    o["correct"] = correct;
+    list.push_back(std::move(o));
+  }
+  return {{"count", flips.size()}, {"list", std::move(list)}};
+}
+
 json thresholds_json(const AccuracyThresholds& t) {
   return {{"pass_points", t.pass_points}, {"fail_points", t.fail_points}, {"alpha", t.alpha}};
 }
@@ -112,7 +131,7 @@ std::string ppl_tokens_csv(const PplResult& r) {
 
 std::string mc_json(const McResult& r, int indent) {
   json j;
-  j["schema"] = "parity.eval.mc/1";
+  j["schema"] = "parity.eval.mc/2";
   j["golden"] = {{"source", r.golden_source}};
   j["target"] = {{"source", r.target_source}};
   j["length_normalised"] = r.length_normalised;
@@ -123,6 +142,7 @@ std::string mc_json(const McResult& r, int indent) {
   for (const auto& s : r.subjects) subjects.push_back(paired_json(s));
   j["subjects"] = subjects;
   j["unmatched"] = r.unmatched;
+  j["flips"] = flips_json(r.flips, false);
   j["problems"] = json_problems<json>(r.problems);
   return json_text(j, indent);
 }
@@ -142,7 +162,7 @@ std::string mc_csv(const McResult& r) {
 
 std::string lm_eval_json(const LmEvalResult& r, int indent) {
   json j;
-  j["schema"] = "parity.eval.lmeval/1";
+  j["schema"] = "parity.eval.lmeval/2";
   j["a"] = {{"source", r.a_source}};
   j["b"] = {{"source", r.b_source}};
   j["thresholds"] = thresholds_json(r.thresholds);
@@ -163,6 +183,7 @@ std::string lm_eval_json(const LmEvalResult& r, int indent) {
     o["z"] = json_number<json>(m.z);
     o["p_value"] = json_number<json>(m.p_value);
     o["paired"] = m.paired ? paired_json(*m.paired) : json(nullptr);
+    o["flips"] = m.flips_listed ? flips_json(m.flips, true) : json(nullptr);
     o["distinguishable"] = m.distinguishable;
     o["verdict"] = verdict_name(m.verdict);
     metrics.push_back(o);

@@ -76,7 +76,27 @@ std::string ppl_text(const PplResult& r, bool color, VerdictColorizer colorize) 
   return o;
 }
 
-std::string mc_text(const McResult& r, bool color, VerdictColorizer colorize) {
+// "answer flips: N" and the first `max_flips`: id, the two answers, the correct one and whose was right.
+// flip_correct_name with the sides as the output names them ("A"/"B" for lm-eval).
+static std::string correct_side(const AnswerFlip& f, const char* golden, const char* target) {
+  const std::string c = flip_correct_name(f);
+  return c == "golden" ? golden : c == "target" ? target : c;
+}
+
+static std::string flips_text(const std::vector<AnswerFlip>& flips, size_t max_flips, const char* golden,
+                       const char* target) {
+  std::string o;
+  for (size_t i = 0; i < flips.size() && i < max_flips; ++i) {
+    const AnswerFlip& f = flips[i];
+    o += fmt::format("  {:<16} {} {:<12} {} {:<12} answer {:<12} correct: {}\n", terminal_text(f.id).substr(0, 16),
+                     golden, terminal_text(f.golden).substr(0, 12), target, terminal_text(f.target).substr(0, 12),
+                     terminal_text(f.answer).substr(0, 12), correct_side(f, golden, target));
+  }
+  if (flips.size() > max_flips) o += fmt::format("  ... {} more (--flips N lists more; the JSON has all)\n", flips.size() - max_flips);
+  return o;
+}
+
+std::string mc_text(const McResult& r, bool color, VerdictColorizer colorize, size_t max_flips) {
   std::string o;
   auto row = [&](const PairedAccuracy& a, const std::string& name) {
     o += fmt::format("{:<24} {:>6}  {:6.2f}  {:6.2f}  {:>6}  {:>3}/{:<3}  {:8.4f}  [{:+.2f}, {:+.2f}]  {}\n",
@@ -93,26 +113,35 @@ std::string mc_text(const McResult& r, bool color, VerdictColorizer colorize) {
   row(r.overall, "overall");
   o += fmt::format("\nthe difference is {}statistically distinguishable from zero (McNemar p = {:.4g}, α = {})\n",
                    r.overall.distinguishable ? "" : "not ", r.overall.mcnemar.p_value, r.thresholds.alpha);
+  o += fmt::format("answer flips: {} question(s) where the runs chose differently\n", r.flips.size());
+  o += flips_text(r.flips, max_flips, "golden", "target");
   if (!r.unmatched.empty()) o += fmt::format("{} question(s) present on one side only\n", r.unmatched.size());
   for (const auto& p : r.problems) o += "problem: " + terminal_text(p.message()) + "\n";
   o += fmt::format("eval mc: {}\n", word(r.verdict, color, colorize));
   return o;
 }
 
-std::string lm_eval_text(const LmEvalResult& r, bool color, VerdictColorizer colorize) {
+std::string lm_eval_text(const LmEvalResult& r, bool color, VerdictColorizer colorize, size_t max_flips) {
   std::string o;
   o += fmt::format("A: {}\nB: {}\n", terminal_text(r.a_source), terminal_text(r.b_source));
   for (const auto& s : r.samples)
     o += fmt::format("samples {}: {} | {}\n", terminal_text(s.task), terminal_text(s.a), terminal_text(s.b));
   o += "\n";
-  o += fmt::format("{:<28} {:<10} {:>7} {:>7} {:>7} {:>8} {:>9}  {}\n", "task", "metric", "A", "B", "Δ pts", "z-test p",
+  o += fmt::format("{:<20} {:<26} {:>7} {:>7} {:>7} {:>8} {:>9}  {}\n", "task", "metric,filter", "A", "B", "Δ pts", "z-test p",
                    "paired p", "verdict");
   for (const auto& m : r.metrics)
-    o += fmt::format("{:<28} {:<10} {:7.2f} {:7.2f} {:>7} {:8.4f} {:>9}  {}{}\n", terminal_text(m.task).substr(0, 28),
-                     terminal_text(m.metric + (m.filter.empty() || m.filter == "none" ? "" : "," + m.filter)).substr(0, 10),
+    o += fmt::format("{:<20} {:<26} {:7.2f} {:7.2f} {:>7} {:8.4f} {:>9}  {}{}\n", terminal_text(m.task).substr(0, 20),
+                     terminal_text(m.metric + (m.filter.empty() || m.filter == "none" ? "" : "," + m.filter)).substr(0, 26),
                      100 * m.a, 100 * m.b, pts(m.diff), m.p_value,
                      m.paired ? fmt::format("{:.4f}", m.paired->mcnemar.p_value) : std::string("-"),
                      word(m.verdict, color, colorize), m.distinguishable ? "  (distinguishable)" : "");
+  for (const auto& m : r.metrics) {
+    if (!m.flips_listed) continue;
+    o += fmt::format("answer flips {} {}: {} doc(s) where A and B answered differently\n", terminal_text(m.task),
+                     terminal_text(m.metric + (m.filter.empty() || m.filter == "none" ? "" : "," + m.filter)),
+                     m.flips.size());
+    o += flips_text(m.flips, max_flips, "A", "B");
+  }
   if (!r.only_a.empty()) o += fmt::format("only in A: {}\n", terminal_text(fmt::format("{}", fmt::join(r.only_a, ", "))));
   if (!r.only_b.empty()) o += fmt::format("only in B: {}\n", terminal_text(fmt::format("{}", fmt::join(r.only_b, ", "))));
   for (const auto& p : r.problems) o += "problem: " + terminal_text(p.message()) + "\n";

@@ -74,7 +74,7 @@ TEST(MultipleChoice, ParityChoiceFilesWithSubjects) {
   EXPECT_EQ(r->subjects[0].questions, 6);
   EXPECT_DOUBLE_EQ(r->subjects[0].target_acc, 5.0 / 6);
   auto j = nlohmann::json::parse(mc_json(*r));
-  EXPECT_EQ(j["schema"], "parity.eval.mc/1");
+  EXPECT_EQ(j["schema"], "parity.eval.mc/2");
   EXPECT_EQ(j["overall"]["mcnemar"]["only_golden"], 2);
   // Length normalisation picks loglik/length: q with loglik (-1,-3,-3)/(1,2,3) still picks 0.
   McQuestion q{"x", "", {-2.0, -3.0}, {1, 4}, 1};
@@ -114,7 +114,7 @@ TEST(LmEval, ResultsAndSamples) {
   EXPECT_NEAR(arc_acc->paired->agreement, 6.0 / 10, 1e-15);
   EXPECT_EQ(r->verdict, Verdict::kFail);
   auto j = nlohmann::json::parse(lm_eval_json(*r));
-  EXPECT_EQ(j["schema"], "parity.eval.lmeval/1");
+  EXPECT_EQ(j["schema"], "parity.eval.lmeval/2");
   EXPECT_TRUE(j["metrics"][0].contains("paired"));
   // Not a results file.
   auto bad = compare_lm_eval(fixture("mc_golden.jsonl"), fixture("lmeval_b.json"), {}, {}, o);

@@ -20,7 +20,7 @@ def test_mc_fixtures():
                            "--json", "-", "--bootstrap", "500")
     assert rc == 1, err
     j = json.loads(out)
-    assert j["schema"] == "parity.eval.mc/1"
+    assert j["schema"] == "parity.eval.mc/2"
     assert j["overall"]["mcnemar"]["only_golden"] == 2 and j["overall"]["mcnemar"]["p_value"] == 0.5
     assert [s["group"] for s in j["subjects"]] == ["anatomy", "astronomy"]
     assert j["overall"]["distinguishable"] is False
@@ -47,7 +47,7 @@ def test_lm_eval_fixtures_and_errors(tmp_path):
     rc, out, err = run_cli("eval", "lm-eval", a, b, "--samples", sa, sb, "--json", "-", "--bootstrap", "500")
     assert rc == 1, err
     j = json.loads(out)
-    assert j["schema"] == "parity.eval.lmeval/1"
+    assert j["schema"] == "parity.eval.lmeval/2"
     assert j["only_a"] == ["hellaswag"] and j["only_b"] == ["piqa"]
     arc = [m for m in j["metrics"] if m["task"] == "arc_easy" and m["metric"] == "acc"][0]
     assert abs(arc["paired"]["mcnemar"]["p_value"] - 0.625) < 1e-12  # 2·(1 + 4)/16

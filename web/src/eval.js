@@ -1,6 +1,6 @@
 // eval.js — the business layer (docs/eval.md): perplexity/KLD ("parity.eval.ppl/1") with uncertainties,
-// checks, KLD and Δp distributions; multiple choice ("parity.eval.mc/1") and lm-evaluation-harness
-// results ("parity.eval.lmeval/1") per task/subject with the paired tests.
+// checks, KLD and Δp distributions; multiple choice ("parity.eval.mc/2") and lm-evaluation-harness
+// results ("parity.eval.lmeval/2") per task/subject with the paired tests.
 
 P.pm = (o) => (o && typeof o === 'object' ? `${P.fmt(P.num(P.first(o.value, o.mean)))} ± ${P.fmt(P.num(o.unc))}` : P.fmt(P.num(o)));
 
