@@ -243,31 +243,144 @@ struct PartListing {
   PartTables tables;
 
   void read(int rank, const fs::path& dir) {
-    PartSummary& ps = part;
-    ps.rank = rank;
-    ps.dir = dir;
+    part.rank = rank;
+    part.dir = dir;
+    if (!read_manifest(rank, dir)) return;
+    if (fs::exists(dir / "scalars.pfr")) read_scalars(rank, dir / "scalars.pfr");
+    if (fs::exists(dir / "environment.pfr")) read_environment(dir / "environment.pfr");
+  }
+
+ private:
+  // One manifest frame as a record; false (with the problem noted) when it is not a JSON object.
+  bool decode(const std::string& manifest, size_t i, const std::string& payload, detail::ManifestRecord& j) {
+    if (detail::decode_manifest_record_fast(payload, j)) return true;  // else: as nlohmann reads it
+    if (const std::string deep = json_depth_problem(payload); !deep.empty()) {
+      problems.push_back(Status::Corrupt(fmt::format("{}: record {}: {}; skipped", manifest, i, deep)));
+      return false;
+    }
+    if (detail::decode_manifest_record_reference(payload, j)) return true;
+    problems.push_back(Status::Corrupt(fmt::format("{}: record {} is not a JSON object", manifest, i)));
+    return false;
+  }
+
+  // A header or close record: each appears once, else two writers wrote the part at once.
+  void header_or_close(const std::string& manifest, size_t i, const detail::ManifestRecord& j, bool& seen_header) {
+    const bool header = j.kind == "header";
+    bool& seen = header ? seen_header : part.closed;
+    if (seen)
+      problems.push_back(Status::Corrupt(fmt::format(
+          "{}: record {} is a second {} record; the part was written by two writers at once and its "
+          "records cannot be trusted", manifest, i, header ? "header" : "close")));
+    seen = true;
+    if (header && !is_readable_dump_schema(j.schema))
+      problems.push_back(Status::Unsupported(fmt::format("{}: schema \"{}\", this parity reads \"parity.dump/1\" "
+                                                         "and its minor versions up to \"{}\"",
+                                                         manifest, j.schema, kDumpSchema)));
+  }
+
+  // The record's stored CRC-32C, 8 hex digits.
+  void attach_crc(const std::string& manifest, const std::string& hex, Record& r) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(hex.c_str(), &end, 16);
+    if (hex.size() == 8 && end == hex.c_str() + 8)
+      r.crc32c = static_cast<uint32_t>(v);
+    else
+      problems.push_back(Status::Corrupt(fmt::format("{}: {}: crc32c \"{}\" is not 8 hex digits", manifest, r.name, hex)));
+  }
+
+  // The size of a data shard of this part (-1 when it cannot be read), looked up once a shard.
+  int64_t shard_size(const fs::path& dir, const std::string& name) {
+    auto it = shard_sizes_.find(name);
+    if (it != shard_sizes_.end()) return static_cast<int64_t>(it->second);
+    std::error_code ec;
+    const auto sz = fs::file_size(dir / name, ec);
+    if (ec) return -1;
+    shard_sizes_[name] = sz;
+    return static_cast<int64_t>(sz);
+  }
+
+  // The record's tensor bytes in a shard, when they are where the manifest says and as many as its
+  // shape needs; otherwise the problem is noted and the record keeps its statistics only.
+  void attach_data(const std::string& manifest, const fs::path& dir, const detail::ManifestRecord& j, Record& r,
+                   Entry& e) {
+    const std::string& shard = j.shard;
+    DataEntry d;
+    d.shard = tables.text(std::string(shard));
+    d.offset = static_cast<uint64_t>(j.offset.value_or(-1));
+    d.nbytes = static_cast<uint64_t>(j.nbytes.value_or(-1));
+    const auto numel = shape_numel(r.shape);
+    const int64_t have = shard_size(dir, shard);
+    if (!numel.ok() || static_cast<int64_t>(d.nbytes) != *numel * dtype_size(r.dtype)) {
+      problems.push_back(Status::Corrupt(fmt::format("{}: {}: data holds {} bytes, shape {} x {} needs otherwise",
+                                                     manifest, r.name, d.nbytes, shape_to_string(r.shape),
+                                                     dtype_name(r.dtype))));
+    } else if (shard.find('/') != std::string::npos || have < 0) {
+      problems.push_back(Status::NotFound(fmt::format("{}: {}: data shard \"{}\" is missing", manifest, r.name, shard)));
+    } else if (d.offset % kDataAlignment != 0 || d.offset > static_cast<uint64_t>(have) ||
+               d.nbytes > static_cast<uint64_t>(have) - d.offset) {  // no offset + nbytes: it may wrap
+      problems.push_back(Status::Corrupt(fmt::format(
+          "{}: {}: {} bytes at offset {} lie outside {} ({} bytes) or are misaligned", manifest, r.name, d.nbytes,
+          d.offset, shard, have)));
+    } else {
+      r.has_data = true;
+      r.file = (dir / shard).string();
+      part.data_bytes += d.nbytes;
+      e.data = static_cast<uint32_t>(data.size());
+      data.push_back(d);
+    }
+  }
+
+  // One event record into the part's lists; false (a problem noted) when it has no name or dtype.
+  bool add_event(const fs::path& dir, size_t i, detail::ManifestRecord& j, int64_t step, int rank) {
+    const std::string manifest = (dir / "manifest.pfr").string();
+    Record r;
+    r.name = std::move(j.name);
+    r.module = std::move(j.module);
+    r.op = std::move(j.op);
+    r.direction = std::move(j.direction);
+    r.role = std::move(j.role);
+    r.index = static_cast<int>(j.index.value_or(-1));
+    r.step = step;
+    r.rank = rank;
+    r.order = j.order.value_or(-1);
+    r.file = manifest;
+    const auto dt = dtype_from_name(j.dtype);
+    if (r.name.empty() || !dt) {
+      problems.push_back(Status::Corrupt(fmt::format("{}: record {} ({}) has no name or an unknown dtype \"{}\"",
+                                                     manifest, i, r.name, j.dtype)));
+      return false;
+    }
+    r.dtype = *dt;
+    Entry e;
+    r.shape = std::move(j.shape);
+    e.stride = tables.stride(std::move(j.stride));
+    e.device = tables.text(std::move(j.device));
+    if (j.args) e.args = tables.text(std::move(*j.args));
+    r.stats = j.stats;
+    if (j.crc32c) attach_crc(manifest, *j.crc32c, r);
+    if (j.has_data) attach_data(manifest, dir, j, r, e);
+    r.handle = entries.size();
+    entries.push_back(std::move(e));
+    ++part.events;
+    ++part.events_by_kind[r.direction + "/" + r.role];
+    records.push_back(std::move(r));
+    return true;
+  }
+
+  // manifest.pfr: the header, the events and the close record; false when it cannot be read at all.
+  bool read_manifest(int rank, const fs::path& dir) {
     const fs::path manifest = dir / "manifest.pfr";
     auto scan = scan_frames(manifest);
     if (!scan.ok()) {
       problems.push_back(scan.status());
-      return;
+      return false;
     }
-    ps.manifest_bytes = scan->file_bytes;
-    ps.manifest_valid_bytes = scan->valid_bytes;
-    ps.manifest_tail = scan->tail_problem;
+    part.manifest_bytes = scan->file_bytes;
+    part.manifest_valid_bytes = scan->valid_bytes;
+    part.manifest_tail = scan->tail_problem;
     if (!scan->tail_problem.empty())
       problems.push_back(Status::Corrupt(fmt::format("{}: {}; {} complete records before it are used",
                                                      manifest.string(), scan->tail_problem, scan->payloads.size())));
-    std::map<std::string, uint64_t> shard_sizes;
-    auto shard_size = [&](const std::string& name) -> int64_t {
-      auto it = shard_sizes.find(name);
-      if (it != shard_sizes.end()) return static_cast<int64_t>(it->second);
-      std::error_code ec;
-      const auto sz = fs::file_size(dir / name, ec);
-      if (ec) return -1;
-      shard_sizes[name] = sz;
-      return static_cast<int64_t>(sz);
-    };
     std::set<int64_t> steps;
     bool seen_header = false;
     EventIdentityCheck identity(manifest, rank_of_dir(dir.filename().string()));
@@ -277,178 +390,99 @@ struct PartListing {
     entries.reserve(scan->payloads.size());  // (data entries grow: statistics-mode records have none)
     for (size_t i = 0; i < scan->payloads.size(); ++i) {
       detail::ManifestRecord j;
-      if (!detail::decode_manifest_record_fast(scan->payloads[i], j)) {  // then: as nlohmann reads it
-        if (const std::string deep = json_depth_problem(scan->payloads[i]); !deep.empty()) {
-          problems.push_back(Status::Corrupt(fmt::format("{}: record {}: {}; skipped", manifest.string(), i, deep)));
-          continue;
-        }
-        if (!detail::decode_manifest_record_reference(scan->payloads[i], j)) {
-          problems.push_back(Status::Corrupt(fmt::format("{}: record {} is not a JSON object", manifest.string(), i)));
-          continue;
-        }
-      }
-      if (j.kind == "header") {
-        if (seen_header)  // only one writer ever writes a part's header: a second one means two interleaved
-          problems.push_back(Status::Corrupt(fmt::format(
-              "{}: record {} is a second header record; the part was written by two writers at once and its "
-              "records cannot be trusted", manifest.string(), i)));
-        seen_header = true;
-        if (!is_readable_dump_schema(j.schema))
-          problems.push_back(Status::Unsupported(fmt::format("{}: schema \"{}\", this parity reads \"parity.dump/1\" "
-                                                             "and its minor versions up to \"{}\"",
-                                                             manifest.string(), j.schema, kDumpSchema)));
-        continue;
-      }
-      if (j.kind == "close") {
-        if (ps.closed)
-          problems.push_back(Status::Corrupt(fmt::format(
-              "{}: record {} is a second close record; the part was written by two writers at once and its "
-              "records cannot be trusted", manifest.string(), i)));
-        ps.closed = true;
+      if (!decode(manifest.string(), i, scan->payloads[i], j)) continue;
+      if (j.kind == "header" || j.kind == "close") {
+        header_or_close(manifest.string(), i, j, seen_header);
         continue;
       }
       if (j.kind != "event") continue;  // unknown kinds are skipped: newer writers may add some
       if (!seen_header) identity.event_before_header(i);
       const int64_t step = identity.step(i, j);
       const int event_rank = identity.rank(i, j, rank);
-      Record r;
-      r.name = std::move(j.name);
-      r.module = std::move(j.module);
-      r.op = std::move(j.op);
-      r.direction = std::move(j.direction);
-      r.role = std::move(j.role);
-      r.index = static_cast<int>(j.index.value_or(-1));
-      r.step = step;
-      r.rank = event_rank;
-      r.order = j.order.value_or(-1);
-      r.file = manifest.string();
-      const auto dt = dtype_from_name(j.dtype);
-      if (r.name.empty() || !dt) {
-        problems.push_back(Status::Corrupt(fmt::format("{}: record {} ({}) has no name or an unknown dtype \"{}\"",
-                                                       manifest.string(), i, r.name, j.dtype)));
-        continue;
-      }
-      r.dtype = *dt;
-      Entry e;
-      r.shape = std::move(j.shape);
-      e.stride = tables.stride(std::move(j.stride));
-      e.device = tables.text(std::move(j.device));
-      if (j.args) e.args = tables.text(std::move(*j.args));
-      r.stats = j.stats;
-      if (j.crc32c) {
-        const std::string& hex = *j.crc32c;
-        char* end = nullptr;
-        const unsigned long v = std::strtoul(hex.c_str(), &end, 16);
-        if (hex.size() == 8 && end == hex.c_str() + 8)
-          r.crc32c = static_cast<uint32_t>(v);
-        else
-          problems.push_back(Status::Corrupt(fmt::format("{}: {}: crc32c \"{}\" is not 8 hex digits",
-                                                         manifest.string(), r.name, hex)));
-      }
-      if (j.has_data) {
-        const std::string& shard = j.shard;
-        DataEntry d;
-        d.shard = tables.text(std::string(shard));
-        d.offset = static_cast<uint64_t>(j.offset.value_or(-1));
-        d.nbytes = static_cast<uint64_t>(j.nbytes.value_or(-1));
-        const auto numel = shape_numel(r.shape);
-        const int64_t have = shard_size(shard);
-        if (!numel.ok() || static_cast<int64_t>(d.nbytes) != *numel * dtype_size(r.dtype)) {
-          problems.push_back(Status::Corrupt(fmt::format("{}: {}: data holds {} bytes, shape {} x {} needs otherwise",
-                                                         manifest.string(), r.name, d.nbytes,
-                                                         shape_to_string(r.shape), dtype_name(r.dtype))));
-        } else if (shard.find('/') != std::string::npos || have < 0) {
-          problems.push_back(Status::NotFound(fmt::format("{}: {}: data shard \"{}\" is missing", manifest.string(),
-                                                          r.name, shard)));
-        } else if (d.offset % kDataAlignment != 0 || d.offset > static_cast<uint64_t>(have) ||
-                   d.nbytes > static_cast<uint64_t>(have) - d.offset) {  // no offset + nbytes: it may wrap
-          problems.push_back(Status::Corrupt(fmt::format(
-              "{}: {}: {} bytes at offset {} lie outside {} ({} bytes) or are misaligned", manifest.string(),
-              r.name, d.nbytes, d.offset, shard, have)));
-        } else {
-          r.has_data = true;
-          r.file = (dir / shard).string();
-          ps.data_bytes += d.nbytes;
-          e.data = static_cast<uint32_t>(data.size());
-          data.push_back(d);
-        }
-      }
-      r.handle = entries.size();
-      entries.push_back(std::move(e));
-      ++ps.events;
-      ++ps.events_by_kind[r.direction + "/" + r.role];
-      steps.insert(r.step);
-      records.push_back(std::move(r));
+      if (add_event(dir, i, j, step, event_rank)) steps.insert(step);
     }
     if (!seen_header && !scan->payloads.empty())
       problems.push_back(Status::Corrupt(fmt::format("{}: the header record is missing", manifest.string())));
     identity.finish(records, seen_header, problems);
-    ps.steps.assign(steps.begin(), steps.end());
+    part.steps.assign(steps.begin(), steps.end());
+    return true;
+  }
 
-    if (fs::exists(dir / "scalars.pfr")) {
-      auto sc = scan_frames(dir / "scalars.pfr");
-      if (!sc.ok()) {
-        problems.push_back(sc.status());
-      } else {
-        if (!sc->tail_problem.empty())
-          problems.push_back(Status::Corrupt(fmt::format("{}: {}", (dir / "scalars.pfr").string(), sc->tail_problem)));
-        for (size_t i = 0; i < sc->payloads.size(); ++i) {
-          const fs::path file = dir / "scalars.pfr";
-          if (const std::string deep = json_depth_problem(sc->payloads[i]); !deep.empty()) {
-            problems.push_back(Status::Corrupt(fmt::format("{}: record {}: {}; skipped", file.string(), i, deep)));
-            continue;
-          }
-          nlohmann::json j = nlohmann::json::parse(sc->payloads[i], nullptr, false);
-          if (j.is_discarded() || !j.is_object()) {
-            problems.push_back(Status::Corrupt(fmt::format("{}: record {} is not a JSON object", file.string(), i)));
-            continue;
-          }
-          if (jstr(j, "kind") != "scalars") continue;
-          const int64_t step = jint(j, "step", -1);
-          nlohmann::json values = j.contains("values") ? j["values"] : nlohmann::json::object();
-          if (values.is_string()) {
-            // The writer keeps text that was not valid JSON verbatim; older captures wrote a list holding a
-            // NaN as a bare NaN token. Read NaN/Infinity as "nan"/"inf" (the writer's convention) and say so.
-            nlohmann::json fixed = nlohmann::json::parse(quote_bare_nonfinite(values.get<std::string>()),
-                                                         nullptr, false);
-            if (!fixed.is_discarded() && fixed.is_object()) {
-              problems.push_back(Status::Corrupt(fmt::format(
-                  "{}: record {} (step {}): the scalars are not valid JSON (a bare NaN or Infinity); read with those "
-                  "values as strings", file.string(), i, step)));
-              values = std::move(fixed);
-            }
-          }
-          if (!values.is_object()) {
-            problems.push_back(Status::Corrupt(fmt::format(
-                "{}: record {} (step {}): the scalars are not a JSON object; skipped", file.string(), i, step)));
-            continue;
-          }
-          scalars.push_back({rank, step, json_text(values)});
-          ++ps.scalar_records;
-        }
+  // The scalars of one record of scalars.pfr as a JSON object (nullopt, with the problem noted, when
+  // they are not one). The writer keeps text that was not valid JSON verbatim; older captures wrote a
+  // list holding a NaN as a bare NaN token: read NaN/Infinity as "nan"/"inf" (the writer's convention)
+  // and say so.
+  std::optional<nlohmann::json> scalar_values(const fs::path& file, size_t i, int64_t step, nlohmann::json& j) {
+    nlohmann::json values = j.contains("values") ? j["values"] : nlohmann::json::object();
+    if (values.is_string()) {
+      nlohmann::json fixed = nlohmann::json::parse(quote_bare_nonfinite(values.get<std::string>()), nullptr, false);
+      if (!fixed.is_discarded() && fixed.is_object()) {
+        problems.push_back(Status::Corrupt(fmt::format(
+            "{}: record {} (step {}): the scalars are not valid JSON (a bare NaN or Infinity); read with those "
+            "values as strings", file.string(), i, step)));
+        values = std::move(fixed);
       }
     }
-    if (fs::exists(dir / "environment.pfr")) {
-      auto ev = scan_frames(dir / "environment.pfr");
-      if (!ev.ok()) {
-        problems.push_back(ev.status());
-      } else {
-        if (!ev->tail_problem.empty())
-          problems.push_back(Status::Corrupt(fmt::format("{}: {}", (dir / "environment.pfr").string(), ev->tail_problem)));
-        for (size_t k = 0; k < ev->payloads.size(); ++k) {  // the last complete fingerprint wins
-          const auto& p = ev->payloads[k];
-          if (const std::string deep = json_depth_problem(p); !deep.empty()) {
-            problems.push_back(Status::Corrupt(
-                fmt::format("{}: record {}: {}; skipped", (dir / "environment.pfr").string(), k, deep)));
-            continue;
-          }
-          nlohmann::json j = nlohmann::json::parse(p, nullptr, false);
-          if (!j.is_discarded() && jstr(j, "kind") == "fingerprint" && j.contains("fingerprint"))
-            fingerprint = j["fingerprint"].dump();
-        }
-      }
+    if (values.is_object()) return values;
+    problems.push_back(Status::Corrupt(fmt::format(
+        "{}: record {} (step {}): the scalars are not a JSON object; skipped", file.string(), i, step)));
+    return std::nullopt;
+  }
+
+  // The JSON object of frame i of `file`, or nullopt with the problem noted.
+  std::optional<nlohmann::json> frame_object(const fs::path& file, size_t i, const std::string& payload) {
+    if (const std::string deep = json_depth_problem(payload); !deep.empty()) {
+      problems.push_back(Status::Corrupt(fmt::format("{}: record {}: {}; skipped", file.string(), i, deep)));
+      return std::nullopt;
+    }
+    nlohmann::json j = nlohmann::json::parse(payload, nullptr, false);
+    if (!j.is_discarded() && j.is_object()) return j;
+    problems.push_back(Status::Corrupt(fmt::format("{}: record {} is not a JSON object", file.string(), i)));
+    return std::nullopt;
+  }
+
+  // scalars.pfr: the scalars logged at each step.
+  void read_scalars(int rank, const fs::path& file) {
+    auto sc = scan_frames(file);
+    if (!sc.ok()) {
+      problems.push_back(sc.status());
+      return;
+    }
+    if (!sc->tail_problem.empty())
+      problems.push_back(Status::Corrupt(fmt::format("{}: {}", file.string(), sc->tail_problem)));
+    for (size_t i = 0; i < sc->payloads.size(); ++i) {
+      std::optional<nlohmann::json> j = frame_object(file, i, sc->payloads[i]);
+      if (!j || jstr(*j, "kind") != "scalars") continue;
+      const int64_t step = jint(*j, "step", -1);
+      const std::optional<nlohmann::json> values = scalar_values(file, i, step, *j);
+      if (!values) continue;
+      scalars.push_back({rank, step, json_text(*values)});
+      ++part.scalar_records;
     }
   }
+
+  // environment.pfr: the last complete fingerprint wins.
+  void read_environment(const fs::path& file) {
+    auto ev = scan_frames(file);
+    if (!ev.ok()) {
+      problems.push_back(ev.status());
+      return;
+    }
+    if (!ev->tail_problem.empty())
+      problems.push_back(Status::Corrupt(fmt::format("{}: {}", file.string(), ev->tail_problem)));
+    for (size_t k = 0; k < ev->payloads.size(); ++k) {
+      const auto& p = ev->payloads[k];
+      if (const std::string deep = json_depth_problem(p); !deep.empty()) {
+        problems.push_back(Status::Corrupt(fmt::format("{}: record {}: {}; skipped", file.string(), k, deep)));
+        continue;
+      }
+      nlohmann::json j = nlohmann::json::parse(p, nullptr, false);
+      if (!j.is_discarded() && jstr(j, "kind") == "fingerprint" && j.contains("fingerprint"))
+        fingerprint = j["fingerprint"].dump();
+    }
+  }
+
+  std::map<std::string, uint64_t> shard_sizes_;
 };
 
 }  // namespace
