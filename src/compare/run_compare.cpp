@@ -174,103 +174,135 @@ void set_error(CompareRow& row, const Status& st) {
   row.reason = st.message();
 }
 
+// How a tensor pair's masks and dtype extremes were read (measure_tensor_row), and the reason's prefix
+// that says so.
+struct MaskReading {
+  std::optional<compare::BooleanMaskReading> boolean_mask;
+  std::optional<std::pair<double, double>> narrow;  // golden / target sentinel (0: none on that side)
+  bool extremes = false;
+
+  std::string note(const CompareRow& row) const {
+    if (boolean_mask) return boolean_mask->note;
+    if (narrow)
+      return fmt::format("a narrow dtype's finfo.min mask stored after arithmetic: {} values beyond ±{:.6g} read "
+                         "as ±inf; ", narrow->first > 0 ? "golden" : "target",
+                         narrow->first > 0 ? narrow->first : narrow->second);
+    if (extremes) return extremes_prefix(row.golden->dtype, row.target->dtype);
+    return "";
+  }
+};
+
+// The pair's metrics with its masks read as what they stand for. A boolean mask facing the additive
+// mask it stands for (eager vs SDPA attention) is compared as that; a tensor holding its dtype's
+// extremes has them read as ±inf; and a narrow dtype's mask can remain once the extremes are read
+// (GPT-Neo under fp16 autocast: −3.4e38 and −65504 in one fp32 tensor): looked for on the latest reading.
+Result<PairMetrics> read_with_masks(const CompareRow& row, TensorView& g, TensorView& t, MetricOptions& mo,
+                                    MaskReading& r) {
+  r.boolean_mask = compare::read_boolean_mask(g, t);
+  if (r.boolean_mask) {
+    (r.boolean_mask->golden_is_boolean ? g : t) = r.boolean_mask->additive;
+    mo.extremes_as_infinities = true;
+    (r.boolean_mask->golden_is_boolean ? mo.target_infinity_from : mo.golden_infinity_from) =
+        std::fabs(r.boolean_mask->masked_value);
+  }
+  Result<PairMetrics> m = compare_tensors(g, t, mo);
+  if (!m.ok() || r.boolean_mask) return m;
+  r.extremes = holds_dtype_extremes(*m, row.golden->dtype, row.target->dtype);
+  if (r.extremes) {
+    mo.extremes_as_infinities = true;
+    m = compare_tensors(g, t, mo);
+    if (!m.ok()) return m;
+  }
+  r.narrow = narrow_mask_sentinels(*m, row.golden->dtype, row.target->dtype);
+  if (r.narrow) {
+    mo.extremes_as_infinities = true;
+    std::tie(mo.golden_infinity_from, mo.target_infinity_from) = *r.narrow;
+    m = compare_tensors(g, t, mo);
+    r.extremes = true;
+  }
+  return m;
+}
+
+// A 2-D tensor stored transposed on one side (Hugging Face's Conv1D keeps [in, out] where nn.Linear
+// keeps [out, in]) holds the same numbers in another layout: compared flat it looks like noise. Its
+// transpose is compared too, and the closer reading kept, with the layout named in the row. A square
+// parameter (or its gradient) can be stored transposed with the same shape: its transpose is kept only
+// when it is a near-exact match (100× closer) — whether the layer then computes the same function is for
+// its output rows to say (WEIGHT_MISMATCH names a transposed weight whose layer differs).
+void prefer_transposed_layout(CompareRow& row, const TensorView& g, const TensorView& t, const MetricOptions& mo,
+                              PairMetrics& m) {
+  const bool square_param = (row.golden->role == "parameter" || row.golden->role == "grad") &&
+                            row.golden->shape.size() == 2 &&
+                            row.golden->shape == row.target->shape && row.golden->shape[0] == row.golden->shape[1];
+  // (Only when the flat reading is far off: a transposed matrix compared flat has rel L2 ≈ √2.)
+  const bool worth_it = !square_param || m.rel_l2 > 0.1;
+  std::optional<TensorView> tt = worth_it ? transposed_view(t, row.golden->shape, square_param) : std::nullopt;
+  if (!tt) return;
+  Result<PairMetrics> mt = compare_tensors(g, *tt, mo);
+  if (mt.ok() && mt->rel_l2 < (square_param ? 0.01 : 1.0) * m.rel_l2) {
+    m = std::move(mt).value();
+    row.layout_note = "target stored transposed (" + shape_to_string(row.target->shape) + " vs golden " +
+                      shape_to_string(row.golden->shape) + "), compared as its transpose";
+  }
+}
+
+// A tensor-mode row: both tensors loaded, metrics of the fused kernel, judged by the dtype's thresholds.
+void measure_tensor_row(CompareRow& row, const RowPlan& plan, const RecordSource& golden, const RecordSource& target,
+                        const DTypeThresholds& th, int64_t numel, int threads) {
+  Result<TensorView> g = load_checked(golden, *row.golden, numel);
+  if (!g.ok()) return set_error(row, g.status());
+  Result<TensorView> t = load_checked(target, *row.target, numel);
+  if (!t.ok()) return set_error(row, t.status());
+  MetricOptions mo;
+  mo.kl = plan.kl;
+  mo.threads = threads;
+  mo.target_scale_log2 = row.loss_scale_log2;  // a loss-scaled gradient is compared unscaled
+  MaskReading masks;
+  Result<PairMetrics> m = read_with_masks(row, *g, *t, mo, masks);
+  if (!m.ok()) return set_error(row, m.status().WithContext(row.golden->name));
+  prefer_transposed_layout(row, *g, *t, mo, *m);
+  row.metrics = std::move(m).value();
+  compare::Judgement j = compare::judge_tensor(*row.metrics, th);
+  row.verdict = j.verdict;
+  row.reason = loss_scale_prefix(row) + masks.note(row) + j.reason;
+}
+
+// A statistics-mode row. A side whose record stores no statistics is compared by those of its tensor
+// data, kept in the row.
+void measure_statistics_row(CompareRow& row, const RowPlan& plan, const RecordSource& golden,
+                            const RecordSource& target, const DTypeThresholds& th, int64_t numel) {
+  Boxed<TensorStats> golden_computed, target_computed;
+  if (plan.load_golden) {
+    Result<TensorView> g = load_checked(golden, *row.golden, numel);
+    if (!g.ok()) return set_error(row, g.status());
+    golden_computed = compute_stats(*g);
+  }
+  if (plan.load_target) {
+    Result<TensorView> t = load_checked(target, *row.target, numel);
+    if (!t.ok()) return set_error(row, t.status());
+    target_computed = compute_stats(*t);
+  }
+  // A loss-scaled gradient is compared unscaled: its compared statistics are held by the row.
+  if (row.loss_scale_log2 != 0)
+    target_computed = scale_stats(target_computed ? *target_computed : *row.target->stats, -row.loss_scale_log2);
+  const TensorStats& gs = golden_computed ? *golden_computed : *row.golden->stats;
+  const TensorStats& ts = target_computed ? *target_computed : *row.target->stats;
+  compare::Judgement j = compare::judge_stats(gs, ts, compare::compare_stats(gs, ts), th);
+  row.stats = StatsComparison{std::move(golden_computed), std::move(target_computed)};
+  row.verdict = j.verdict;
+  row.reason = loss_scale_prefix(row) + j.reason;
+}
+
 // Measure and judge one planned row. Never throws: an unexpected exception becomes a row error.
 void measure_row(CompareRow& row, const RowPlan& plan, const RecordSource& golden,
                  const RecordSource& target, const Thresholds& thresholds, int threads) {
   try {
     const DTypeThresholds& th = thresholds.for_dtype(lower_precision(row.golden->dtype, row.target->dtype));
     const int64_t numel = shape_numel(row.golden->shape).ValueOr(0);
-    if (row.mode == CompareMode::kTensor) {
-      Result<TensorView> g = load_checked(golden, *row.golden, numel);
-      if (!g.ok()) return set_error(row, g.status());
-      Result<TensorView> t = load_checked(target, *row.target, numel);
-      if (!t.ok()) return set_error(row, t.status());
-      MetricOptions mo;
-      mo.kl = plan.kl;
-      mo.threads = threads;
-      mo.target_scale_log2 = row.loss_scale_log2;  // a loss-scaled gradient is compared unscaled
-      // A boolean mask facing the additive mask it stands for (eager vs SDPA attention) is compared as that.
-      const std::optional<compare::BooleanMaskReading> boolean_mask = compare::read_boolean_mask(*g, *t);
-      if (boolean_mask) {
-        (boolean_mask->golden_is_boolean ? *g : *t) = boolean_mask->additive;
-        mo.extremes_as_infinities = true;
-        (boolean_mask->golden_is_boolean ? mo.target_infinity_from : mo.golden_infinity_from) =
-            std::fabs(boolean_mask->masked_value);
-      }
-      Result<PairMetrics> m = compare_tensors(*g, *t, mo);
-      if (!m.ok()) return set_error(row, m.status().WithContext(row.golden->name));
-      bool extremes = !boolean_mask && holds_dtype_extremes(*m, row.golden->dtype, row.target->dtype);
-      if (extremes) {
-        mo.extremes_as_infinities = true;
-        m = compare_tensors(*g, *t, mo);
-        if (!m.ok()) return set_error(row, m.status().WithContext(row.golden->name));
-      }
-      // A narrow dtype's mask can remain once the extremes are read (GPT-Neo under fp16 autocast: −3.4e38 and
-      // −65504 in one fp32 tensor): looked for on the latest reading.
-      const auto narrow = boolean_mask ? std::nullopt : narrow_mask_sentinels(*m, row.golden->dtype, row.target->dtype);
-      if (narrow) {
-        mo.extremes_as_infinities = true;
-        std::tie(mo.golden_infinity_from, mo.target_infinity_from) = *narrow;
-        m = compare_tensors(*g, *t, mo);
-        if (!m.ok()) return set_error(row, m.status().WithContext(row.golden->name));
-        extremes = true;
-      }
-      // A 2-D tensor stored transposed on one side (Hugging Face's Conv1D keeps [in, out] where nn.Linear
-      // keeps [out, in]) holds the same numbers in another layout: compared flat it looks like noise.
-      // Its transpose is compared too, and the closer reading kept, with the layout named in the reason.
-      // A square parameter (or its gradient) can be stored transposed with the same shape: its transpose is kept only when
-      // it is a near-exact match (100× closer) — whether the layer then computes the same function is
-      // for its output rows to say (WEIGHT_MISMATCH names a transposed weight whose layer differs).
-      const bool square_param = (row.golden->role == "parameter" || row.golden->role == "grad") &&
-                                row.golden->shape.size() == 2 &&
-                                row.golden->shape == row.target->shape && row.golden->shape[0] == row.golden->shape[1];
-      // (Only when the flat reading is far off: a transposed matrix compared flat has rel L2 ≈ √2.)
-      const bool worth_it = !square_param || m->rel_l2 > 0.1;
-      std::optional<TensorView> tt = worth_it ? transposed_view(*t, row.golden->shape, square_param) : std::nullopt;
-      if (tt) {
-        Result<PairMetrics> mt = compare_tensors(*g, *tt, mo);
-        if (mt.ok() && mt->rel_l2 < (square_param ? 0.01 : 1.0) * m->rel_l2) {
-          m = std::move(mt);
-          row.layout_note = "target stored transposed (" + shape_to_string(row.target->shape) + " vs golden " +
-                            shape_to_string(row.golden->shape) + "), compared as its transpose";
-        }
-      }
-      row.metrics = std::move(m).value();
-      compare::Judgement j = compare::judge_tensor(*row.metrics, th);
-      row.verdict = j.verdict;
-      std::string mask_note;
-      if (boolean_mask)
-        mask_note = boolean_mask->note;
-      else if (narrow)
-        mask_note = fmt::format("a narrow dtype's finfo.min mask stored after arithmetic: {} values beyond ±{:.6g} read "
-                                "as ±inf; ", narrow->first > 0 ? "golden" : "target",
-                                narrow->first > 0 ? narrow->first : narrow->second);
-      else if (extremes)
-        mask_note = extremes_prefix(row.golden->dtype, row.target->dtype);
-      row.reason = loss_scale_prefix(row) + mask_note + j.reason;
-    } else if (row.mode == CompareMode::kStatistics) {
-      // A side whose record stores no statistics is compared by those of its tensor data, kept in the row.
-      Boxed<TensorStats> golden_computed, target_computed;
-      if (plan.load_golden) {
-        Result<TensorView> g = load_checked(golden, *row.golden, numel);
-        if (!g.ok()) return set_error(row, g.status());
-        golden_computed = compute_stats(*g);
-      }
-      if (plan.load_target) {
-        Result<TensorView> t = load_checked(target, *row.target, numel);
-        if (!t.ok()) return set_error(row, t.status());
-        target_computed = compute_stats(*t);
-      }
-      // A loss-scaled gradient is compared unscaled: its compared statistics are held by the row.
-      if (row.loss_scale_log2 != 0)
-        target_computed = scale_stats(target_computed ? *target_computed : *row.target->stats, -row.loss_scale_log2);
-      const TensorStats& gs = golden_computed ? *golden_computed : *row.golden->stats;
-      const TensorStats& ts = target_computed ? *target_computed : *row.target->stats;
-      compare::Judgement j = compare::judge_stats(gs, ts, compare::compare_stats(gs, ts), th);
-      row.stats = StatsComparison{std::move(golden_computed), std::move(target_computed)};
-      row.verdict = j.verdict;
-      row.reason = loss_scale_prefix(row) + j.reason;
-    }
+    if (row.mode == CompareMode::kTensor)
+      measure_tensor_row(row, plan, golden, target, th, numel, threads);
+    else if (row.mode == CompareMode::kStatistics)
+      measure_statistics_row(row, plan, golden, target, th, numel);
   } catch (const std::exception& e) {
     row.verdict = Verdict::kError;
     row.reason = std::string("internal error while comparing: ") + e.what();
