@@ -28,6 +28,7 @@
 
 #include "report/html_assets.h"
 #include "report/report_rows.h"
+#include "report/tree_index.h"
 
 namespace parity {
 
@@ -148,6 +149,15 @@ json compare_report_for_html(const CompareReport& report, const HtmlReportOption
   });
   json out = compare_report_to_json(report, kept);
   report_rows::mark_trimmed(out, options.max_rows, rows.size());
+  // The tree's index reads every row as its JSON, written by the one row serializer, one row at a time.
+  report_rows::TreeIndexBuilder index;
+  std::string text;
+  for (const CompareRow& row : rows) {
+    text.clear();
+    write_compare_row_json(row, text, "");
+    index.add(json::parse(text));
+  }
+  report_rows::attach_tree_index(out, index, kept);
   return out;
 }
 

@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "report/tree_index.h"
+
 namespace parity::report_rows {
 
 using nlohmann::json;
@@ -71,16 +73,22 @@ void WorstRowsSelection::add(json row) {
   std::push_heap(heap_.begin(), heap_.end(), kept_before);
 }
 
-json WorstRowsSelection::take_rows() {
+json WorstRowsSelection::take_rows(std::vector<size_t>* indices) {
   json rows = json::array();
   if (keep_all_) {
-    for (json& r : all_) rows.push_back(std::move(r));
+    for (json& r : all_) {
+      if (indices) indices->push_back(rows.size());
+      rows.push_back(std::move(r));
+    }
     all_.clear();
     return rows;
   }
   std::sort(heap_.begin(), heap_.end(),
             [](const Kept& a, const Kept& b) { return std::get<3>(a.key) < std::get<3>(b.key); });
-  for (Kept& k : heap_) rows.push_back(std::move(k.row));
+  for (Kept& k : heap_) {
+    if (indices) indices->push_back(std::get<3>(k.key));
+    rows.push_back(std::move(k.row));
+  }
   heap_.clear();
   return rows;
 }
@@ -107,6 +115,9 @@ json trim_compare_rows(const json& result, size_t max_rows) {
   for (size_t i : kept_rows) kept.push_back(rows[i]);
   out["rows"] = std::move(kept);
   mark_trimmed(out, max_rows, rows.size());
+  TreeIndexBuilder index;
+  for (const json& row : rows) index.add(row);
+  attach_tree_index(out, index, kept_rows);
   return out;
 }
 

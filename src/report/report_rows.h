@@ -69,8 +69,9 @@ class WorstRowsSelection {
   size_t seen() const { return seen_; }
   size_t kept() const { return keep_all_ ? all_.size() : heap_.size(); }
   const std::string& first_divergence_name() const { return first_name_; }
-  // The kept rows in their original order; the selection is empty afterwards.
-  nlohmann::json take_rows();
+  // The kept rows in their original order (their indices, ascending, into `indices` when given); the
+  // selection is empty afterwards.
+  nlohmann::json take_rows(std::vector<size_t>* indices = nullptr);
 
  private:
   struct Kept {

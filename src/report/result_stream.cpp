@@ -25,6 +25,7 @@
 #include "parity/json_depth.h"
 #include "parity/regular_file.h"
 #include "report/report_rows.h"
+#include "report/tree_index.h"
 
 namespace parity {
 
@@ -76,6 +77,7 @@ struct RowsPlan {
 // What one read of a result file gives.
 struct ReadPass {
   json doc;                           // "rows", when an array, holds the kept rows only
+  json tree_index;                    // "report_tree" of every row, when rows were dropped
   size_t rows_total = 0;              // elements of the top-level "rows" array
   size_t rows_kept = 0;
   std::string first_divergence_name;  // the name the kept rows were ranked by
@@ -113,7 +115,7 @@ class ResultSax {
 
   template <typename Value>
   bool value(Value&& v) {
-    if (in_rows_ && depth_ == kRowsDepth) selection_->add(json(std::forward<Value>(v)));  // a scalar row
+    if (in_rows_ && depth_ == kRowsDepth) add_row(json(std::forward<Value>(v)));  // a scalar row
     else if (in_rows_) row_.value(std::forward<Value>(v));
     else doc_.value(std::forward<Value>(v));
     rows_next_ = false;
@@ -122,12 +124,17 @@ class ResultSax {
   bool open(json::value_t type);
   bool close();
   void start_rows();
+  void add_row(json row) {
+    tree_index_.add(row);
+    selection_->add(std::move(row));
+  }
 
   RowsPlan plan_;
   std::streambuf* input_;  // for the byte offset in the depth message
   TreeBuilder doc_;        // the document without the rows' elements
   TreeBuilder row_;        // the row being read
   std::optional<WorstRowsSelection> selection_;
+  report_rows::TreeIndexBuilder tree_index_;  // every row, for the model tree of a trimmed result
   size_t depth_ = 0;          // containers open; nlohmann's parser does not recurse, the trees built here
                               // must not get deeper than kMaxJsonDepth (their copy and dump recurse)
   bool rows_next_ = false;    // the last key was the document's "rows"
@@ -147,6 +154,7 @@ bool ResultSax::key(std::string& k) {
   if (rows_next_) {
     rows_array_ = false;
     selection_.reset();
+    tree_index_ = report_rows::TreeIndexBuilder();
   }
   return true;
 }
@@ -179,7 +187,7 @@ bool ResultSax::close() {
     return true;
   }
   row_.close();
-  if (depth_ == kRowsDepth) selection_->add(row_.take());  // a row is complete
+  if (depth_ == kRowsDepth) add_row(row_.take());  // a row is complete
   return true;
 }
 
@@ -206,7 +214,9 @@ ReadPass ResultSax::finish() {
     pass.rows_total = selection_->seen();
     pass.rows_kept = selection_->kept();
     pass.first_divergence_name = selection_->first_divergence_name();
-    pass.doc["rows"] = selection_->take_rows();
+    std::vector<size_t> kept;
+    pass.doc["rows"] = selection_->take_rows(&kept);
+    if (pass.rows_kept < pass.rows_total) pass.tree_index = tree_index_.take(kept);
   }
   return pass;
 }
@@ -250,7 +260,10 @@ Result<json> load_result_for_report(const std::string& path, size_t max_rows) {
     PARITY_RETURN_NOT_OK(validate_result(pass.doc).WithContext(path));
     if (!selection_holds(pass)) return Status::IOError(path + ": the file changed while it was read");
   }
-  if (pass.rows_kept < pass.rows_total) report_rows::mark_trimmed(pass.doc, pass.rows_kept, pass.rows_total);
+  if (pass.rows_kept < pass.rows_total) {
+    report_rows::mark_trimmed(pass.doc, pass.rows_kept, pass.rows_total);
+    pass.doc["report_tree"] = std::move(pass.tree_index);
+  }
   return std::move(pass.doc);
 }
 

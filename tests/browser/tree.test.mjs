@@ -4,7 +4,8 @@
 // NaN downstream), compared and reported with the real binary. The expectations are computed here from
 // the compare JSON, independently of the page: node paths from the event names, worst verdicts and noise
 // ratios per subtree and direction, the first divergence, the suspects, the records in one run only.
-// Then a 2-rank synthetic result (the rank switch) and the 80-layer, 50,008-node synthetic model
+// Then a cap below the number of rows (the tree's index of every row: the synthetic model and the real run
+// with `--max-rows`), a 2-rank synthetic result (the rank switch) and the 80-layer, 50,008-node synthetic model
 // (bench/tree_synth.mjs, `parity report --max-rows 0`): first paint < 2 s, expand < 100 ms.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -226,6 +227,112 @@ test('a row of the node opens in the events table', async () => {
   assert.ok(await r.page.$(`#event-table .vt-row.expanded[data-idx="${idx}"]`));
   await tree('reveal', 'model.layers.1.self_attn/exp#0');
   await r.page.locator('#sec-tree').screenshot({ path: path.join(binaryDir, 'tree-screenshot.png') });
+});
+
+// Beyond the events table's cap (parity report --max-rows N): the report embeds N full rows, and the
+// tree's index of every row (report_tree) places and colours all of them.
+test('a cap below the number of rows: every module is still a node, with the verdicts of rows beyond the cap', async () => {
+  const json = path.join(work, 'capped.json'), html = path.join(work, 'capped.html');
+  execFileSync(process.execPath, [path.join(sourceDir, 'bench/tree_synth.mjs'), json, '--layers', '16'], { stdio: 'pipe' });
+  execFileSync(parityBin, ['report', json, '--max-rows', '300', '-o', html], { stdio: 'pipe' });
+  const synth = JSON.parse(fs.readFileSync(json, 'utf8'));
+  const q = await openReport(html);
+  try {
+    assert.deepEqual(q.errors, []);
+    const info = (p) => q.page.evaluate((x) => window.parityReport.tree.info(x), p);
+    const kept = await q.page.evaluate(() => window.parityReport.cmp.events.map((e) => e.name));
+    assert.equal(kept.length, 300);
+    assert.ok(synth.rows.length > 10000 && synth.summary.fail > 300);  // failing rows beyond the cap too
+    const keptSet = new Set(kept);
+    // every module and op of either run is a node (today's nodes: 8 × 625 + 8)
+    const paths = new Set();
+    for (const x of [...synth.rows, ...synth.unmatched.golden, ...synth.unmatched.target]) for (const a of ancestors(nodePath(x.name, x.module))) paths.add(a);
+    assert.equal(Number(await q.page.$eval('#sec-tree', (x) => x.dataset.nodes)), paths.size);
+    assert.equal(await q.page.$eval('#tree-trimmed', (x) => x.dataset.complete), 'true');
+    // nodes whose rows are all beyond the cap: their cells are the worst verdict and noise of all the rows below them
+    const byNode = new Map();  // node -> its own rows
+    const rowPath = synth.rows.map((row) => nodePath(row.name, row.module));
+    const sub = new Map();  // node -> the rows below it (its own too)
+    const add = (m, k, row) => { if (!m.has(k)) m.set(k, []); m.get(k).push(row); };
+    synth.rows.forEach((row, i) => { add(byNode, rowPath[i], row); for (const a of ancestors(rowPath[i])) add(sub, a, row); });
+    const beyond = [...byNode.keys()].map((p) => [p, sub.get(p)]).filter(([, rows]) => rows.every((row) => !keptSet.has(row.name)));
+    const worst = (rows, d) => rows.filter((row) => (row.direction === 'backward') === (d === 'backward')).reduce((w, row) => (SEV.indexOf(row.verdict) > SEV.indexOf(w) ? row.verdict : w), '');
+    const seen = new Set();
+    for (const [p, rows] of beyond) {
+      const got = await info(p);
+      for (const d of ['forward', 'backward']) {
+        assert.equal(got[d], worst(rows, d), `${p} ${d}`);
+        const want = Math.max(...rows.filter((row) => (row.direction === 'backward') === (d === 'backward')).map(noiseUnits));
+        if (got[d]) assert.ok(Math.abs(got[d + 'Noise'] - want) <= 5e-4 * want, `${p} ${d} noise ${got[d + 'Noise']} vs ${want}`);
+        seen.add(got[d]);
+      }
+      assert.equal(got.rows, byNode.get(p).length);
+      assert.equal(got.embedded, 0);
+    }
+    assert.ok(seen.has('pass') && seen.has('warn') && seen.has('fail'), [...seen].join());  // every colour occurs beyond the cap
+    // a failing module beyond the cap: its colour on screen, its rows listed from the index, with how to get them whole
+    const [p, rows] = beyond.find(([x]) => worst(byNode.get(x), 'backward') === 'fail');
+    await q.page.evaluate((x) => window.parityReport.tree.reveal(x), p);
+    assert.deepEqual(await q.page.$$eval(`#tree-body .tr-row[data-path="${p}"] .tr-cell`, (c) => c.map((x) => x.dataset.verdict)), [worst(rows, 'forward'), 'fail']);
+    assert.equal(await q.page.$$eval('#tree-detail tr.jump-row', (x) => x.length), 0);
+    const lines = await q.page.$$eval('#tree-detail .tr-beyond-rows li', (li) => li.map((x) => x.textContent));
+    assert.equal(lines.length, byNode.get(p).length);
+    for (const row of byNode.get(p)) assert.ok(lines.some((l) => l.startsWith(row.verdict + ' ' + row.name + ' ')), row.name);
+    assert.match(await q.page.$eval('#tree-detail .tr-beyond .notice', (x) => x.textContent), /--max-rows 0/);
+    // a node with rows on both sides of the cap: the kept ones as the table's rows, the others as lines
+    const mixed = [...byNode].find(([, rs]) => rs.some((row) => keptSet.has(row.name)) && rs.some((row) => !keptSet.has(row.name)));
+    assert.ok(mixed);
+    await q.page.evaluate((x) => window.parityReport.tree.select(x), mixed[0]);
+    const nKept = mixed[1].filter((row) => keptSet.has(row.name)).length;
+    assert.equal(await q.page.$$eval('#tree-detail tr.jump-row', (x) => x.length), nKept);
+    assert.equal(await q.page.$$eval('#tree-detail .tr-beyond-rows li', (x) => x.length), mixed[1].length - nKept);
+    // the structure difference (records in one run only) and the first divergence
+    const attn = 'model.layers.10.self_attn';  // layer floor(16 × 0.625) (bench/tree_synth.mjs)
+    assert.ok([`${attn}/softmax#0`, `${attn}/exp#0`].includes(await q.page.evaluate(() => window.parityReport.tree.nextStructure())));
+    assert.equal((await info(`${attn}/softmax#0`)).presence, 'golden');
+    assert.equal((await info(`${attn}/exp#0`)).presence, 'target');
+    assert.equal(await q.page.evaluate(() => window.parityReport.tree.firstDivergence()), nodePath(synth.rows[synth.first_divergence.row].name, synth.rows[synth.first_divergence.row].module));
+  } finally {
+    await q.close();
+  }
+});
+
+test('a cap below the number of rows on a real run: the same tree, NaN/Inf chain and marks as with every row', async () => {
+  const html = path.join(work, 'hf-capped.html');
+  execFileSync(parityBin, ['report', path.join(work, 'hf/compare.json'), '--max-rows', '5', '-o', html], { stdio: 'pipe' });
+  const q = await openReport(html);
+  try {
+    assert.deepEqual(q.errors, []);
+    const api = (f, ...a) => q.page.evaluate(([g, b]) => window.parityReport.tree[g](...b), [f, a]);
+    assert.equal(await q.page.evaluate(() => window.parityReport.cmp.events.length), 5);
+    assert.equal(Number(await q.page.$eval('#sec-tree', (x) => x.dataset.nodes)), Number((await sec()).nodes));
+    for (const node of ['model.layers.0', 'model.layers.1.self_attn', 'model.layers.1.self_attn/softmax#0', 'model.layers.1.mlp', 'lm_head', 'model.embed_tokens']) {
+      const got = await api('info', node), want = expectedAggregate(node);
+      assert.equal(got.forward, want.forward, node + ' forward');
+      assert.equal(got.backward, want.backward, node + ' backward');
+      assert.equal(got.rows, (await tree('info', node)).rows, node + ' rows');
+    }
+    // the contaminated chain from the index's NaN/Inf statistics, the origin, first divergence, top suspect:
+    // as in the report of every row
+    await r.page.selectOption('#tree-filter', 'nan');
+    const nanHits = (await sec()).hits;
+    await resetView();
+    await q.page.selectOption('#tree-filter', 'nan');
+    assert.equal(await q.page.$eval('#sec-tree', (x) => x.dataset.hits), nanHits);
+    await q.page.selectOption('#tree-filter', '');
+    const origin = res.overflow.target.origins[0];
+    await api('reveal', nodePath(origin.event, origin.module));
+    const tags = (p) => q.page.$eval(`#tree-body .tr-row[data-path="${p}"]`, (x) => [...x.querySelectorAll('.tr-tag')].map((t) => t.textContent));
+    assert.ok((await tags(nodePath(origin.event, origin.module))).includes('NaN/Inf born here'));
+    await api('reveal', 'model.layers.1.self_attn.o_proj');
+    assert.ok((await tags('model.layers.1.self_attn.o_proj')).includes('carries NaN/Inf'));
+    const fd = res.rows[res.first_divergence.row];
+    assert.equal(await api('firstDivergence'), nodePath(fd.name, fd.module));
+    const top = res.suspects.map((x, k) => [x, k]).sort(([a, ka], [b, kb]) => (num(b.score) - num(a.score)) || (ka - kb))[0][0];
+    assert.equal(await api('nextSuspect'), nodePath(top.event, top.module));
+  } finally {
+    await q.close();
+  }
 });
 
 test('per-rank switch: the fault of rank 0 is not on rank 1', async () => {

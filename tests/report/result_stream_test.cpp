@@ -150,6 +150,7 @@ TEST(LoadResultForReport, LargeComparisonKeepsWhatTrimmingTheWholeDocumentKeeps)
   EXPECT_EQ(rows.back()["name"], first);
   EXPECT_EQ(expected["report_rows"]["shown"], kCap);
   EXPECT_EQ(expected["report_rows"]["total"], 12000);
+  EXPECT_EQ(expected["report_tree"]["rows"], 12000);  // the model tree's index of every row, kept or not
   EXPECT_EQ(expected["notes"].size(), 2u);
   EXPECT_NE(expected["notes"][1].get<std::string>().find("5000 of 12000 rows"), std::string::npos);
   EXPECT_EQ(expected["summary"], doc["summary"]);

@@ -41,6 +41,13 @@ P.layerOf = function layerOf(module) {
   return module.split(/[.\/]/)[0] || module;
 };
 
+// Relative error in units of the dtype's rounding noise: the analysis pass's ratio when present, else
+// rel_l2 / u(dtype) (docs/report.md explains the difference). The rows and the tree's index both use it.
+P.noiseUnits = function noiseUnits(ratio, relL2, dtype) {
+  const u = P.unitRoundoff[dtype];
+  return P.isNum(ratio) ? ratio : (u && P.isNum(relL2) ? relL2 / u : NaN);
+};
+
 // One compare row -> the flat event the profile, heatmap and table use.
 P.toEvent = function toEvent(row, idx) {
   const m = row.metrics && typeof row.metrics === 'object' ? row.metrics : null;
@@ -77,10 +84,7 @@ P.toEvent = function toEvent(row, idx) {
     raw: row,
   };
   ev.modParts = ev.module.split(/[.\/]/);  // module path components, split once (grouping reads them often)
-  // Relative error in units of the dtype's rounding noise: the analysis pass's ratio when present,
-  // else rel_l2 / u(dtype) (docs/report.md explains the difference).
-  const u = P.unitRoundoff[tdt];
-  ev.noise_units = P.isNum(ev.noise_ratio) ? ev.noise_ratio : (u && P.isNum(ev.rel_l2) ? ev.rel_l2 / u : NaN);
+  ev.noise_units = P.noiseUnits(ev.noise_ratio, ev.rel_l2, tdt);
   return ev;
 };
 

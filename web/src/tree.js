@@ -27,14 +27,15 @@ P.treeSegments = function treeSegments(name, module) {
 // "<root>" and "<global>" are one component each; any other module path splits at its dots.
 P.moduleSegments = (m) => (m === '<root>' || m === '<global>' || !m ? [m || '(unnamed)'] : m.split('.'));
 
-// The tree of a comparison: nodes (parent before child), each row's node, each unmatched record's node.
-P.buildModelTree = function buildModelTree(cmp) {
+// The tree of a comparison: nodes (parent before child), each row's node (rows of the index, every row
+// of the comparison: tree_index.js), each unmatched record's node.
+P.buildModelTree = function buildModelTree(cmp, ix) {
   const r = cmp.result;
   const unmatched = { golden: P.treeList(P.get(r, 'unmatched', 'golden')), target: P.treeList(P.get(r, 'unmatched', 'target')) };
-  const all = [...cmp.events.map((e) => e.raw), ...unmatched.golden, ...unmatched.target];
+  const isRoot = (module, name) => P.str(module) === '<root>' || P.str(name).startsWith('<root>/');
   // With a "<root>" module (the model itself), every other module of the model is under it.
-  const hasRoot = all.some((x) => P.str(x.module) === '<root>' || P.str(x.name).startsWith('<root>/'));
-  const t = { nodes: [], byPath: new Map(), roots: [], rowNode: new Int32Array(cmp.events.length), unmatched, hasRoot };
+  const hasRoot = ix.module.some((m, i) => isRoot(m, ix.name[i])) || [...unmatched.golden, ...unmatched.target].some((x) => isRoot(x.module, x.name));
+  const t = { nodes: [], byPath: new Map(), roots: [], rowNode: new Int32Array(ix.n), unmatched, hasRoot, ix };
   const pathOf = (segs) => {
     if (hasRoot && segs[0] !== '<root>' && segs[0] !== '<global>') segs.unshift('<root>');
     return segs;
@@ -49,11 +50,11 @@ P.buildModelTree = function buildModelTree(cmp) {
     if (id === undefined) cache.set(k, (id = P.treeAddPath(t, pathOf(P.treeSegments(P.str(name), P.str(module))))));
     return id;
   };
-  for (const e of cmp.events) t.rowNode[e.idx] = nodeOf(e.name, e.raw.module);
+  for (let i = 0; i < ix.n; ++i) t.rowNode[i] = nodeOf(ix.name[i], ix.module[i]);
   t.unmatchedNode = { golden: unmatched.golden.map((u) => nodeOf(u.name, u.module)), target: unmatched.target.map((u) => nodeOf(u.name, u.module)) };
   // The node of an analysis event ("layers.1.attn/exp#0/forward"), or undefined.
   t.nodeOfEvent = (name) => t.byPath.get(pathOf(P.treeSegments(name, '')).reduce(P.treeJoin, ''));
-  P.treeOrder(t, cmp);
+  P.treeOrder(t);
   return t;
 };
 P.treeList = (v) => (Array.isArray(v) ? v.filter((x) => x && typeof x === 'object') : []);
@@ -84,19 +85,20 @@ P.treeAddPath = function treeAddPath(t, segs) {
 // before it in the target (rows[].target_order, compare JSON revision 1.7), so a missing op shows where
 // it is missing; without target_order its own order is used. Parameters and buffers are recorded when
 // the step starts, so they place a node only when it has no other record.
-P.treeOrder = function treeOrder(t, cmp) {
+P.treeOrder = function treeOrder(t) {
+  const ix = t.ix;
   const late = (role) => (role === 'parameter' || role === 'buffer' ? 1e15 : 0);
   const pos = (step, order, role) => late(role) + (step + 1) * 1e9 + order;
   const byRun = new Map();  // "rank:step" -> [target order, golden order] of the matched rows, sorted
-  for (const e of cmp.events) {
-    t.nodes[t.rowNode[e.idx]].rows.push(e.idx);
-    const n = t.nodes[t.rowNode[e.idx]];
-    n.key = Math.min(n.key, pos(e.step, e.order, e.role));
-    const to = e.raw.target_order;
-    if (typeof to === 'number' && to >= 0) {
-      const k = e.rank + ':' + e.step;
+  for (let i = 0; i < ix.n; ++i) {
+    const n = t.nodes[t.rowNode[i]];
+    n.rows.push(i);
+    n.key = Math.min(n.key, pos(ix.step[i], ix.order[i], ix.role[i]));
+    const to = ix.torder[i];
+    if (to >= 0) {
+      const k = ix.rank[i] + ':' + ix.step[i];
       if (!byRun.has(k)) byRun.set(k, []);
-      byRun.get(k).push([to, e.order]);
+      byRun.get(k).push([to, ix.order[i]]);
     }
   }
   for (const list of byRun.values()) list.sort((a, b) => a[0] - b[0]);
@@ -123,13 +125,14 @@ P.treeOrder = function treeOrder(t, cmp) {
 // carry NaN/Inf (from overflow, not intended -Inf masks), each with the node it falls on.
 P.treeMarks = function treeMarks(t, cmp) {
   const r = cmp.result;
+  const ix = t.ix;
   const nodeOf = (ref, name) => {
     const ev = P.resolveEvent(cmp, ref);
     const byName = name ? t.nodeOfEvent(name) : undefined;
-    return byName !== undefined ? byName : (ev ? t.rowNode[ev.idx] : -1);
+    return byName !== undefined ? byName : (ev ? t.rowNode[ix.rowOf[ev.idx]] : -1);
   };
   const fdEv = r.first_divergence ? P.resolveEvent(cmp, r.first_divergence) : null;
-  const marks = { first: fdEv ? t.rowNode[fdEv.idx] : -1, suspects: [], origins: [], chain: [] };
+  const marks = { first: fdEv ? t.rowNode[ix.rowOf[fdEv.idx]] : -1, suspects: [], origins: [], chain: [] };
   P.suspectsInRankOrder(r).forEach((s, i) => {
     const n = s && typeof s === 'object' ? nodeOf(s, P.str(P.first(s.event, s.name))) : nodeOf(s, typeof s === 'string' ? s : '');
     if (n >= 0) marks.suspects.push({ node: n, rank: i + 1, kind: P.str(s && s.kind) });
@@ -141,8 +144,8 @@ P.treeMarks = function treeMarks(t, cmp) {
       if (n >= 0) marks.origins.push({ node: n, side, rank: P.int(org.rank), step: P.int(org.step) });
     }
     if (!o) continue;
-    for (const { e } of P.nonfiniteChain(cmp, side)) {
-      if (!P.isMaskEvent(e, side)) marks.chain.push({ node: t.rowNode[e.idx], side, rank: e.rank, step: e.step });
+    for (const { e } of P.nonfiniteChain({ events: ix.nonfinite }, side)) {
+      if (!P.isMaskEvent(e, side)) marks.chain.push({ node: t.rowNode[e.i], side, rank: ix.rank[e.i], step: ix.step[e.i] });
     }
   }
   return marks;
@@ -152,7 +155,7 @@ P.treeMarks = function treeMarks(t, cmp) {
 // noise ratio and row count of its subtree, forward and backward apart (rows with no direction, plain
 // tensor files, count as forward); its own and its subtree's records present in one run only; the marks
 // that fall in the subtree. Typed arrays: recomputed in a few milliseconds at 50,000 nodes.
-P.treeAggregate = function treeAggregate(t, cmp, marks, rank, step) {
+P.treeAggregate = function treeAggregate(t, marks, rank, step) {
   const N = t.nodes.length;
   const a = {
     fSev: new Int8Array(N).fill(-1), bSev: new Int8Array(N).fill(-1), fNoise: new Float64Array(N).fill(NaN),
@@ -162,10 +165,11 @@ P.treeAggregate = function treeAggregate(t, cmp, marks, rank, step) {
     subOrigin: new Int32Array(N), subChain: new Int32Array(N), first: -1, suspect: new Map(),
   };
   const inView = (rk, st) => (rank < 0 || rk === rank) && (step < 0 || st === step);
-  for (const e of cmp.events) {
-    if (!inView(e.rank, e.step)) continue;
-    const n = t.rowNode[e.idx], sev = P.severity(e.verdict), v = e.noise_units;
-    const back = e.direction === 'backward';
+  const ix = t.ix;
+  for (let i = 0; i < ix.n; ++i) {
+    if (!inView(ix.rank[i], ix.step[i])) continue;
+    const n = t.rowNode[i], sev = ix.sev[i], v = ix.noise[i];
+    const back = ix.direction[i] === 'backward';
     const sevA = back ? a.bSev : a.fSev, noiseA = back ? a.bNoise : a.fNoise;
     if (sev > sevA[n]) sevA[n] = sev;
     if (!Number.isNaN(v) && !(v <= noiseA[n])) noiseA[n] = v;  // +Infinity counts: NaN/Inf where the golden is finite
@@ -198,13 +202,13 @@ P.treeAggregate = function treeAggregate(t, cmp, marks, rank, step) {
 P.treePresence = (a, id) => (a.hasG[id] && a.hasT[id] ? 'both' : a.hasG[id] ? 'golden' : a.hasT[id] ? 'target' : '');
 
 // A node's own match for the verdict filter ("" all, "notpass", a verdict, "structure", "nan").
-P.treeOwnMatch = function treeOwnMatch(t, cmp, a, id, filter, inView) {
+P.treeOwnMatch = function treeOwnMatch(t, a, id, filter, inView) {
   if (filter === 'structure') return a.ownG[id] + a.ownT[id] > 0;
   if (filter === 'nan') return a.origin[id] + a.chain[id] > 0;
+  const ix = t.ix, want = P.treeVerdicts.indexOf(filter);
   for (const i of t.nodes[id].rows) {
-    const e = cmp.events[i];
-    if (!inView(e)) continue;
-    if (filter === 'notpass' ? e.verdict !== 'pass' : e.verdict === filter) return true;
+    if (!inView({ rank: ix.rank[i], step: ix.step[i] })) continue;
+    if (filter === 'notpass' ? ix.sev[i] !== 0 : ix.sev[i] === want) return true;
   }
   return false;
 };
@@ -258,10 +262,14 @@ P.treeDetail = function treeDetail(t, cmp, a, id, inView) {
     dl.appendChild(P.el('dt', { text: k })); dl.appendChild(P.el('dd', { text: String(v) }));
   }
   box.appendChild(dl);
-  const own = n.rows.map((i) => cmp.events[i]).filter(inView).sort((x, y) => (x.step - y.step) || (x.order - y.order));
-  box.appendChild(P.el('h3', { class: 'minor', text: `Its own rows (${own.length})` }));
+  const ix = t.ix;
+  const mine = n.rows.filter((i) => inView({ rank: ix.rank[i], step: ix.step[i] })).sort((x, y) => (ix.step[x] - ix.step[y]) || (ix.order[x] - ix.order[y]));
+  const own = mine.filter((i) => ix.event[i] >= 0).map((i) => cmp.events[ix.event[i]]);
+  box.appendChild(P.el('h3', { class: 'minor', text: `Its own rows (${mine.length})` }));
   if (own.length) box.appendChild(P.treeRowsTable(own.slice(0, 400), n.path));
   if (own.length > 400) box.appendChild(P.el('p', { class: 'legend-note', text: `… ${own.length - 400} more in the events table (filter by this module)` }));
+  const beyond = mine.filter((i) => ix.event[i] < 0);
+  if (beyond.length) box.appendChild(P.treeBeyondCap(cmp, ix, beyond, own.length));
   for (const side of ['golden', 'target']) {
     const recs = t.unmatched[side].filter((u, i) => t.unmatchedNode[side][i] === id && inView({ rank: P.int(u.rank), step: P.int(u.step) }));
     if (!recs.length) continue;
@@ -269,6 +277,24 @@ P.treeDetail = function treeDetail(t, cmp, a, id, inView) {
     box.appendChild(P.el('ul', { class: 'mono tr-unmatched', dataset: { side } }, recs.slice(0, 200).map((u) =>
       P.el('li', { text: `${P.str(u.name)}  ${P.str(u.dtype)} ${JSON.stringify(u.shape || [])}  order ${P.fmt(P.int(u.order))}` }))));
   }
+  return box;
+};
+
+// A node's rows that the report does not embed (beyond the events table's cap): one line each from the
+// tree's index, and how to get the full rows.
+P.treeBeyondCap = function treeBeyondCap(cmp, ix, rows, shownHere) {
+  const cap = P.get(cmp.result, 'report_rows');
+  const kept = P.fmt(P.num(P.get(cap, 'shown'))), total = P.fmt(P.num(P.get(cap, 'total')));
+  const box = P.el('div', { class: 'tr-beyond', dataset: { count: rows.length } });
+  box.appendChild(P.el('p', { class: 'notice', text: `${shownHere ? 'The other ' : ''}${rows.length} row${rows.length === 1 ? '' : 's'} of this node ${rows.length === 1 ? 'is' : 'are'} beyond the report's cap (it embeds ${kept} of ${total} rows, the worst): below, what the tree knows of each; the full row (metrics, statistics, reason) is in \`parity compare --json\`'s result, and \`parity report RESULT.json --max-rows 0\` (or a larger --max-rows N) embeds it.` }));
+  const dir = (d) => (d ? d + ' ' : '');
+  box.appendChild(P.el('ul', { class: 'mono tr-unmatched tr-beyond-rows' }, rows.slice(0, 400).map((i) => {
+    const v = P.treeVerdicts[ix.sev[i]] || 'error';
+    return P.el('li', { dataset: { verdict: v, row: i } }, P.el('span', { class: P.verdictClass(v), text: v }),
+      ` ${ix.name[i]}  ${dir(ix.direction[i])}${Number.isNaN(ix.noise[i]) ? '' : P.fmt(ix.noise[i]) + ' u  '}order ${P.fmt(ix.order[i])}` +
+      (ix.step[i] >= 0 ? ` · step ${ix.step[i]}` : '') + (ix.rank[i] >= 0 ? ` · rank ${ix.rank[i]}` : ''));
+  })));
+  if (rows.length > 400) box.appendChild(P.el('p', { class: 'legend-note', text: `… ${rows.length - 400} more` }));
   return box;
 };
 
@@ -291,15 +317,18 @@ P.treeRowsTable = function treeRowsTable(events, path) {
 // The section: controls, the virtualised tree, the selected node's details.
 P.renderTree = function renderTree(cmp) {
   const t0 = performance.now();
-  if (!cmp.events.length && !P.treeList(P.get(cmp.result, 'unmatched', 'golden')).length && !P.treeList(P.get(cmp.result, 'unmatched', 'target')).length) return;
+  const ix = P.treeIndex(cmp);
+  if (!ix.n && !P.treeList(P.get(cmp.result, 'unmatched', 'golden')).length && !P.treeList(P.get(cmp.result, 'unmatched', 'target')).length) return;
   const sec = P.openSection('sec-tree', 'Model tree', 'Modules and the ops recorded in them, in execution order. Each node: worst verdict (colour) and largest noise ratio (text) of everything below it, forward and backward apart. Click a node for its own rows; records present in one run only are drawn where they ran.');
   P.runsLine(sec, ...P.compareRuns(cmp));
-  const t = P.buildModelTree(cmp);
+  const t = P.buildModelTree(cmp, ix);
   const st = { t, cmp, sec, marks: P.treeMarks(t, cmp), rank: -1, step: -1, filter: '', search: null, expanded: new Uint8Array(t.nodes.length),
     show: new Uint8Array(t.nodes.length), hit: new Uint8Array(t.nodes.length), flat: [], selected: -1, suspectAt: -1, structAt: -1 };
   const shown = P.get(cmp.result, 'report_rows');
   if (shown && typeof shown === 'object') {
-    sec.appendChild(P.el('p', { class: 'notice', id: 'tree-trimmed', text: `Built from the ${P.fmt(P.num(shown.shown))} rows this report keeps of ${P.fmt(P.num(shown.total))}: a module whose rows were all left out is absent. \`parity report --max-rows 0\` keeps every row.` }));
+    sec.appendChild(P.el('p', { class: 'notice', id: 'tree-trimmed', dataset: { complete: String(ix.embedded) }, text: ix.embedded
+      ? `Every one of the ${P.fmt(ix.n)} rows is in the tree; the report embeds the full rows of ${P.fmt(P.num(shown.shown))} (the worst), so a node's other rows are listed from the tree's summary. \`parity report --max-rows 0\` embeds every row.`
+      : `Built from the ${P.fmt(P.num(shown.shown))} rows this report keeps of ${P.fmt(P.num(shown.total))}: a module whose rows were all left out is absent. \`parity report --max-rows 0\` keeps every row.` }));
   }
   P.treeControls(st);
   st.body = P.el('div', { class: 'tr-body', id: 'tree-body', tabindex: '0', role: 'tree' });
@@ -354,7 +383,8 @@ P.treeControls = function treeControls(st) {
     s.addEventListener('change', () => { set(Number(s.value)); P.treeRecompute(st); });
     items.push(s);
   };
-  const ranks = cmp.ranks.filter((r) => r >= 0), steps = cmp.steps.filter((s) => s >= 0);
+  const ix = st.t.ix, distinct = (col) => [...new Set(col)].filter((v) => v >= 0).sort((x, y) => x - y);
+  const ranks = distinct(ix.rank), steps = distinct(ix.step);
   if (ranks.length > 1) sel('tree-rank', 'rank', ranks, (v) => { st.rank = v; });
   if (steps.length > 1) sel('tree-step', 'step', steps, (v) => { st.step = v; });
   items.push(btn('tree-first', 'expand to first divergence', () => P.treeFirstDivergence(st)),
@@ -375,7 +405,7 @@ P.treeControls = function treeControls(st) {
 // The rank and step on show changed (or the page opened): aggregates, then the filters.
 P.treeRecompute = function treeRecompute(st) {
   st.inView = (e) => (st.rank < 0 || e.rank === st.rank) && (st.step < 0 || e.step === st.step);
-  st.a = P.treeAggregate(st.t, st.cmp, st.marks, st.rank, st.step);
+  st.a = P.treeAggregate(st.t, st.marks, st.rank, st.step);
   P.treeApplyFilter(st);
 };
 
@@ -392,7 +422,7 @@ P.treeApplyFilter = function treeApplyFilter(st) {
     if (!(a.hasG[id] || a.hasT[id])) continue;
     pathHit[id] = st.search ? (st.search(n.path) ? 1 : 0) : 1;
     const topmost = st.search && pathHit[id] && !(n.parent >= 0 && pathHit[n.parent]);
-    const own = st.filter ? pathHit[id] && P.treeOwnMatch(t, st.cmp, a, id, st.filter, st.inView) : topmost;
+    const own = st.filter ? pathHit[id] && P.treeOwnMatch(t, a, id, st.filter, st.inView) : topmost;
     if (active && own) { st.hit[id] = 1; sub[id] = 1; hits++; }
     if (!st.filter && n.parent >= 0 && (under[n.parent] || st.hit[n.parent])) under[id] = 1;
   }
@@ -558,7 +588,7 @@ P.treeApi = function treeApi(st) {
   const info = (path) => {
     const id = idOf(path), a = st.a, v = (s) => (s < 0 ? '' : P.treeVerdicts[s]);
     return { path, label: st.t.nodes[id].label, forward: v(a.fSev[id]), forwardNoise: a.fNoise[id], backward: v(a.bSev[id]), backwardNoise: a.bNoise[id],
-      rows: st.t.nodes[id].rows.length, presence: P.treePresence(a, id), shown: st.show[id] === 1, children: st.t.nodes[id].children.map((c) => st.t.nodes[c].path) };
+      rows: st.t.nodes[id].rows.length, embedded: st.t.nodes[id].rows.filter((i) => st.t.ix.event[i] >= 0).length, presence: P.treePresence(a, id), shown: st.show[id] === 1, children: st.t.nodes[id].children.map((c) => st.t.nodes[c].path) };
   };
   return {
     nodeCount: () => st.t.nodes.length,

@@ -1,0 +1,176 @@
+// src/report/tree_index.cpp — the model tree's index of every row (report/tree_index.h).
+#include "report/tree_index.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string_view>
+
+namespace parity::report_rows {
+
+namespace {
+
+using nlohmann::json;
+
+const json* member(const json& obj, const char* key) {
+  if (!obj.is_object()) return nullptr;
+  const auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+
+// A finite number, rounded to 4 significant digits (the tree shows 3), else NaN: the report's reading of
+// a ratio or metric (P.isNum in web/src/util.js): strings such as "Infinity" and "NaN" are not numbers.
+double finite4(const json* v) {
+  if (v == nullptr || !v->is_number()) return std::numeric_limits<double>::quiet_NaN();
+  const double x = v->get<double>();
+  if (!std::isfinite(x)) return std::numeric_limits<double>::quiet_NaN();
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", x);
+  return std::strtod(buf, nullptr);
+}
+
+// An integer field as P.int reads it: a finite number, else `dflt`.
+int64_t integer(const json& row, const char* key, int64_t dflt) {
+  const json* v = member(row, key);
+  if (v == nullptr || !v->is_number()) return dflt;
+  if (v->is_number_integer()) return v->get<int64_t>();
+  const double x = v->get<double>();
+  return std::isfinite(x) ? static_cast<int64_t>(x) : dflt;
+}
+
+// The verdict's severity as the page ranks it (P.severity: pass 0, warn 1, fail 2, anything else 3).
+int8_t severity(const json& row) {
+  const json* v = member(row, "verdict");
+  if (v == nullptr || !v->is_string()) return 3;
+  const std::string& s = v->get_ref<const std::string&>();
+  return s == "pass" ? 0 : s == "warn" ? 1 : s == "fail" ? 2 : 3;
+}
+
+// One side's non-finite statistics, [nan_count, pinf_count, ninf_count, inf_count, min, max] (null where
+// the row has none): what the page's NaN/Inf chain and its intended-mask rule read (web/src/overflow.js).
+json side_stats(const json& row, const std::string& side) {
+  const json* metrics = member(row, "metrics");
+  const json* st = metrics && metrics->is_object() ? member(*metrics, (side + "_stats").c_str())
+                                                   : (member(row, "stats") ? member(*member(row, "stats"), side.c_str()) : nullptr);
+  json out = json::array();
+  for (const char* k : {"nan_count", "pinf_count", "ninf_count", "inf_count", "min", "max"}) {
+    const json* v = st ? member(*st, k) : nullptr;
+    out.push_back(v ? *v : json());
+  }
+  return out;
+}
+
+bool any_count(const json& stats) {
+  for (size_t k = 0; k < 4; ++k)
+    if (stats[k].is_number() && stats[k].get<double>() > 0) return true;
+  return false;
+}
+
+json numbers_or_null(const std::vector<double>& xs) {
+  json out = json::array();
+  for (double x : xs) out.push_back(std::isnan(x) ? json() : json(x));
+  return out;
+}
+
+// An integer column: its values, or with `delta` each value less the previous one (the first less 0);
+// then, when shorter, {"runs": [v, k, ...]} for k copies of v in turn. Most columns are long runs (a
+// module's rows, one rank, one step) or, delta-coded, runs of 1 (execution order).
+json column(const std::vector<int64_t>& values, bool delta) {
+  std::vector<int64_t> v(values);
+  if (delta)
+    for (size_t i = v.size(); i-- > 1;) v[i] -= v[i - 1];
+  std::vector<int64_t> runs;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!runs.empty() && runs[runs.size() - 2] == v[i]) ++runs.back();
+    else runs.insert(runs.end(), {v[i], 1});
+  }
+  if (runs.size() < v.size()) return {{"runs", runs}};
+  return v;
+}
+
+}  // namespace
+
+int32_t TreeIndexBuilder::intern(const std::string& s) {
+  const auto [it, added] = string_ids_.try_emplace(s, static_cast<int32_t>(strings_.size()));
+  if (added) strings_.push_back(s);
+  return it->second;
+}
+
+int32_t TreeIndexBuilder::intern(const json& row, const char* key) {
+  const json* v = member(row, key);
+  return v != nullptr && v->is_string() ? intern(v->get_ref<const std::string&>()) : -1;
+}
+
+void TreeIndexBuilder::add_nonfinite(const json& row, size_t index) {
+  json golden = side_stats(row, "golden"), target = side_stats(row, "target");
+  if (!any_count(golden) && !any_count(target)) return;
+  nonfinite_rows_.push_back(index);
+  nonfinite_golden_.push_back(std::move(golden));
+  nonfinite_target_.push_back(std::move(target));
+}
+
+void TreeIndexBuilder::add_fallback(const json& row, size_t index) {
+  const json* metrics = member(row, "metrics");
+  const json* stats = member(row, "stats");
+  double rel = std::numeric_limits<double>::quiet_NaN();
+  if (metrics && metrics->is_object()) rel = finite4(member(*metrics, "rel_l2"));
+  else if (stats && stats->is_object()) rel = finite4(member(*stats, "worst_rel"));
+  int32_t dtype = intern(row, "threshold_dtype");
+  if (dtype < 0 && member(row, "target")) dtype = intern(*member(row, "target"), "dtype");
+  fallback_rows_.push_back(static_cast<int64_t>(index));
+  fallback_rel_l2_.push_back(rel);
+  fallback_dtype_.push_back(dtype);
+}
+
+void TreeIndexBuilder::add(const json& row) {
+  const size_t index = size();
+  // The name in two interned halves, split at its first '/': capture names share both ("model.layers.3.mlp"
+  // and "up_proj/forward/output/0" recur), so the page carries each distinct half once.
+  const json* name = member(row, "name");
+  const std::string_view n = name && name->is_string() ? std::string_view(name->get_ref<const std::string&>()) : "";
+  const size_t slash = n.find('/');
+  head_.push_back(intern(std::string(n.substr(0, slash))));
+  tail_.push_back(slash == std::string_view::npos ? -1 : intern(std::string(n.substr(slash + 1))));
+  module_.push_back(intern(row, "module"));
+  role_.push_back(intern(row, "role"));
+  direction_.push_back(intern(row, "direction"));
+  add_nonfinite(row, index);
+  verdict_.push_back(severity(row));
+  const double ratio = finite4(member(row, "noise_ratio"));
+  noise_ratio_.push_back(ratio);
+  if (std::isnan(ratio)) add_fallback(row, index);
+  order_.push_back(integer(row, "order", static_cast<int64_t>(index)));
+  target_order_.push_back(integer(row, "target_order", -1));
+  rank_.push_back(integer(row, "rank", -1));
+  step_.push_back(integer(row, "step", -1));
+}
+
+json TreeIndexBuilder::take(const std::vector<size_t>& kept) {
+  json out = {{"schema", "parity.report-tree/1"},
+              {"rows", size()},
+              {"kept", kept},
+              {"strings", strings_},
+              {"head", column(head_, false)},
+              {"tail", column(tail_, false)},
+              {"module", column(module_, false)},
+              {"role", column(role_, false)},
+              {"direction", column(direction_, false)},
+              {"verdict", column(verdict_, false)},
+              {"noise_ratio", numbers_or_null(noise_ratio_)},
+              {"order", column(order_, true)},
+              {"target_order", column(target_order_, true)},
+              {"rank", column(rank_, false)},
+              {"step", column(step_, false)},
+              {"fallback", {{"row", fallback_rows_}, {"rel_l2", numbers_or_null(fallback_rel_l2_)}, {"dtype", fallback_dtype_}}},
+              {"nonfinite", {{"row", std::move(nonfinite_rows_)}, {"golden", std::move(nonfinite_golden_)},
+                             {"target", std::move(nonfinite_target_)}}}};
+  *this = TreeIndexBuilder();
+  return out;
+}
+
+void attach_tree_index(json& result, TreeIndexBuilder& index, const std::vector<size_t>& kept) {
+  result["report_tree"] = index.take(kept);
+}
+
+}  // namespace parity::report_rows

@@ -1,0 +1,51 @@
+// src/report/tree_index.h — the model tree's index of every row of a comparison whose rows a report
+// trims (docs/report.md "Model tree" and "Data envelope"): the report embeds at most max_rows full
+// rows, but the tree (web/src/tree.js) must place and colour every record, so the result carries
+// "report_tree", a compact columnar summary of each row — what the tree reads and nothing else.
+//
+// Fed one JSON row at a time (as `parity compare --json` writes a row), so every path that trims rows
+// builds it the same way, the streaming loader included, without the rows existing together: memory is
+// a few numbers a row plus the distinct strings.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace parity::report_rows {
+
+class TreeIndexBuilder {
+ public:
+  void add(const nlohmann::json& row);
+  size_t size() const { return head_.size(); }
+  // The "report_tree" object (schema parity.report-tree/1); `kept` are the indices, ascending, of the
+  // rows the report embeds. The builder is empty afterwards.
+  nlohmann::json take(const std::vector<size_t>& kept);
+
+ private:
+  int32_t intern(const nlohmann::json& row, const char* key);
+  int32_t intern(const std::string& s);
+  void add_nonfinite(const nlohmann::json& row, size_t index);
+  void add_fallback(const nlohmann::json& row, size_t index);
+
+  std::vector<std::string> strings_;
+  std::unordered_map<std::string, int32_t> string_ids_;
+  std::vector<int64_t> head_, tail_, module_, role_, direction_, verdict_;
+  std::vector<double> noise_ratio_;  // NaN: none (written as null)
+  std::vector<int64_t> order_, target_order_, rank_, step_;
+  // The rows without a noise ratio, whose error the page measures as rel L2 in units of the dtype's
+  // roundoff: their index, rel L2 (NaN: none) and dtype (a string index, -1 none).
+  std::vector<int64_t> fallback_rows_, fallback_dtype_;
+  std::vector<double> fallback_rel_l2_;
+  nlohmann::json nonfinite_rows_ = nlohmann::json::array();
+  nlohmann::json nonfinite_golden_ = nlohmann::json::array();
+  nlohmann::json nonfinite_target_ = nlohmann::json::array();
+};
+
+// Adds `index` as result["report_tree"].
+void attach_tree_index(nlohmann::json& result, TreeIndexBuilder& index, const std::vector<size_t>& kept);
+
+}  // namespace parity::report_rows
