@@ -8,7 +8,9 @@
 //   search:      typing a module name (the topmost matches and their ancestors unfold);
 //   expand all:  every node of the model open (the flattened tree holds all of them).
 // Used by tests/browser/tree.test.mjs (bounds) and bench/report_tree.sh (medians).
-//   node bench/report_tree.mjs REPORT.html [--runs N] [--shot PNG [--jump first|structure|suspect]]
+//   node bench/report_tree.mjs REPORT.html [--runs N] [--paint-only] [--shot PNG [--jump first|structure|suspect]]
+//     --paint-only: the first paint alone (a report whose tree lacks the nodes the interactions use, such
+//     as one of an older parity that built the tree from the kept rows only).
 //     one fresh browser per run; prints the medians as JSON. --shot: a screenshot of the tree section,
 //     unfolded to the first divergence (or the first structure difference, the top suspect), from one
 //     more load (--runs 0: only the screenshot).
@@ -18,8 +20,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s.length ? s[(s.length - 1) >> 1] : NaN; };
 
 // Times, in one opened report, `repeats` expansions of layer `layer` and its attention, and searches.
-export async function measureTree(page, { layer = 'model.layers.40', attn = 'self_attn', query = 'down_proj', repeats = 5 } = {}) {
-  return page.evaluate(async ({ layer, attn, query, repeats }) => {
+export async function measureTree(page, { layer = 'model.layers.40', attn = 'self_attn', query = 'down_proj', repeats = 5, paintOnly = false } = {}) {
+  return page.evaluate(async ({ layer, attn, query, repeats, paintOnly }) => {
     const P = window.parityReport;
     const frames = () => new Promise((res) => requestAnimationFrame(() => requestAnimationFrame(res)));
     const caret = (p) => {
@@ -39,6 +41,7 @@ export async function measureTree(page, { layer = 'model.layers.40', attn = 'sel
     const sec = document.getElementById('sec-tree').dataset;
     const out = { nodes: Number(sec.nodes), buildMs: Number(sec.buildMs), firstPaintMs: Number(sec.firstPaintMs),
       firstPaintAt: Number(sec.firstPaintAt), readyAt: Number(document.body.dataset.readyAt), expandLayer: [], expandAttn: [], search: [] };
+    if (paintOnly) return out;
     const input = document.getElementById('tree-search');
     const type = (text) => { input.value = text; input.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter' })); };
     for (let i = 0; i < repeats; ++i) {
@@ -57,7 +60,7 @@ export async function measureTree(page, { layer = 'model.layers.40', attn = 'sel
     out.openAll = Number(sec.open);
     out.expandSync = sync.filter((_, k) => k % 3 !== 2 && k < 3 * repeats);  // the two expands of each repeat
     return out;
-  }, { layer, attn, query, repeats });
+  }, { layer, attn, query, repeats, paintOnly });
 }
 
 export function summarise(runs) {
@@ -74,6 +77,7 @@ async function main() {
   const args = process.argv.slice(2);
   const html = args[0];
   const runs = args.includes('--runs') ? Number(args[args.indexOf('--runs') + 1]) : 5;
+  const paintOnly = args.includes('--paint-only');
   const shot = args.includes('--shot') ? args[args.indexOf('--shot') + 1] : '';
   const jump = { first: 'firstDivergence', structure: 'nextStructure', suspect: 'nextSuspect' }[args.includes('--jump') ? args[args.indexOf('--jump') + 1] : 'first'];
   if (!jump) throw new Error('--jump takes first, structure or suspect');
@@ -84,7 +88,7 @@ async function main() {
     const r = await openReport(html);
     try {
       if (r.errors.length) throw new Error('page errors: ' + r.errors.join('; '));
-      results.push(await measureTree(r.page, { repeats: 3 }));
+      results.push(await measureTree(r.page, { repeats: 3, paintOnly }));
     } finally {
       await r.close();
     }

@@ -32,8 +32,8 @@ CommandAction setup_report(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("-o,--output", o->output, "HTML file to write")->capture_default_str();
   sub.add_option("--title", o->title, "Page title (default: from the verdict)");
   sub.add_option("--max-rows", o->max_rows,
-                 "Rows of a comparison the page keeps (the worst; 0 = every row: the model tree then shows "
-                 "every module, at the cost of a larger page)")
+                 "Rows of a comparison the page embeds whole, for the events table (the worst; 0 = every row, "
+                 "a larger page). The model tree covers every row whatever the cap")
       ->capture_default_str();
   sub.footer(
       "The report is one file with its charting library, script and data inlined: it opens offline and\n"
