@@ -629,16 +629,38 @@ void set_context_aside(CompareResult& res, const std::vector<bool>& context) {
 
 }  // namespace
 
-Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource& target,
-                                  const CompareOptions& options) {
-  std::vector<NamePattern> kl_patterns;
+namespace {
+
+// Compiled once: the --kl patterns, and the view the name filter keeps.
+struct ComparePatterns {
+  std::vector<NamePattern> kl;
+  matching::RecordFilter view{-1, -1, "", {}, {}};
+  bool name_filter = false;
+};
+
+Result<ComparePatterns> compile_patterns(const CompareOptions& options) {
+  ComparePatterns out;
   for (const std::string& p : options.kl_patterns) {
     Result<NamePattern> re = NamePattern::compile(p);
     if (!re.ok()) return re.status().WithContext("--kl");
-    kl_patterns.push_back(std::move(*re));
+    out.kl.push_back(std::move(*re));
   }
+  out.view.direction = options.direction;
+  for (const auto& [patterns, into, flag] : {std::tuple{&options.include, &out.view.include, "--include"},
+                                             std::tuple{&options.exclude, &out.view.exclude, "--exclude"}}) {
+    for (const std::string& p : *patterns) {
+      Result<NamePattern> re = NamePattern::compile(p);
+      if (!re.ok()) return re.status().WithContext(flag);
+      into->push_back(std::move(*re));
+    }
+  }
+  out.name_filter = !out.view.direction.empty() || !out.view.include.empty() || !out.view.exclude.empty();
+  return out;
+}
 
-  CompareResult res;
+// What the result says of its two sources before anything is compared.
+void describe_sources(CompareResult& res, const RecordSource& golden, const RecordSource& target,
+                      const CompareOptions& options) {
   res.golden_source = golden.describe();
   res.target_source = target.describe();
   res.thresholds = options.thresholds;
@@ -647,120 +669,107 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
   for (const Status& st : golden.problems()) res.problems.push_back(st);
   res.golden_problems = static_cast<int64_t>(res.problems.size());
   for (const Status& st : target.problems()) res.problems.push_back(st);
+}
 
-  const RecordList& grecs = golden.records();
-  const RecordList& trecs = target.records();
-  // --step and --rank choose what is compared; the name filter (--direction, --include, --exclude) only
-  // what is shown: records are paired over the whole (rank, step) selection, so that a filter never changes
-  // which records pair, nor the verdict of a row it keeps (issue 28 §6).
+// The records paired: exact names, then the --map rules, then order-based alignment of capture events
+// (parity/matching.h, docs/alignment.md).
+struct Pairing {
+  matching::ExactPairing exact;
+  std::vector<matching::PairMatch> matches;
+  std::vector<bool> context;  // parallel to exact.pairs once the view is applied
+};
+
+// --step and --rank choose what is compared; the name filter (--direction, --include, --exclude) only
+// what is shown: records are paired over the whole (rank, step) selection, so that a filter never changes
+// which records pair, nor the verdict of a row it keeps (issue 28 §6).
+Result<Pairing> pair_records(const RecordList& grecs, const RecordList& trecs, const ComparePatterns& patterns,
+                             const CompareOptions& options, std::vector<std::string>& notes) {
+  Pairing out;
   const matching::RecordFilter scope{options.step, options.rank, "", {}, {}};
-  matching::RecordFilter view{-1, -1, options.direction, {}, {}};
-  for (const auto& [patterns, into, flag] : {std::tuple{&options.include, &view.include, "--include"},
-                                             std::tuple{&options.exclude, &view.exclude, "--exclude"}}) {
-    for (const std::string& p : *patterns) {
-      Result<NamePattern> re = NamePattern::compile(p);
-      if (!re.ok()) return re.status().WithContext(flag);
-      into->push_back(std::move(*re));
-    }
-  }
-  const bool name_filter = !view.direction.empty() || !view.include.empty() || !view.exclude.empty();
-  matching::ExactPairing pairing = matching::pair_exact(grecs, trecs, scope);
+  out.exact = matching::pair_exact(grecs, trecs, scope);
   if (options.align) {
-    const int64_t released = matching::release_diverging_op_sequences(grecs, trecs, pairing);
+    const int64_t released = matching::release_diverging_op_sequences(grecs, trecs, out.exact);
     if (released > 0)
-      res.notes.push_back(std::to_string(released) + " module calls run a different op sequence in the target: their "
-                          "ops that run a different number of times are paired by order alignment, not by name "
-                          "(docs/alignment.md)");
+      notes.push_back(std::to_string(released) + " module calls run a different op sequence in the target: their "
+                      "ops that run a different number of times are paired by order alignment, not by name "
+                      "(docs/alignment.md)");
   }
-  // Names left unmatched: the --map rules, then order-based alignment of capture events
-  // (parity/matching.h, docs/alignment.md).
   std::optional<matching::NameMap> name_map;
   if (!options.map_file.empty()) {
     Result<matching::NameMap> m = matching::load_name_map(options.map_file);
     if (!m.ok()) return m.status();
     name_map = std::move(*m);
   }
-  std::vector<matching::PairMatch> matches = matching::extend_pairing(
-      grecs, trecs, pairing, name_map ? &*name_map : nullptr, options.align, {}, res.notes);
-  std::vector<bool> context;  // parallel to pairing.pairs once the view is applied
-  if (name_filter) context = apply_view(view, grecs, trecs, pairing, matches);
+  out.matches = matching::extend_pairing(grecs, trecs, out.exact, name_map ? &*name_map : nullptr, options.align, {},
+                                         notes);
+  if (patterns.name_filter) out.context = apply_view(patterns.view, grecs, trecs, out.exact, out.matches);
+  if (out.exact.single_by_position)
+    notes.push_back("each side holds a single tensor ('" + grecs[out.exact.pairs[0].first].name + "', '" +
+                    trecs[out.exact.pairs[0].second].name + "'): paired although their names differ");
+  return out;
+}
 
-  if (pairing.single_by_position) {
-    res.notes.push_back("each side holds a single tensor ('" + grecs[pairing.pairs[0].first].name + "', '" +
-                        trecs[pairing.pairs[0].second].name + "'): paired although their names differ");
-  }
-  // Say when a filter could not apply to a side (plain files carry no step or rank).
+// Say when a filter could not apply to a side (plain files carry no step or rank), and what filters left out.
+void note_filters(CompareResult& res, const RecordList& grecs, const RecordList& trecs,
+                  const matching::ExactPairing& pairing, const CompareOptions& options) {
   auto filter_note = [&](const RecordList& recs, const char* side) {
     const bool any_step = std::any_of(recs.begin(), recs.end(), [](const Record& r) { return r.step >= 0; });
     const bool any_rank = std::any_of(recs.begin(), recs.end(), [](const Record& r) { return r.rank >= 0; });
-    if (options.step >= 0 && !any_step && !recs.empty()) {
+    if (options.step >= 0 && !any_step && !recs.empty())
       res.notes.push_back(std::string("--step ") + std::to_string(options.step) + " does not apply to the " + side +
                           " side: its records carry no step");
-    }
-    if (options.rank >= 0 && !any_rank && !recs.empty()) {
+    if (options.rank >= 0 && !any_rank && !recs.empty())
       res.notes.push_back(std::string("--rank ") + std::to_string(options.rank) + " does not apply to the " + side +
                           " side: its records carry no rank");
-    }
   };
   filter_note(grecs, "golden");
   filter_note(trecs, "target");
   res.filtered = pairing.filtered_golden + pairing.filtered_target;
-  if (pairing.filtered_golden + pairing.filtered_target > 0) {
-    res.notes.push_back("filters (--step/--rank/--direction/--include/--exclude) left out " + std::to_string(pairing.filtered_golden) +
-                        " golden and " + std::to_string(pairing.filtered_target) + " target records");
-  }
-  for (size_t i : pairing.unmatched_golden) res.unmatched_golden.push_back(grecs[i]);
-  for (size_t j : pairing.unmatched_target) res.unmatched_target.push_back(trecs[j]);
+  if (pairing.filtered_golden + pairing.filtered_target > 0)
+    res.notes.push_back("filters (--step/--rank/--direction/--include/--exclude) left out " +
+                        std::to_string(pairing.filtered_golden) + " golden and " +
+                        std::to_string(pairing.filtered_target) + " target records");
+}
 
-  release_free_memory();  // the pairing's hash tables, before the rows and their measurement
-  // Plan every row.
-  res.rows.resize(pairing.pairs.size());
+// A row for every pair, and the plan of each row to measure (a note per kind of row not measured).
+std::vector<RowPlan> plan_rows(CompareResult& res, const RecordList& grecs, const RecordList& trecs,
+                               const Pairing& pairing, const std::vector<NamePattern>& kl_patterns) {
+  res.rows.resize(pairing.exact.pairs.size());
   std::vector<RowPlan> plans;
   std::map<std::string, int64_t> note_counts;
-  for (size_t k = 0; k < pairing.pairs.size(); ++k) {
+  for (size_t k = 0; k < pairing.exact.pairs.size(); ++k) {
     CompareRow& row = res.rows[k];
-    row.golden = &grecs[pairing.pairs[k].first];
-    row.target = &trecs[pairing.pairs[k].second];
-    row.match = matches[k].kind;
-    row.match_confidence = matches[k].confidence;
+    row.golden = &grecs[pairing.exact.pairs[k].first];
+    row.target = &trecs[pairing.exact.pairs[k].second];
+    row.match = pairing.matches[k].kind;
+    row.match_confidence = pairing.matches[k].confidence;
     RowPlan plan;
     plan.row = k;
     std::string note;
     const bool measure = plan_row(row, plan, kl_patterns, note);
     if (!note.empty()) ++note_counts[note];
-    if (!measure) continue;
-    plans.push_back(plan);
+    if (measure) plans.push_back(plan);
   }
-  for (const auto& [note, count] : note_counts) {
+  for (const auto& [note, count] : note_counts)
     res.notes.push_back(std::to_string(count) + (count == 1 ? " pair " : " pairs ") + note);
-  }
-  // A backward pass run on a scaled loss: its rows are compared after unscaling the target (every process
-  // finds the same scales from the records it lists, before measuring).
-  res.loss_scales = compare::detect_loss_scales(res.rows, golden, target);
-  if (const int64_t unscaled = compare::mark_loss_scaled_rows(res.rows, res.loss_scales); unscaled > 0)
-    res.notes.push_back(loss_scale_note(res.loss_scales, unscaled));
-  // Parameters at a later step: the process that measures the later row also measures the update.
-  std::vector<compare::UpdatePair> updates = compare::plan_parameter_updates(res.rows);
-  {
-    std::vector<size_t> plan_of_row(res.rows.size(), SIZE_MAX);
-    for (size_t p = 0; p < plans.size(); ++p) plan_of_row[plans[p].row] = p;
-    for (const compare::UpdatePair& u : updates)
-      if (plan_of_row[u.after] != SIZE_MAX)
-        plans[plan_of_row[u.after]].update_bytes += record_bytes(*res.rows[u.before].golden) +
-                                                    record_bytes(*res.rows[u.before].target);
-  }
-  const int jobs = options.jobs > 0 ? options.jobs : omp_get_max_threads();
-  if (!is_distributed(options.group)) {
-    measure_planned(res, plans, updates, golden, target, jobs, options.progress);
-  } else if (options.rank_shares == nullptr) {
-    PARITY_RETURN_NOT_OK(measure_byte_share(res, plans, updates, golden, target, jobs, options));
-  } else {
-    PARITY_RETURN_NOT_OK(measure_rank_share(res, plans, updates, golden, target, jobs, options));
-  }
-  if (is_distributed(options.group) && !options.group->is_root()) return res;  // process 0 judges the whole
+  return plans;
+}
 
-  // What was measured is the fixed-threshold judgement; the verdict policy decides the final verdict
-  // (a same-count shape change is never better than warn: compared flat, but worth a look).
+// Parameters at a later step: the process that measures the later row also measures the update (its
+// bytes count in that row's share).
+void add_update_bytes(const CompareResult& res, const std::vector<compare::UpdatePair>& updates,
+                      std::vector<RowPlan>& plans) {
+  std::vector<size_t> plan_of_row(res.rows.size(), SIZE_MAX);
+  for (size_t p = 0; p < plans.size(); ++p) plan_of_row[plans[p].row] = p;
+  for (const compare::UpdatePair& u : updates)
+    if (plan_of_row[u.after] != SIZE_MAX)
+      plans[plan_of_row[u.after]].update_bytes += record_bytes(*res.rows[u.before].golden) +
+                                                  record_bytes(*res.rows[u.before].target);
+}
+
+// What was measured is the fixed-threshold judgement; the verdict policy decides the final verdict
+// (a same-count shape change is never better than warn: compared flat, but worth a look).
+void judge_measured(CompareResult& res, const std::vector<bool>& context) {
   for (CompareRow& row : res.rows) {
     row.fixed_verdict = row.verdict;
     row.fixed_reason_at = 0;  // the reason so far is the fixed judgement's
@@ -771,6 +780,41 @@ Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource
   compare::judge_parameter_updates(res.rows);
   set_context_aside(res, context);
   apply_verdict_policy(res, VerdictPolicy::kFixedThresholds);
+}
+
+}  // namespace
+
+Result<CompareResult> run_compare(const RecordSource& golden, const RecordSource& target,
+                                  const CompareOptions& options) {
+  PARITY_ASSIGN_OR_RETURN(const ComparePatterns patterns, compile_patterns(options));
+  CompareResult res;
+  describe_sources(res, golden, target, options);
+  const RecordList& grecs = golden.records();
+  const RecordList& trecs = target.records();
+  PARITY_ASSIGN_OR_RETURN(const Pairing pairing, pair_records(grecs, trecs, patterns, options, res.notes));
+  note_filters(res, grecs, trecs, pairing.exact, options);
+  for (size_t i : pairing.exact.unmatched_golden) res.unmatched_golden.push_back(grecs[i]);
+  for (size_t j : pairing.exact.unmatched_target) res.unmatched_target.push_back(trecs[j]);
+
+  release_free_memory();  // the pairing's hash tables, before the rows and their measurement
+  std::vector<RowPlan> plans = plan_rows(res, grecs, trecs, pairing, patterns.kl);
+  // A backward pass run on a scaled loss: its rows are compared after unscaling the target (every process
+  // finds the same scales from the records it lists, before measuring).
+  res.loss_scales = compare::detect_loss_scales(res.rows, golden, target);
+  if (const int64_t unscaled = compare::mark_loss_scaled_rows(res.rows, res.loss_scales); unscaled > 0)
+    res.notes.push_back(loss_scale_note(res.loss_scales, unscaled));
+  std::vector<compare::UpdatePair> updates = compare::plan_parameter_updates(res.rows);
+  add_update_bytes(res, updates, plans);
+  const int jobs = options.jobs > 0 ? options.jobs : omp_get_max_threads();
+  if (!is_distributed(options.group)) {
+    measure_planned(res, plans, updates, golden, target, jobs, options.progress);
+  } else if (options.rank_shares == nullptr) {
+    PARITY_RETURN_NOT_OK(measure_byte_share(res, plans, updates, golden, target, jobs, options));
+  } else {
+    PARITY_RETURN_NOT_OK(measure_rank_share(res, plans, updates, golden, target, jobs, options));
+  }
+  if (is_distributed(options.group) && !options.group->is_root()) return res;  // process 0 judges the whole
+  judge_measured(res, pairing.context);
   return res;
 }
 
