@@ -125,7 +125,7 @@ class ResultSax {
   bool close();
   void start_rows();
   void add_row(json row) {
-    tree_index_.add(row);
+    if (index_rows_) tree_index_.add(row);
     selection_->add(std::move(row));
   }
 
@@ -135,6 +135,7 @@ class ResultSax {
   TreeBuilder row_;        // the row being read
   std::optional<WorstRowsSelection> selection_;
   report_rows::TreeIndexBuilder tree_index_;  // every row, for the model tree of a trimmed result
+  bool index_rows_ = false;                   // rows may be dropped: index each one
   size_t depth_ = 0;          // containers open; nlohmann's parser does not recurse, the trees built here
                               // must not get deeper than kMaxJsonDepth (their copy and dump recurse)
   bool rows_next_ = false;    // the last key was the document's "rows"
@@ -205,6 +206,7 @@ void ResultSax::start_rows() {
     if (doc_.root().contains("schema") && !report_rows::is_compare_result(doc_.root())) max_rows = 0;
   }
   selection_.emplace(max_rows, std::move(first_name));
+  index_rows_ = max_rows > 0;
 }
 
 ReadPass ResultSax::finish() {

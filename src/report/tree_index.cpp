@@ -76,8 +76,10 @@ json numbers_or_null(const std::vector<double>& xs) {
 // An integer column: its values, or with `delta` each value less the previous one (the first less 0);
 // then, when shorter, {"runs": [v, k, ...]} for k copies of v in turn. Most columns are long runs (a
 // module's rows, one rank, one step) or, delta-coded, runs of 1 (execution order).
-json column(const std::vector<int64_t>& values, bool delta) {
-  std::vector<int64_t> v(values);
+template <typename T>
+json column(std::vector<T>& values, bool delta) {
+  std::vector<int64_t> v(values.begin(), values.end());
+  std::vector<T>().swap(values);  // released as soon as it is copied: the page's text is built next
   if (delta)
     for (size_t i = v.size(); i-- > 1;) v[i] -= v[i - 1];
   std::vector<int64_t> runs;
@@ -92,9 +94,10 @@ json column(const std::vector<int64_t>& values, bool delta) {
 }  // namespace
 
 int32_t TreeIndexBuilder::intern(const std::string& s) {
-  const auto [it, added] = string_ids_.try_emplace(s, static_cast<int32_t>(strings_.size()));
-  if (added) strings_.push_back(s);
-  return it->second;
+  if (const auto it = string_ids_.find(s); it != string_ids_.end()) return it->second;
+  const auto id = static_cast<int32_t>(strings_.size());
+  string_ids_.emplace(strings_.emplace_back(s), id);
+  return id;
 }
 
 int32_t TreeIndexBuilder::intern(const json& row, const char* key) {
@@ -147,24 +150,26 @@ void TreeIndexBuilder::add(const json& row) {
 }
 
 json TreeIndexBuilder::take(const std::vector<size_t>& kept) {
-  json out = {{"schema", "parity.report-tree/1"},
-              {"rows", size()},
-              {"kept", kept},
-              {"strings", strings_},
-              {"head", column(head_, false)},
-              {"tail", column(tail_, false)},
-              {"module", column(module_, false)},
-              {"role", column(role_, false)},
-              {"direction", column(direction_, false)},
-              {"verdict", column(verdict_, false)},
-              {"noise_ratio", numbers_or_null(noise_ratio_)},
-              {"order", column(order_, true)},
-              {"target_order", column(target_order_, true)},
-              {"rank", column(rank_, false)},
-              {"step", column(step_, false)},
-              {"fallback", {{"row", fallback_rows_}, {"rel_l2", numbers_or_null(fallback_rel_l2_)}, {"dtype", fallback_dtype_}}},
-              {"nonfinite", {{"row", std::move(nonfinite_rows_)}, {"golden", std::move(nonfinite_golden_)},
-                             {"target", std::move(nonfinite_target_)}}}};
+  // Each part is released as it becomes JSON, so the index is never held twice over.
+  string_ids_ = {};
+  json strings = json::array();
+  for (std::string& str : strings_) strings.push_back(std::move(str));
+  strings_ = {};
+  json out = {{"schema", "parity.report-tree/1"}, {"rows", size()}, {"kept", kept}};
+  out["strings"] = std::move(strings);
+  out["head"] = column(head_, false);
+  out["tail"] = column(tail_, false);
+  out["module"] = column(module_, false);
+  out["role"] = column(role_, false);
+  out["direction"] = column(direction_, false);
+  out["verdict"] = column(verdict_, false);
+  out["noise_ratio"] = numbers_or_null(noise_ratio_);
+  out["order"] = column(order_, true);
+  out["target_order"] = column(target_order_, true);
+  out["rank"] = column(rank_, false);
+  out["step"] = column(step_, false);
+  out["fallback"] = {{"row", fallback_rows_}, {"rel_l2", numbers_or_null(fallback_rel_l2_)}, {"dtype", fallback_dtype_}};
+  out["nonfinite"] = {{"row", std::move(nonfinite_rows_)}, {"golden", std::move(nonfinite_golden_)}, {"target", std::move(nonfinite_target_)}};
   *this = TreeIndexBuilder();
   return out;
 }

@@ -10,8 +10,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -31,14 +33,16 @@ class TreeIndexBuilder {
   void add_nonfinite(const nlohmann::json& row, size_t index);
   void add_fallback(const nlohmann::json& row, size_t index);
 
-  std::vector<std::string> strings_;
-  std::unordered_map<std::string, int32_t> string_ids_;
-  std::vector<int64_t> head_, tail_, module_, role_, direction_, verdict_;
+  std::deque<std::string> strings_;                          // a deque: the map's views stay valid
+  std::unordered_map<std::string_view, int32_t> string_ids_;  // views into strings_
+  std::vector<int32_t> head_, tail_, module_, role_, direction_;
+  std::vector<int8_t> verdict_;
   std::vector<double> noise_ratio_;  // NaN: none (written as null)
   std::vector<int64_t> order_, target_order_, rank_, step_;
   // The rows without a noise ratio, whose error the page measures as rel L2 in units of the dtype's
   // roundoff: their index, rel L2 (NaN: none) and dtype (a string index, -1 none).
-  std::vector<int64_t> fallback_rows_, fallback_dtype_;
+  std::vector<int64_t> fallback_rows_;
+  std::vector<int32_t> fallback_dtype_;
   std::vector<double> fallback_rel_l2_;
   nlohmann::json nonfinite_rows_ = nlohmann::json::array();
   nlohmann::json nonfinite_golden_ = nlohmann::json::array();

@@ -1,5 +1,6 @@
 // tree.js — the model as a collapsible tree (issue 31 §1): modules, and the ops recorded inside them,
-// built from the event names and module paths of the rows (docs/dump-format.md "Names"). Each node shows
+// built from the event names and module paths of every row — the tree's index (tree_index.js), also when
+// the report embeds only the worst rows (docs/dump-format.md "Names"). Each node shows
 // the worst verdict and largest noise ratio of its subtree, forward and backward apart; records present in
 // one run only (`unmatched`) are nodes of their own, placed where they ran; the first divergence, the
 // suspects and the NaN/Inf origin and its contaminated chain are marked. Only the rows in view exist in
