@@ -475,6 +475,7 @@ class Capture:
         self.writer.write_fingerprint(json.dumps(fp, default=str))
         self._fingerprint = fp
         self._precision = PrecisionTimeline()
+        self._precision_read = True  # set False by each root call until a submodule reads it (_make_forward)
         self._started = True
         self._thread = threading.get_ident()
         self._install()
@@ -920,6 +921,11 @@ class Capture:
         cap_ref = weakref.ref(self)
         cls = type(mod).__name__
         is_root = mod is self.model
+        # Where the precision a forward runs under is read (_observe_precision): inside the root's forward,
+        # at its first submodule, when it has any. A wrapper around the root's forward can enter autocast
+        # after the root's own hook ran (accelerate's mixed precision, as the HF Trainer uses it, wraps
+        # `model.forward` in torch.autocast): read at the root, such a step would declare "off".
+        observes_at_entry = is_root and next(mod.children(), None) is None
 
         @_eager
         def enter(args, kwargs):
@@ -928,6 +934,11 @@ class Capture:
             if cap is None or not cap._started or threading.get_ident() != cap._thread:
                 return None
             if is_root:
+                cap._precision_read = observes_at_entry
+                if observes_at_entry:
+                    cap._observe_precision()
+            elif not cap._precision_read:
+                cap._precision_read = True
                 cap._observe_precision()
             k = cap._module_calls.get(name, 0)
             cap._module_calls[name] = k + 1

@@ -537,16 +537,35 @@ bool is_module_io_event(const Record& r) {
 
 }  // namespace
 
+namespace {
+
+// The gradient of a model output that reached it on one side only, while that output is compared on both:
+// the loss was computed from another tensor than the one returned (the HF Trainer's mixed precision returns
+// an fp32 copy of the bf16 logits its loss was computed from). Which gradients the parameters got is told
+// by their own records: a gradient lost inside the model leaves them unmatched, and fails the run there.
+bool is_output_gradient_of_compared_output(const Record& r, const std::set<std::tuple<int, int64_t, int>>& outputs) {
+  return r.module == "<root>" && r.direction == "backward" && r.role == "input" &&
+         outputs.count({r.rank, r.step, r.index});
+}
+
+}  // namespace
+
 int64_t count_implementation_records(const CompareResult& result, bool golden_side) {
   // Modules compared on both sides: ops they run on one side only, and extra tensors they take or return on
   // one side only, are how they are computed there.
   std::set<std::string> compared_modules;
-  for (const CompareRow& row : result.rows)
+  std::set<std::tuple<int, int64_t, int>> compared_model_outputs;  // (rank, step, index) of <root> outputs
+  for (const CompareRow& row : result.rows) {
     if (row.golden->module == row.target->module && !row.golden->module.empty() && row.mode != CompareMode::kNone)
       compared_modules.insert(row.golden->module);
+    const Record& g = *row.golden;
+    if (g.module == "<root>" && g.direction == "forward" && g.role == "output" && row.mode != CompareMode::kNone)
+      compared_model_outputs.insert({g.rank, g.step, g.index});
+  }
   int64_t n = 0;
   for (const Record& r : golden_side ? result.unmatched_golden : result.unmatched_target)
     if (((is_op_event(r) || is_module_io_event(r)) && compared_modules.count(r.module)) ||
+        is_output_gradient_of_compared_output(r, compared_model_outputs) ||
         is_loss_scale_op_record(r, result.loss_scales))  // how that side scales its loss (parity/loss_scale.h)
       ++n;
   return n;

@@ -106,7 +106,17 @@ def test_callback_without_a_with_block_numbers_steps_like_the_trainer(tmp_path):
 
     cmp = cli_json(tmp_path, "compare", tmp_path / "golden", tmp_path / "target")
     assert cmp["summary"]["rows"] > 0 and {r["step"] for r in cmp["rows"]} == {1}
-    assert cmp["summary"]["pass"] > 0 and cmp["summary"]["fail"] > 0  # bf16 autocast differs from fp32
+    # A healthy Trainer run with bf16=True (accelerate wraps model.forward in torch.autocast, inside the root's
+    # hook) against fp32: every row within rounding once the run declares its autocast, the autocast named as
+    # a configuration difference, and the logits copy the loss was not computed from (no gradient reaches it
+    # in the target) an implementation detail, not a failure. It said FAILED, NO_CAUSE_FOUND, 22 rows at
+    # 300-70,000 u, before the precision was read inside the forward.
+    summary = cmp["summary"]
+    assert summary["verdict"] == "pass" and summary["fail"] == 0 and summary["pass"] == summary["rows"], summary
+    assert [r["name"] for r in cmp["unmatched"]["golden"]] == ["<root>/backward/input/1"]
+    assert summary["unmatched_implementation"] == 1 and not cmp["unmatched"]["target"]
+    config = [d for d in cmp["diagnosis"] if d["code"] == "CONFIG_DIFF"]
+    assert config and "autocast" in json.dumps(config[0]) and "cpu:bfloat16" in json.dumps(config[0])
 
     cur = cli_json(tmp_path, "curve", tmp_path / "golden", tmp_path / "target")
     by_metric = {m["metric"]: m for m in cur["metrics"]}
