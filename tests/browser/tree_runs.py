@@ -9,14 +9,14 @@ in fp16 and NaN/Inf spread downstream. Then `parity compare --json` and `parity 
 
 Writes OUT_DIR/compare.json and OUT_DIR/report.html. Exit status 0, or 2 when a command failed."""
 import os
-import subprocess
 import sys
 
 import torch
-import torch.nn.functional as F
 import transformers
 
 import parity
+from demo_runs import cli  # tests/browser: the same way of running the tool
+from parity.examples.demo_overflow import softmax_fp16_without_max  # the demo's fault, on an HF attention
 
 VOCAB, SEQ, BATCH = 128, 12, 2
 FAULTY = "model.layers.1.self_attn"
@@ -35,29 +35,6 @@ def tiny_llama():
     return model
 
 
-def fp16(x):
-    return x.half().float()
-
-
-def softmax_fp16_without_max(attn):
-    """The anti-pattern: exp(s) / sum(exp(s)) in fp16, no max subtraction (emulated by rounding through
-    float16), in place of the softmax HF's eager attention calls."""
-    inner, real = attn.forward, F.softmax
-
-    def unsafe_softmax(s, dim=-1, dtype=None, **kw):
-        e = fp16(torch.exp(fp16(s)))
-        return fp16(e / fp16(e.sum(dim, keepdim=True)))
-
-    def forward(*a, **k):
-        F.softmax = unsafe_softmax
-        try:
-            return inner(*a, **k)
-        finally:
-            F.softmax = real
-
-    attn.forward = forward
-
-
 def capture(model, path):
     ids = torch.randint(0, VOCAB, (BATCH, SEQ), generator=torch.Generator().manual_seed(1))
     with parity.capture(model, path, level="mix", mode="tensor", steps=[0]) as cap:
@@ -65,13 +42,6 @@ def capture(model, path):
         out.loss.backward()
         cap.log(loss=out.loss)
         cap.next_step()
-
-
-def cli(parity_bin, *args, ok=(0, 1)):
-    p = subprocess.run([parity_bin, "--color", "never", *map(str, args)], capture_output=True, text=True)
-    if p.returncode not in ok:
-        sys.stderr.write("parity {} failed ({}):\n{}{}".format(" ".join(map(str, args)), p.returncode, p.stdout, p.stderr))
-        sys.exit(2)
 
 
 def main():
