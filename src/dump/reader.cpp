@@ -441,15 +441,22 @@ struct PartListing {
     return std::nullopt;
   }
 
+  // The frames of scalars.pfr or environment.pfr (nullopt when it cannot be read); a torn tail is noted.
+  std::optional<FrameScan> scan_side_file(const fs::path& file) {
+    auto scan = scan_frames(file);
+    if (!scan.ok()) {
+      problems.push_back(scan.status());
+      return std::nullopt;
+    }
+    if (!scan->tail_problem.empty())
+      problems.push_back(Status::Corrupt(fmt::format("{}: {}", file.string(), scan->tail_problem)));
+    return std::move(*scan);
+  }
+
   // scalars.pfr: the scalars logged at each step.
   void read_scalars(int rank, const fs::path& file) {
-    auto sc = scan_frames(file);
-    if (!sc.ok()) {
-      problems.push_back(sc.status());
-      return;
-    }
-    if (!sc->tail_problem.empty())
-      problems.push_back(Status::Corrupt(fmt::format("{}: {}", file.string(), sc->tail_problem)));
+    const auto sc = scan_side_file(file);
+    if (!sc) return;
     for (size_t i = 0; i < sc->payloads.size(); ++i) {
       std::optional<nlohmann::json> j = frame_object(file, i, sc->payloads[i]);
       if (!j || jstr(*j, "kind") != "scalars") continue;
@@ -463,13 +470,8 @@ struct PartListing {
 
   // environment.pfr: the last complete fingerprint wins.
   void read_environment(const fs::path& file) {
-    auto ev = scan_frames(file);
-    if (!ev.ok()) {
-      problems.push_back(ev.status());
-      return;
-    }
-    if (!ev->tail_problem.empty())
-      problems.push_back(Status::Corrupt(fmt::format("{}: {}", file.string(), ev->tail_problem)));
+    const auto ev = scan_side_file(file);
+    if (!ev) return;
     for (size_t k = 0; k < ev->payloads.size(); ++k) {
       const auto& p = ev->payloads[k];
       if (const std::string deep = json_depth_problem(p); !deep.empty()) {

@@ -2,6 +2,8 @@
 // (every registered rule, format ... has its row, and every row names something registered).
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <fstream>
 #include <regex>
 #include <set>
@@ -35,6 +37,20 @@ inline std::set<std::string> first_column_names(const std::string& text, const s
     if (std::regex_search(line, m, row)) names.insert(m[1]);
   }
   return names;
+}
+
+// Every name of `registered` has its row in the table under `heading` of docs/<page>, and every row names a
+// registered one (`what`: "rule", "format" ... in the messages).
+inline void expect_table_matches_registry(const std::string& page, const std::string& heading,
+                                          const std::set<std::string>& registered, const std::string& what) {
+  const std::set<std::string> documented = first_column_names(read_doc(page), heading);
+  ASSERT_FALSE(documented.empty()) << "docs/" << page << " has no \"" << heading << "\" table";
+  for (const std::string& name : registered)
+    EXPECT_TRUE(documented.count(name)) << what << " " << name << " is registered but has no row in docs/" << page
+                                        << " \"" << heading << "\"";
+  for (const std::string& name : documented)
+    EXPECT_TRUE(registered.count(name)) << "docs/" << page << " \"" << heading << "\" documents " << what << " "
+                                        << name << ", which is not registered";
 }
 
 }  // namespace parity::test
