@@ -16,70 +16,13 @@
 #include "parity/matching.h"
 #include "parity/thresholds.h"
 #include "report/compare_report.h"
+#include "core/memory_source.h"
 #include "temp_dir.h"
 
 namespace parity {
 namespace {
 
-// A RecordSource over tensors held in memory. `fail_load` marks records whose data cannot be read.
-class MemorySource final : public RecordSource {
- public:
-  std::string describe() const override { return "memory"; }
-  const RecordList& records() const override { return records_; }
-  const std::vector<Status>& problems() const override { return problems_; }
-  Result<TensorView> load(const Record& r) const override {
-    auto it = tensors_.find(r.handle);
-    if (it == tensors_.end()) return Status::IOError(r.file + ": cannot read tensor data");
-    return it->second;
-  }
-
-  Record& add(const std::string& name, const std::vector<float>& values, Shape shape = {}) {
-    if (shape.empty() && values.size() != 1) shape = {static_cast<int64_t>(values.size())};
-    std::vector<std::byte> bytes(values.size() * sizeof(float));
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-    Record r;
-    r.name = name;
-    r.file = name + ".npy";
-    r.dtype = DType::kF32;
-    r.shape = shape;
-    r.has_data = true;
-    r.handle = records_.size();
-    r.order = static_cast<int64_t>(records_.size());
-    tensors_[r.handle] = make_owned_tensor(DType::kF32, shape, std::move(bytes));
-    records_.push_back(r);
-    return records_.back();
-  }
-  // A boolean tensor (one byte per element, as torch and numpy store it).
-  Record& add_bool(const std::string& name, const std::vector<bool>& values) {
-    Record& r = add(name, std::vector<float>(values.size()));
-    std::vector<std::byte> bytes(values.size());
-    for (size_t i = 0; i < values.size(); ++i) bytes[i] = std::byte{values[i]};
-    r.dtype = DType::kBool;
-    tensors_[r.handle] = make_owned_tensor(DType::kBool, r.shape, std::move(bytes));
-    return r;
-  }
-  Record& add_meta(const std::string& name, Shape shape) {
-    Record r;
-    r.name = name;
-    r.file = name + ".bin";
-    r.shape = std::move(shape);
-    r.handle = 1'000'000 + records_.size();
-    r.order = static_cast<int64_t>(records_.size());
-    records_.push_back(r);
-    return records_.back();
-  }
-  void add_problem(Status st) { problems_.push_back(std::move(st)); }
-  void drop_data(const std::string& name) {
-    for (Record& r : records_) {
-      if (r.name == name) tensors_.erase(r.handle);
-    }
-  }
-
- private:
-  RecordList records_;
-  std::vector<Status> problems_;
-  std::map<uint64_t, TensorView> tensors_;
-};
+using test::MemorySource;
 
 std::vector<float> ramp(int n, float scale = 1.0f, float offset = 0.0f) {
   std::vector<float> v(static_cast<size_t>(n));

@@ -14,6 +14,7 @@
 #include "parity/thresholds.h"
 #include "report/compare_report.h"
 #include "report/msprobe_table.h"
+#include "core/memory_source.h"
 #include "temp_dir.h"
 
 namespace parity {
@@ -23,57 +24,9 @@ using report::MsprobeCell;
 using report::MsprobeMode;
 using report::MsprobeTable;
 
-class MemorySource final : public RecordSource {
- public:
-  std::string describe() const override { return "memory"; }
-  const RecordList& records() const override { return records_; }
-  const std::vector<Status>& problems() const override { return problems_; }
-  Result<TensorView> load(const Record& r) const override {
-    auto it = tensors_.find(r.handle);
-    if (it == tensors_.end()) return Status::IOError(r.file + ": no data");
-    return it->second;
-  }
-  NativeRecordInfo native_info(const Record& r) const override {
-    auto it = native_.find(r.handle);
-    return it == native_.end() ? NativeRecordInfo{} : it->second;
-  }
-
-  void add(const std::string& name, const std::vector<float>& values, Shape shape = {}) {
-    if (shape.empty()) shape = {static_cast<int64_t>(values.size())};
-    std::vector<std::byte> bytes(values.size() * sizeof(float));
-    std::memcpy(bytes.data(), values.data(), bytes.size());
-    Record r = base(name, shape);
-    r.has_data = true;
-    tensors_[r.handle] = make_owned_tensor(DType::kF32, shape, std::move(bytes));
-    records_.push_back(r);
-  }
-  void add_stats(const std::string& name, double max, double min, double mean, double norm) {
-    Record r = base(name, {4});
-    TensorStats s;
-    s.max = max, s.min = min, s.mean = mean, s.l2norm = norm, s.numel = 4;
-    r.stats = s;
-    records_.push_back(r);
-  }
-  void name_natively(const std::string& name, NativeRecordInfo info) {
-    for (const Record& r : records_)
-      if (r.name == name) native_[r.handle] = std::move(info);
-  }
-
- private:
-  Record base(const std::string& name, Shape shape) {
-    Record r;
-    r.name = name;
-    r.file = "/d/" + name + ".pt";
-    r.dtype = DType::kF32;
-    r.shape = std::move(shape);
-    r.handle = records_.size();
-    r.order = static_cast<int64_t>(records_.size());
-    return r;
-  }
-  RecordList records_;
-  std::vector<Status> problems_;
-  std::map<uint64_t, TensorView> tensors_;
-  std::map<uint64_t, NativeRecordInfo> native_;
+// msprobe's dumps name their files <name>.pt under the dump folder.
+struct MemorySource : test::MemorySource {
+  MemorySource() : test::MemorySource(".pt", "/d/") {}
 };
 
 CompareResult compare(const MemorySource& g, const MemorySource& t) {
@@ -114,8 +67,8 @@ TEST(MsprobeTable, TensorModeWordsWhereNoNumberIsComputed) {
   const float nan = std::nanf("");
   g.add("same", {1, 2, 3, 4});
   t.add("same", {1, 2, 3, 4});
-  g.add("one", {2});
-  t.add("one", {2.5});
+  g.add("one", {2}, {1});
+  t.add("one", {2.5}, {1});
   g.add("shape", {1, 2, 3, 4});
   t.add("shape", {1, 2, 3, 4, 5});
   g.add("nans", {1, nan, 3, 4});
