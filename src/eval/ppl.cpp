@@ -153,25 +153,19 @@ TokenComparison compare_token(const TokenDist& golden, const TokenDist& target) 
   return tc;
 }
 
-Result<PplResult> compare_ppl(const TokenSource& golden, const TokenSource& target, const PplOptions& options) {
-  if (golden.vocab() != target.vocab())
-    return Status::Invalid(fmt::format("vocabulary sizes differ: {} has {}, {} has {}", golden.describe(),
-                                       golden.vocab(), target.describe(), target.vocab()));
-  PplResult r;
-  r.golden_source = golden.describe();
-  r.target_source = target.describe();
-  r.golden_representation = golden.representation_json();
-  r.target_representation = target.representation_json();
-  r.thresholds = options.thresholds;
-  r.problems = golden.problems();
-  r.problems.insert(r.problems.end(), target.problems().begin(), target.problems().end());
-  const int64_t n = std::min(golden.tokens(), target.tokens());
-  if (golden.tokens() != target.tokens())
-    r.problems.push_back(Status::Invalid(fmt::format(
-        "token counts differ: golden {} , target {}; the first {} are compared", golden.tokens(), target.tokens(), n)));
+namespace {
 
-  std::vector<TokenComparison> per(n);
-  std::vector<uint8_t> label_mismatch(n, 0);
+// Every token of both sides decoded and compared (in parallel; the first decode error is returned).
+struct TokenPairs {
+  std::vector<TokenComparison> per;
+  std::vector<uint8_t> label_mismatch;  // the two sides score different labels: skipped
+  std::vector<uint8_t> nonfinite;       // NaN log-probabilities on a side: left out of every statistic
+  int64_t nonfinite_golden = 0, nonfinite_target = 0;
+};
+
+Status compare_all_tokens(const TokenSource& golden, const TokenSource& target, int64_t n, TokenPairs& out) {
+  out.per.resize(static_cast<size_t>(n));
+  out.label_mismatch.assign(static_cast<size_t>(n), 0);
   std::vector<Status> errors(n);
 #pragma omp parallel
   {
@@ -181,15 +175,22 @@ Result<PplResult> compare_ppl(const TokenSource& golden, const TokenSource& targ
       Status sg = golden.decode(i, g);
       Status st = sg.ok() ? target.decode(i, t) : sg;
       if (!st.ok()) { errors[i] = st; continue; }
-      if (g.label != t.label) { label_mismatch[i] = 1; continue; }
-      per[i] = compare_token(g, t);
+      if (g.label != t.label) { out.label_mismatch[i] = 1; continue; }
+      out.per[i] = compare_token(g, t);
     }
   }
   for (const Status& e : errors)
     if (!e.ok()) return e;
+  return Status::OK();
+}
+
+// Tokens whose labels differ: an error when none agrees (not the same evaluation data), else a problem.
+Status note_label_mismatches(const TokenSource& golden, const TokenSource& target, const TokenPairs& pairs,
+                             PplResult& r) {
+  const int64_t n = static_cast<int64_t>(pairs.per.size());
   int64_t mismatches = 0, first_mismatch = -1;
   for (int64_t i = 0; i < n; ++i)
-    if (label_mismatch[i] && mismatches++ == 0) first_mismatch = i;
+    if (pairs.label_mismatch[i] && mismatches++ == 0) first_mismatch = i;
   if (mismatches == n)
     return Status::Invalid(fmt::format("the labels of {} and {} never agree: not the same evaluation data",
                                        golden.describe(), target.describe()));
@@ -197,38 +198,42 @@ Result<PplResult> compare_ppl(const TokenSource& golden, const TokenSource& targ
     r.problems.push_back(Status::Invalid(fmt::format(
         "{} token(s) have different labels on the two sides (first at token {}); they are skipped", mismatches,
         first_mismatch)));
+  return Status::OK();
+}
 
-  // A token whose log-probabilities are not finite (NaN logits on one side) would turn every statistic
-  // into NaN: it is named, counted and left out of the sums; a target that produces them fails below.
-  std::vector<uint8_t> nonfinite(static_cast<size_t>(n), 0);
-  int64_t nonfinite_target = 0, nonfinite_golden = 0, first_nonfinite = -1;
+// A token whose log-probabilities are not finite (NaN logits on one side) would turn every statistic
+// into NaN: it is named, counted and left out of the sums; a target that produces them fails (judge_ppl).
+void flag_nonfinite_tokens(TokenPairs& pairs, PplResult& r) {
+  const int64_t n = static_cast<int64_t>(pairs.per.size());
+  pairs.nonfinite.assign(static_cast<size_t>(n), 0);
+  int64_t first_nonfinite = -1;
   for (int64_t i = 0; i < n; ++i) {
-    if (label_mismatch[i]) continue;
-    const TokenComparison& t = per[i];
+    if (pairs.label_mismatch[i]) continue;
+    const TokenComparison& t = pairs.per[i];
     const bool g_bad = std::isnan(t.nll_golden), t_bad = std::isnan(t.nll_target) || std::isnan(t.kld);
     if (!g_bad && !t_bad) continue;
-    nonfinite[i] = 1;
-    nonfinite_golden += g_bad;
-    nonfinite_target += t_bad && !g_bad;
+    pairs.nonfinite[i] = 1;
+    pairs.nonfinite_golden += g_bad;
+    pairs.nonfinite_target += t_bad && !g_bad;
     if (first_nonfinite < 0) first_nonfinite = i;
   }
   if (first_nonfinite >= 0)
     r.problems.push_back(Status::Invalid(fmt::format(
         "{} token(s) have NaN log-probabilities ({} in the target only, {} in the golden; first at token {}): left "
-        "out of every statistic", nonfinite_golden + nonfinite_target, nonfinite_target, nonfinite_golden,
-        first_nonfinite)));
+        "out of every statistic", pairs.nonfinite_golden + pairs.nonfinite_target, pairs.nonfinite_target,
+        pairs.nonfinite_golden, first_nonfinite)));
+}
 
-  // llama.cpp's running sums, in fp64, in token order (deterministic).
+// llama.cpp's running sums (its kl_divergence_result), in fp64, in token order (deterministic): add
+// each token, then finish into the result.
+struct PplAccumulator {
   double sum_nll = 0, sum_nll2 = 0, sum_base = 0, sum_base2 = 0, sum_cross = 0;
   double sum_kld = 0, sum_kld2 = 0, sum_dp = 0, sum_dp2 = 0, sum_dp4 = 0;
   double bound_sum = 0, bound_max = 0;
   int64_t same_top = 0, count = 0;
   std::vector<double> klds, dps;
-  klds.reserve(n);
-  dps.reserve(n);
-  for (int64_t i = 0; i < n; ++i) {
-    if (label_mismatch[i] || nonfinite[i]) continue;
-    const TokenComparison& t = per[i];
+
+  void add(const TokenComparison& t) {
     sum_nll += t.nll_target;
     sum_nll2 += t.nll_target * t.nll_target;
     sum_base += t.nll_golden;
@@ -247,36 +252,51 @@ Result<PplResult> compare_ppl(const TokenSource& golden, const TokenSource& targ
     dps.push_back(t.delta_p);
     ++count;
   }
-  r.tokens = count;
-  const ValueUnc log_ppl = mean_and_uncertainty(sum_nll, sum_nll2, count);
-  const ValueUnc log_base = mean_and_uncertainty(sum_base, sum_base2, count);
-  r.ppl_target = {std::exp(log_ppl.value), std::exp(log_ppl.value) * log_ppl.unc};
-  r.ppl_golden = {std::exp(log_base.value), std::exp(log_base.value) * log_base.unc};
-  const double cov = covariance_of_means(sum_nll, sum_base, sum_cross, count);
-  r.ln_ppl_correlation = cov / (log_ppl.unc * log_base.unc);
-  r.ln_ppl_ratio = {log_ppl.value - log_base.value,
-                    std::sqrt(log_ppl.unc * log_ppl.unc + log_base.unc * log_base.unc - 2.0 * cov)};
-  r.ppl_ratio = {std::exp(r.ln_ppl_ratio.value), std::exp(r.ln_ppl_ratio.value) * r.ln_ppl_ratio.unc};
-  const double ppl_cov = r.ppl_target.value * r.ppl_golden.value * cov;
-  r.ppl_diff = {r.ppl_target.value - r.ppl_golden.value,
-                std::sqrt(r.ppl_target.unc * r.ppl_target.unc + r.ppl_golden.unc * r.ppl_golden.unc - 2.0 * ppl_cov)};
-  r.kld = mean_and_uncertainty(sum_kld, sum_kld2, count);
-  r.kld_pct = percentiles_of(klds);
-  r.kld_bound_mean = count ? bound_sum / count : kNaN;
-  r.kld_bound_max = bound_max;
-  r.delta_p = mean_and_uncertainty(sum_dp, sum_dp2, count);
-  r.delta_p_pct = percentiles_of(dps);
-  const ValueUnc mse = mean_and_uncertainty(sum_dp2, sum_dp4, count);
-  const double rms = std::sqrt(mse.value);
-  r.delta_p_rms = {rms, rms > 0 ? 0.5 / rms * mse.unc : 0.0};
-  const double f = count ? static_cast<double>(same_top) / count : kNaN;
-  r.same_top = {f, count > 1 ? std::sqrt(f * (1 - f) / (count - 1)) : kNaN};
-  if (count < 100)
-    r.notes.push_back(fmt::format("only {} token(s): llama.cpp prints no final statistics below 100; the "
-                                  "uncertainties are rough", count));
 
-  // Checks against the seed criteria.
-  const PplThresholds& th = options.thresholds;
+  // Perplexities, their ratio and difference with the uncertainties of correlated means (llama.cpp).
+  void finish_ppl(PplResult& r) const {
+    const ValueUnc log_ppl = mean_and_uncertainty(sum_nll, sum_nll2, count);
+    const ValueUnc log_base = mean_and_uncertainty(sum_base, sum_base2, count);
+    r.ppl_target = {std::exp(log_ppl.value), std::exp(log_ppl.value) * log_ppl.unc};
+    r.ppl_golden = {std::exp(log_base.value), std::exp(log_base.value) * log_base.unc};
+    const double cov = covariance_of_means(sum_nll, sum_base, sum_cross, count);
+    r.ln_ppl_correlation = cov / (log_ppl.unc * log_base.unc);
+    r.ln_ppl_ratio = {log_ppl.value - log_base.value,
+                      std::sqrt(log_ppl.unc * log_ppl.unc + log_base.unc * log_base.unc - 2.0 * cov)};
+    r.ppl_ratio = {std::exp(r.ln_ppl_ratio.value), std::exp(r.ln_ppl_ratio.value) * r.ln_ppl_ratio.unc};
+    const double ppl_cov = r.ppl_target.value * r.ppl_golden.value * cov;
+    r.ppl_diff = {r.ppl_target.value - r.ppl_golden.value,
+                  std::sqrt(r.ppl_target.unc * r.ppl_target.unc + r.ppl_golden.unc * r.ppl_golden.unc - 2.0 * ppl_cov)};
+  }
+
+  // KL divergence, Δp and same-top.
+  void finish_distributions(PplResult& r) {
+    r.kld = mean_and_uncertainty(sum_kld, sum_kld2, count);
+    r.kld_pct = percentiles_of(std::move(klds));
+    r.kld_bound_mean = count ? bound_sum / count : kNaN;
+    r.kld_bound_max = bound_max;
+    r.delta_p = mean_and_uncertainty(sum_dp, sum_dp2, count);
+    r.delta_p_pct = percentiles_of(std::move(dps));
+    const ValueUnc mse = mean_and_uncertainty(sum_dp2, sum_dp4, count);
+    const double rms = std::sqrt(mse.value);
+    r.delta_p_rms = {rms, rms > 0 ? 0.5 / rms * mse.unc : 0.0};
+    const double f = count ? static_cast<double>(same_top) / count : kNaN;
+    r.same_top = {f, count > 1 ? std::sqrt(f * (1 - f) / (count - 1)) : kNaN};
+  }
+
+  void finish(PplResult& r) {
+    r.tokens = count;
+    finish_ppl(r);
+    finish_distributions(r);
+    if (count < 100)
+      r.notes.push_back(fmt::format("only {} token(s): llama.cpp prints no final statistics below 100; the "
+                                    "uncertainties are rough", count));
+  }
+};
+
+// Checks against the seed criteria, and the verdict: a failed check or NaN the target produced where
+// the golden did not fails; a problem makes a pass a warning.
+void judge_ppl(const PplThresholds& th, int64_t nonfinite_target, PplResult& r) {
   auto check = [&](const char* name, double value, double limit, bool strict) {
     bool pass = strict ? value < limit : value <= limit;
     r.checks.push_back({name, value, limit, pass && !std::isnan(value)});
@@ -287,11 +307,43 @@ Result<PplResult> compare_ppl(const TokenSource& golden, const TokenSource& targ
   r.verdict = Verdict::kPass;
   for (const Check& c : r.checks)
     if (!c.pass) r.verdict = Verdict::kFail;
-  if (nonfinite_target > 0) r.verdict = Verdict::kFail;  // the target produced NaN where the golden did not
+  if (nonfinite_target > 0) r.verdict = Verdict::kFail;
   if (r.verdict == Verdict::kPass && !r.problems.empty()) r.verdict = Verdict::kWarn;
+}
+
+}  // namespace
+
+Result<PplResult> compare_ppl(const TokenSource& golden, const TokenSource& target, const PplOptions& options) {
+  if (golden.vocab() != target.vocab())
+    return Status::Invalid(fmt::format("vocabulary sizes differ: {} has {}, {} has {}", golden.describe(),
+                                       golden.vocab(), target.describe(), target.vocab()));
+  PplResult r;
+  r.golden_source = golden.describe();
+  r.target_source = target.describe();
+  r.golden_representation = golden.representation_json();
+  r.target_representation = target.representation_json();
+  r.thresholds = options.thresholds;
+  r.problems = golden.problems();
+  r.problems.insert(r.problems.end(), target.problems().begin(), target.problems().end());
+  const int64_t n = std::min(golden.tokens(), target.tokens());
+  if (golden.tokens() != target.tokens())
+    r.problems.push_back(Status::Invalid(fmt::format(
+        "token counts differ: golden {} , target {}; the first {} are compared", golden.tokens(), target.tokens(), n)));
+
+  TokenPairs pairs;
+  PARITY_RETURN_NOT_OK(compare_all_tokens(golden, target, n, pairs));
+  PARITY_RETURN_NOT_OK(note_label_mismatches(golden, target, pairs, r));
+  flag_nonfinite_tokens(pairs, r);
+  PplAccumulator sums;
+  sums.klds.reserve(n);
+  sums.dps.reserve(n);
+  for (int64_t i = 0; i < n; ++i)
+    if (!pairs.label_mismatch[i] && !pairs.nonfinite[i]) sums.add(pairs.per[i]);
+  sums.finish(r);
+  judge_ppl(options.thresholds, pairs.nonfinite_target, r);
   if (options.keep_per_token) {
     for (int64_t i = 0; i < n; ++i)
-      if (!label_mismatch[i]) r.per_token.push_back(per[i]);
+      if (!pairs.label_mismatch[i]) r.per_token.push_back(pairs.per[i]);
   }
   return r;
 }
