@@ -272,6 +272,160 @@ Result<LmEvalOutput> find_lm_eval_output(const std::filesystem::path& path) {
   return LmEvalOutput{results, samples_next_to(results, ts)};
 }
 
+namespace {
+
+using SampleLog = std::map<std::string, Sample>;                        // doc_id + filter → sample
+using SamplesByTask = std::map<std::string, std::pair<SampleLog, SampleLog>>;  // task → (run A, run B)
+
+struct SamplePairs {
+  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> files;
+  std::vector<std::string> tasks;  // parallel to files
+};
+
+// The explicit --samples pairs, each assigned the task its file names name.
+SamplePairs explicit_sample_pairs(const std::vector<std::filesystem::path>& samples_a,
+                                  const std::vector<std::filesystem::path>& samples_b,
+                                  const std::set<std::string>& shared, std::vector<Status>& problems) {
+  SamplePairs out;
+  for (size_t i = 0; i < samples_a.size(); ++i) {
+    const std::string ta = task_of_samples(samples_a[i], shared), tb = task_of_samples(samples_b[i], shared);
+    const std::string task = ta.empty() ? tb : ta;
+    if (task.empty()) {
+      problems.push_back(Status::Invalid(fmt::format(
+          "--samples {} {}: no task of both results files is named by these files (name them samples_<task>.jsonl); "
+          "not used", samples_a[i].string(), samples_b[i].string())));
+      continue;
+    }
+    if (!tb.empty() && !ta.empty() && ta != tb)
+      problems.push_back(Status::Invalid(fmt::format("--samples {} and {} name different tasks ({} vs {}); paired as {}",
+                                                     samples_a[i].string(), samples_b[i].string(), ta, tb, task)));
+    out.files.emplace_back(samples_a[i], samples_b[i]);
+    out.tasks.push_back(task);
+  }
+  return out;
+}
+
+// The per-sample logs each run wrote next to its results, paired by task; a task logged by one run only
+// gets the unpaired z-test, and a problem says so.
+SamplePairs found_sample_pairs(const LmEvalOutput& out_a, const LmEvalOutput& out_b, const std::set<std::string>& shared,
+                               std::vector<Status>& problems) {
+  SamplePairs out;
+  for (const auto& [task, pa] : out_a.samples) {
+    if (!shared.count(task)) continue;
+    auto pb = out_b.samples.find(task);
+    if (pb == out_b.samples.end()) {
+      problems.push_back(Status::Invalid(fmt::format(
+          "{}: {} has per-sample logs only in {}; unpaired z-test only", task, pa.filename().string(),
+          out_a.results.string())));
+      continue;
+    }
+    out.files.emplace_back(pa, pb->second);
+    out.tasks.push_back(task);
+  }
+  for (const auto& [task, pb] : out_b.samples)
+    if (shared.count(task) && !out_a.samples.count(task))
+      problems.push_back(Status::Invalid(fmt::format(
+          "{}: {} has per-sample logs only in {}; unpaired z-test only", task, pb.filename().string(),
+          out_b.results.string())));
+  return out;
+}
+
+// One metric of one task from the two results files, with lm-eval's unpaired z-test.
+LmEvalMetric metric_from_results(const std::string& task, const std::string& key, const json& a, const json& b,
+                                 const LmEvalOptions& options) {
+  const json& ta = a["results"][task];
+  const json& tb = b["results"][task];
+  const size_t comma = key.find(',');  // "acc,none"
+  LmEvalMetric lm;
+  lm.task = task;
+  lm.metric = key.substr(0, comma);
+  lm.filter = comma == std::string::npos ? "" : key.substr(comma + 1);
+  lm.a = ta[key].get<double>();
+  lm.b = number_or_nan(tb, key);
+  const std::string se_key = comma == std::string::npos ? lm.metric + "_stderr" : lm.metric + "_stderr," + lm.filter;
+  lm.a_stderr = number_or_nan(ta, se_key);
+  lm.b_stderr = number_or_nan(tb, se_key);
+  lm.n_a = n_effective(a, task);
+  lm.n_b = n_effective(b, task);
+  lm.diff = lm.b - lm.a;
+  const double se = std::sqrt(lm.a_stderr * lm.a_stderr + lm.b_stderr * lm.b_stderr);
+  if (se > 0) {
+    lm.z = lm.diff / se;
+    lm.p_value = std::erfc(std::fabs(lm.z) / std::sqrt(2.0));
+  } else if (lm.diff == 0) {
+    lm.z = 0;
+    lm.p_value = 1;
+  }
+  lm.distinguishable = lm.p_value < options.mc.thresholds.alpha;
+  return lm;
+}
+
+// The metric paired sample by sample (McNemar, bootstrap) when its per-sample values are 0/1, and the
+// samples whose answer flipped.
+void pair_metric_samples(LmEvalMetric& lm, const std::pair<SampleLog, SampleLog>& logs, const LmEvalOptions& options,
+                         std::vector<Status>& problems) {
+  std::vector<uint8_t> g, t, same;
+  bool binary = true;
+  int64_t unpaired = 0;
+  for (const auto& [id, sa] : logs.first) {
+    if (sa.filter != lm.filter && !lm.filter.empty()) continue;
+    const auto sb = logs.second.find(id);
+    if (sb == logs.second.end()) { ++unpaired; continue; }
+    auto va = sa.metrics.find(lm.metric);
+    auto vb = sb->second.metrics.find(lm.metric);
+    if (va == sa.metrics.end() || vb == sb->second.metrics.end()) continue;
+    for (double v : {va->second, vb->second}) binary &= (v == 0.0 || v == 1.0);
+    g.push_back(va->second == 1.0);
+    t.push_back(vb->second == 1.0);
+    same.push_back(!sa.answer.empty() && sa.answer == sb->second.answer);
+    lm.flips_listed |= answer_decides(sa, lm.metric);
+    if (answer_decides(sa, lm.metric) && sa.answer != sb->second.answer)
+      lm.flips.push_back({sa.doc_id, "", sa.answer, sb->second.answer, sa.target, va->second == 1.0, vb->second == 1.0});
+  }
+  std::stable_sort(lm.flips.begin(), lm.flips.end(),
+                   [](const AnswerFlip& x, const AnswerFlip& y) { return doc_id_less(x.id, y.id); });
+  if (unpaired > 0)
+    problems.push_back(Status::Invalid(fmt::format("{}: {} sample(s) of run A have no counterpart in run B", lm.task, unpaired)));
+  if (!g.empty() && binary) {
+    lm.paired = paired_accuracy(lm.task, g, t, same, options.mc);
+    lm.distinguishable = lm.paired->distinguishable;
+  } else if (!g.empty()) {
+    problems.push_back(Status::Unsupported(fmt::format(
+        "{} {}: per-sample values are not 0/1; paired tests apply to accuracy-type metrics only", lm.task, lm.metric)));
+  }
+}
+
+// |Δ| in points against the thresholds.
+Verdict grade_points(double diff, const AccuracyThresholds& th) {
+  const double points = std::fabs(diff) * 100.0;
+  return std::isnan(points) ? Verdict::kError
+         : points <= th.pass_points ? Verdict::kPass
+         : points <= th.fail_points ? Verdict::kWarn
+                                    : Verdict::kFail;
+}
+
+// Every wanted metric of every task both results files hold.
+void compare_metrics(const json& a, const json& b, const SamplesByTask& samples, const LmEvalOptions& options,
+                     LmEvalResult& r) {
+  const std::set<std::string> wanted(options.metrics.begin(), options.metrics.end());
+  const json& ra = a["results"];
+  const json& rb = b["results"];
+  for (auto it = ra.begin(); it != ra.end(); ++it) {
+    const std::string& task = it.key();
+    if (!rb.contains(task) || !it->is_object()) continue;
+    for (auto m = it->begin(); m != it->end(); ++m) {
+      const std::string& key = m.key();
+      if (!wanted.count(key.substr(0, key.find(','))) || !m->is_number() || !rb[task].contains(key)) continue;
+      LmEvalMetric lm = metric_from_results(task, key, a, b, options);
+      if (auto s = samples.find(task); s != samples.end()) pair_metric_samples(lm, s->second, options, r.problems);
+      lm.verdict = grade_points(lm.diff, options.mc.thresholds);
+      r.metrics.push_back(std::move(lm));
+    }
+  }
+}
+
+}  // namespace
+
 Result<LmEvalResult> compare_lm_eval(const std::filesystem::path& a_path, const std::filesystem::path& b_path,
                                      const std::vector<std::filesystem::path>& samples_a,
                                      const std::vector<std::filesystem::path>& samples_b,
@@ -288,133 +442,25 @@ Result<LmEvalResult> compare_lm_eval(const std::filesystem::path& a_path, const 
   r.thresholds = options.mc.thresholds;
   const json& ra = a["results"];
   const json& rb = b["results"];
-  for (auto it = ra.begin(); it != ra.end(); ++it)
-    if (!rb.contains(it.key())) r.only_a.push_back(it.key());
+  std::set<std::string> shared;
+  for (auto it = ra.begin(); it != ra.end(); ++it) {
+    if (rb.contains(it.key())) shared.insert(it.key());
+    else r.only_a.push_back(it.key());
+  }
   for (auto it = rb.begin(); it != rb.end(); ++it)
     if (!ra.contains(it.key())) r.only_b.push_back(it.key());
 
   // Per-sample logs by task: the explicit pairs, else the files each run wrote next to its results.
-  std::set<std::string> shared;
-  for (auto it = ra.begin(); it != ra.end(); ++it)
-    if (rb.contains(it.key())) shared.insert(it.key());
-  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> pairs;
-  std::vector<std::string> pair_tasks;
-  if (!samples_a.empty()) {
-    for (size_t i = 0; i < samples_a.size(); ++i) {
-      const std::string ta = task_of_samples(samples_a[i], shared), tb = task_of_samples(samples_b[i], shared);
-      const std::string task = ta.empty() ? tb : ta;
-      if (task.empty()) {
-        r.problems.push_back(Status::Invalid(fmt::format(
-            "--samples {} {}: no task of both results files is named by these files (name them samples_<task>.jsonl); "
-            "not used", samples_a[i].string(), samples_b[i].string())));
-        continue;
-      }
-      if (!tb.empty() && !ta.empty() && ta != tb)
-        r.problems.push_back(Status::Invalid(fmt::format("--samples {} and {} name different tasks ({} vs {}); paired as {}",
-                                                         samples_a[i].string(), samples_b[i].string(), ta, tb, task)));
-      pairs.emplace_back(samples_a[i], samples_b[i]);
-      pair_tasks.push_back(task);
-    }
-  } else {
-    for (const auto& [task, pa] : out_a.samples) {
-      if (!shared.count(task)) continue;
-      auto pb = out_b.samples.find(task);
-      if (pb == out_b.samples.end()) {
-        r.problems.push_back(Status::Invalid(fmt::format(
-            "{}: {} has per-sample logs only in {}; unpaired z-test only", task, pa.filename().string(), r.a_source)));
-        continue;
-      }
-      pairs.emplace_back(pa, pb->second);
-      pair_tasks.push_back(task);
-    }
-    for (const auto& [task, pb] : out_b.samples)
-      if (shared.count(task) && !out_a.samples.count(task))
-        r.problems.push_back(Status::Invalid(fmt::format(
-            "{}: {} has per-sample logs only in {}; unpaired z-test only", task, pb.filename().string(), r.b_source)));
+  const SamplePairs pairs = samples_a.empty() ? found_sample_pairs(out_a, out_b, shared, r.problems)
+                                              : explicit_sample_pairs(samples_a, samples_b, shared, r.problems);
+  SamplesByTask samples;
+  for (size_t i = 0; i < pairs.files.size(); ++i) {
+    PARITY_ASSIGN_OR_RETURN(auto sa, read_samples(pairs.files[i].first, r.problems));
+    PARITY_ASSIGN_OR_RETURN(auto sb, read_samples(pairs.files[i].second, r.problems));
+    r.samples.push_back({pairs.tasks[i], pairs.files[i].first.string(), pairs.files[i].second.string()});
+    samples[pairs.tasks[i]] = {std::move(sa), std::move(sb)};
   }
-  std::map<std::string, std::pair<std::map<std::string, Sample>, std::map<std::string, Sample>>> samples;
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    PARITY_ASSIGN_OR_RETURN(auto sa, read_samples(pairs[i].first, r.problems));
-    PARITY_ASSIGN_OR_RETURN(auto sb, read_samples(pairs[i].second, r.problems));
-    r.samples.push_back({pair_tasks[i], pairs[i].first.string(), pairs[i].second.string()});
-    samples[pair_tasks[i]] = {std::move(sa), std::move(sb)};
-  }
-
-  const std::set<std::string> wanted(options.metrics.begin(), options.metrics.end());
-  for (auto it = ra.begin(); it != ra.end(); ++it) {
-    const std::string& task = it.key();
-    if (!rb.contains(task) || !it->is_object()) continue;
-    const json& ta = *it;
-    const json& tb = rb[task];
-    for (auto m = ta.begin(); m != ta.end(); ++m) {
-      const std::string& key = m.key();  // "acc,none"
-      size_t comma = key.find(',');
-      std::string metric = key.substr(0, comma);
-      std::string filter = comma == std::string::npos ? "" : key.substr(comma + 1);
-      if (!wanted.count(metric) || !m->is_number() || !tb.contains(key)) continue;
-      LmEvalMetric lm;
-      lm.task = task;
-      lm.metric = metric;
-      lm.filter = filter;
-      lm.a = m->get<double>();
-      lm.b = number_or_nan(tb, key);
-      std::string se_key = comma == std::string::npos ? metric + "_stderr" : metric + "_stderr," + filter;
-      lm.a_stderr = number_or_nan(ta, se_key);
-      lm.b_stderr = number_or_nan(tb, se_key);
-      lm.n_a = n_effective(a, task);
-      lm.n_b = n_effective(b, task);
-      lm.diff = lm.b - lm.a;
-      const double se = std::sqrt(lm.a_stderr * lm.a_stderr + lm.b_stderr * lm.b_stderr);
-      if (se > 0) {
-        lm.z = lm.diff / se;
-        lm.p_value = std::erfc(std::fabs(lm.z) / std::sqrt(2.0));
-      } else if (lm.diff == 0) {
-        lm.z = 0;
-        lm.p_value = 1;
-      }
-      lm.distinguishable = lm.p_value < options.mc.thresholds.alpha;
-      auto s = samples.find(task);
-      if (s != samples.end()) {
-        std::vector<uint8_t> g, t, same;
-        bool binary = true;
-        int64_t unpaired = 0;
-        for (const auto& [id, sa] : s->second.first) {
-          if (sa.filter != filter && !filter.empty()) continue;
-          const auto sb = s->second.second.find(id);
-          if (sb == s->second.second.end()) { ++unpaired; continue; }
-          auto va = sa.metrics.find(metric);
-          auto vb = sb->second.metrics.find(metric);
-          if (va == sa.metrics.end() || vb == sb->second.metrics.end()) continue;
-          for (double v : {va->second, vb->second}) binary &= (v == 0.0 || v == 1.0);
-          g.push_back(va->second == 1.0);
-          t.push_back(vb->second == 1.0);
-          same.push_back(!sa.answer.empty() && sa.answer == sb->second.answer);
-          lm.flips_listed |= answer_decides(sa, metric);
-          if (answer_decides(sa, metric) && sa.answer != sb->second.answer)
-            lm.flips.push_back({sa.doc_id, "", sa.answer, sb->second.answer, sa.target, va->second == 1.0,
-                                vb->second == 1.0});
-        }
-        std::stable_sort(lm.flips.begin(), lm.flips.end(), [](const AnswerFlip& x, const AnswerFlip& y) {
-          return doc_id_less(x.id, y.id);
-        });
-        if (unpaired > 0)
-          r.problems.push_back(Status::Invalid(fmt::format("{}: {} sample(s) of run A have no counterpart in run B", task, unpaired)));
-        if (!g.empty() && binary) {
-          lm.paired = paired_accuracy(task, g, t, same, options.mc);
-          lm.distinguishable = lm.paired->distinguishable;
-        } else if (!g.empty()) {
-          r.problems.push_back(Status::Unsupported(fmt::format(
-              "{} {}: per-sample values are not 0/1; paired tests apply to accuracy-type metrics only", task, metric)));
-        }
-      }
-      const double points = std::fabs(lm.diff) * 100.0;
-      lm.verdict = std::isnan(points) ? Verdict::kError
-                   : points <= options.mc.thresholds.pass_points ? Verdict::kPass
-                   : points <= options.mc.thresholds.fail_points ? Verdict::kWarn
-                                                                 : Verdict::kFail;
-      r.metrics.push_back(std::move(lm));
-    }
-  }
+  compare_metrics(a, b, samples, options, r);
   if (r.metrics.empty())
     return Status::Invalid(fmt::format("{} and {} share no task with an accuracy-type metric ({})", r.a_source,
                                        r.b_source, fmt::join(options.metrics, ", ")));
