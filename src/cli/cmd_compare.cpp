@@ -144,39 +144,21 @@ bool write_msprobe_outputs(const CompareArgs& a, const CompareResult& res, const
   return ok;
 }
 
-int run(const CompareArgs& a, const GlobalOptions& global) {
-  // Under mpirun only process 0 speaks; the others end with its exit status (main.cpp).
-  const bool speaks = is_output_process(global.group);
-  auto usage_error = [speaks](const std::string& message) { return speaks ? cli::usage_error(message) : kExitUsage; };
-  Result<Thresholds> th = build_thresholds(a);
-  if (!th.ok()) return usage_error(th.status().message());
-  if (a.fixed_thresholds) th->policy = VerdictPolicy::kFixedThresholds;
-  if (a.show_thresholds) {
-    if (speaks) std::printf("%s\n", thresholds_to_json(*th).c_str());
-    return kExitOk;
-  }
-  if (a.golden.empty() || a.target.empty()) {
-    return usage_error("GOLDEN and TARGET are required (see parity compare --help)");
-  }
+// Options that cannot go together, before anything is opened ("" when they are fine).
+std::string conflicting_outputs(const CompareArgs& a) {
+  if (a.golden.empty() || a.target.empty()) return "GOLDEN and TARGET are required (see parity compare --help)";
   if ((a.json_path == "-") + (a.csv_path == "-") + (a.arrow_path == "-") + (a.msprobe_csv_path == "-") > 1)
-    return usage_error("only one of --json, --csv, --arrow and --msprobe-csv can write to stdout ('-')");
-  if (a.msprobe_xlsx_path == "-")
-    return usage_error("--msprobe-xlsx -: an xlsx workbook is a zip file written in place; give a path");
+    return "only one of --json, --csv, --arrow and --msprobe-csv can write to stdout ('-')";
+  if (a.msprobe_xlsx_path == "-") return "--msprobe-xlsx -: an xlsx workbook is a zip file written in place; give a path";
   if (a.arrow_path == "-" && isatty(STDOUT_FILENO) != 0)
-    return usage_error("--arrow -: stdout is a terminal; the Arrow file is binary (pipe it, or give a path)");
+    return "--arrow -: stdout is a terminal; the Arrow file is binary (pipe it, or give a path)";
+  return "";
+}
 
-  // --format forces both sides unless a side has its own.
-  const std::string& golden_format = a.golden_format.empty() ? a.format : a.golden_format;
-  const std::string& target_format = a.target_format.empty() ? a.format : a.target_format;
-  // Under mpirun with captures of one folder per rank, each process other than 0 opens only its ranks.
-  DividedSources sources = open_divided_sources({{a.golden, golden_format}, {a.target, target_format}}, global.group);
-  const Status opened = sources.status.ok() ? Status::OK()
-                                            : sources.status.WithContext(sources.failed == 0 ? "cannot open golden"
-                                                                                            : "cannot open target");
-  if (!opened_everywhere(global, opened, "compare")) return usage_error(opened.message());
-
+CompareRunOptions run_options(const CompareArgs& a, const GlobalOptions& global, const Thresholds& th,
+                              const DividedSources& sources, ProgressSink* progress) {
   CompareRunOptions opts;
-  opts.compare.thresholds = *th;
+  opts.compare.thresholds = th;
   opts.compare.step = a.step;
   opts.compare.rank = a.rank;
   opts.compare.direction = a.direction;
@@ -188,28 +170,13 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   opts.compare.align = !a.no_align;
   opts.compare.group = global.group;
   opts.compare.rank_shares = sources.shares ? &*sources.shares : nullptr;
-  std::unique_ptr<ProgressSink> progress = make_progress(global);
-  opts.compare.progress = progress.get();
+  opts.compare.progress = progress;
   opts.command = command_line();
   opts.fail_on_warn = a.fail_on_warn;
+  return opts;
+}
 
-  std::unique_ptr<EngineReplayRunner> replay;
-  if (a.replay) {
-    replay = std::make_unique<EngineReplayRunner>(a.golden, a.target);
-    opts.replay = replay.get();
-    opts.replay_suspects = a.replay_suspects;
-  }
-
-  Result<CompareReport> report = compare_runs(*sources.sources[0], *sources.sources[1], opts);
-  if (!report.ok()) return usage_error(report.status().message());
-  if (!speaks) return kExitOk;  // its rows went to process 0, which renders everything
-  const CompareResult& res = report->result;
-  int code = report->exit_code;
-
-  // Human output goes to stdout, or to stderr when stdout carries JSON or CSV.
-  const bool machine_on_stdout =
-      a.json_path == "-" || a.csv_path == "-" || a.arrow_path == "-" || a.msprobe_csv_path == "-";
-  std::FILE* human = machine_on_stdout ? stderr : stdout;
+report::TableOptions table_options(const CompareArgs& a, const GlobalOptions& global, bool machine_on_stdout) {
   report::TableOptions topt;
   topt.color = use_color(global, machine_on_stdout ? 2 : 1);
   topt.width = terminal_width();
@@ -221,70 +188,120 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
               : a.sort == "order"  ? report::SortKey::kOrder
               : a.sort == "metric" ? report::SortKey::kMetric
                                    : report::SortKey::kWorst;
+  return topt;
+}
 
-  if (!a.json_path.empty()) {
-    // Streamed row by row: a 100,000-row report never exists as one JSON tree in memory.
-    Status st = write_output(a.json_path, [&](std::FILE* f) { return write_compare_report_json(*report, f); });
-    if (!st.ok()) {
-      std::fprintf(stderr, "parity compare: %s\n", terminal_text(st.message()).c_str());
-      code = kExitUsage;
-    }
+// A written output's failure, said on stderr; false when it failed.
+bool said(const Status& st) {
+  if (st.ok()) return true;
+  std::fprintf(stderr, "parity compare: %s\n", terminal_text(st.message()).c_str());
+  return false;
+}
+
+// --json, --html, --csv, --arrow and the msprobe layouts; false when one could not be written.
+bool write_outputs(const CompareArgs& a, const CompareReport& report, const GlobalOptions& global,
+                   const DividedSources& sources) {
+  const CompareResult& res = report.result;
+  bool ok = true;
+  // Streamed row by row: a 100,000-row report never exists as one JSON tree in memory.
+  if (!a.json_path.empty())
+    ok &= said(write_output(a.json_path, [&](std::FILE* f) { return write_compare_report_json(report, f); }));
+  if (!a.html_path.empty() && !write_html_option(a.html_path, compare_report_for_html(report), "compare", global))
+    ok = false;
+  if (a.csv_path == "-") {
+    report::write_compare_csv(res, stdout);
+    std::fflush(stdout);
+  } else if (!a.csv_path.empty()) {
+    ok &= said(write_output(a.csv_path, [&res](std::FILE* f) {
+      report::write_compare_csv(res, f);
+      return Status::OK();
+    }));
   }
-  if (!a.html_path.empty() && !write_html_option(a.html_path, compare_report_for_html(*report), "compare", global))
-    code = kExitUsage;
-  if (!a.csv_path.empty()) {
-    Status st = Status::OK();
-    if (a.csv_path == "-") {
-      report::write_compare_csv(res, stdout);
-      std::fflush(stdout);
-    } else {
-      st = write_output(a.csv_path, [&res](std::FILE* f) {
-        report::write_compare_csv(res, f);
-        return Status::OK();
-      });
-    }
-    if (!st.ok()) {
-      std::fprintf(stderr, "parity compare: %s\n", terminal_text(st.message()).c_str());
-      code = kExitUsage;
-    }
+  if (!a.arrow_path.empty())
+    ok &= said(write_output(a.arrow_path, [&res](std::FILE* f) { return report::write_compare_arrow(res, f); }));
+  if (!write_msprobe_outputs(a, res, *sources.sources[0], *sources.sources[1])) ok = false;
+  return ok;
+}
+
+// The terminal report: the table, unmatched records, problems, notes and findings — or, when nothing was
+// compared, what was read and what was not (no empty table, issue 31 §4); --quiet names problems only.
+void print_human(std::FILE* human, const CompareReport& report, const report::TableOptions& topt, bool quiet) {
+  const CompareResult& res = report.result;
+  if (quiet) {  // errors are never silent
+    for (const Status& st : res.problems) std::fprintf(stderr, "parity compare: %s\n", terminal_text(st.message()).c_str());
+    return;
   }
-  if (!a.arrow_path.empty()) {
-    Status st = write_output(a.arrow_path, [&res](std::FILE* f) { return report::write_compare_arrow(res, f); });
-    if (!st.ok()) {
-      std::fprintf(stderr, "parity compare: %s\n", terminal_text(st.message()).c_str());
-      code = kExitUsage;
-    }
-  }
-  if (!write_msprobe_outputs(a, res, *sources.sources[0], *sources.sources[1])) code = kExitUsage;
-  if (!global.quiet && !report->no_input.empty()) {
-    // Nothing was compared: what was read, what could not be, what the filters left out — no empty table,
-    // noise summary or "first divergence: none" (issue 31 §4); the headline and the reason end it.
-    report::print_compare_header(human, res, topt);
-    report::print_compare_problems(human, res, topt);
-    report::print_compare_notes(human, res, topt);
-    std::fputc('\n', human);
-  } else if (!global.quiet) {
-    print_config_diff(human, report->findings.config, topt.color);
-    report::print_compare_header(human, res, topt);
+  if (report.no_input.empty()) print_config_diff(human, report.findings.config, topt.color);
+  report::print_compare_header(human, res, topt);
+  if (report.no_input.empty()) {
     report::print_compare_table(human, res, topt);
     report::print_compare_unmatched(human, res, topt);
-    report::print_compare_problems(human, res, topt);
-    report::print_compare_notes(human, res, topt);
-    std::fputc('\n', human);
-    print_findings(human, report->findings, res, topt.color);
-    std::fputc('\n', human);
-    report::print_process_memory(human, res, topt.color);
-  } else {
-    // --quiet still names what could not be read: errors are never silent.
-    for (const Status& st : res.problems) std::fprintf(stderr, "parity compare: %s\n", terminal_text(st.message()).c_str());
   }
-  report::print_compare_verdict(human, res, report->elapsed_seconds, report->command, run_headline(*report), topt.color);
-  if (!report->no_input.empty()) std::fprintf(stderr, "parity compare: %s\n", report->no_input.c_str());
+  report::print_compare_problems(human, res, topt);
+  report::print_compare_notes(human, res, topt);
+  std::fputc('\n', human);
+  if (!report.no_input.empty()) return;
+  print_findings(human, report.findings, res, topt.color);
+  std::fputc('\n', human);
+  report::print_process_memory(human, res, topt.color);
+}
+
+// What ends the output: the headline, and on stderr why nothing was compared, rows measured for other
+// processes, and a --replay that could not run.
+void print_ending(std::FILE* human, const CompareReport& report, bool color) {
+  const CompareResult& res = report.result;
+  report::print_compare_verdict(human, res, report.elapsed_seconds, report.command, run_headline(report), color);
+  if (!report.no_input.empty()) std::fprintf(stderr, "parity compare: %s\n", report.no_input.c_str());
   if (res.rows_measured_for_others > 0)  // a pairing that crossed the ranks' division: correct, but slower
     std::fprintf(stderr, "parity compare: process 0 measured %lld rows of other processes' ranks that they did not pair\n",
                  static_cast<long long>(res.rows_measured_for_others));
-  if (!report->replay_problem.empty())  // --replay asked and could not run: said, never silent
-    std::fprintf(stderr, "parity compare: --replay: %s\n", report->replay_problem.c_str());
+  if (!report.replay_problem.empty())  // --replay asked and could not run: said, never silent
+    std::fprintf(stderr, "parity compare: --replay: %s\n", report.replay_problem.c_str());
+}
+
+int run(const CompareArgs& a, const GlobalOptions& global) {
+  // Under mpirun only process 0 speaks; the others end with its exit status (main.cpp).
+  const bool speaks = is_output_process(global.group);
+  auto usage_error = [speaks](const std::string& message) { return speaks ? cli::usage_error(message) : kExitUsage; };
+  Result<Thresholds> th = build_thresholds(a);
+  if (!th.ok()) return usage_error(th.status().message());
+  if (a.fixed_thresholds) th->policy = VerdictPolicy::kFixedThresholds;
+  if (a.show_thresholds) {
+    if (speaks) std::printf("%s\n", thresholds_to_json(*th).c_str());
+    return kExitOk;
+  }
+  if (const std::string conflict = conflicting_outputs(a); !conflict.empty()) return usage_error(conflict);
+
+  // --format forces both sides unless a side has its own.
+  const std::string& golden_format = a.golden_format.empty() ? a.format : a.golden_format;
+  const std::string& target_format = a.target_format.empty() ? a.format : a.target_format;
+  // Under mpirun with captures of one folder per rank, each process other than 0 opens only its ranks.
+  DividedSources sources = open_divided_sources({{a.golden, golden_format}, {a.target, target_format}}, global.group);
+  const Status opened = sources.status.ok() ? Status::OK()
+                                            : sources.status.WithContext(sources.failed == 0 ? "cannot open golden"
+                                                                                            : "cannot open target");
+  if (!opened_everywhere(global, opened, "compare")) return usage_error(opened.message());
+
+  std::unique_ptr<ProgressSink> progress = make_progress(global);
+  CompareRunOptions opts = run_options(a, global, *th, sources, progress.get());
+  std::unique_ptr<EngineReplayRunner> replay;
+  if (a.replay) {
+    replay = std::make_unique<EngineReplayRunner>(a.golden, a.target);
+    opts.replay = replay.get();
+    opts.replay_suspects = a.replay_suspects;
+  }
+  Result<CompareReport> report = compare_runs(*sources.sources[0], *sources.sources[1], opts);
+  if (!report.ok()) return usage_error(report.status().message());
+  if (!speaks) return kExitOk;  // its rows went to process 0, which renders everything
+
+  // Human output goes to stdout, or to stderr when stdout carries JSON or CSV.
+  const bool machine_on_stdout =
+      a.json_path == "-" || a.csv_path == "-" || a.arrow_path == "-" || a.msprobe_csv_path == "-";
+  std::FILE* human = machine_on_stdout ? stderr : stdout;
+  const report::TableOptions topt = table_options(a, global, machine_on_stdout);
+  const int code = write_outputs(a, *report, global, sources) ? report->exit_code : kExitUsage;
+  print_human(human, *report, topt, global.quiet);
+  print_ending(human, *report, topt.color);
   return code;
 }
 
