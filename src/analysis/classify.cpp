@@ -420,86 +420,123 @@ class WithContextRows {
   size_t shown_;
 };
 
+namespace {
+
+// The golden records a row's references are looked up in: the whole listing when it is known — so that a
+// filter that leaves records out changes no verdict — else the rows'.
+std::vector<const Record*> golden_listing(const CompareResult& result, const RecordSource* golden) {
+  std::vector<const Record*> listing;
+  if (golden) {
+    for (const Record& r : golden->records()) listing.push_back(&r);
+  } else {
+    for (const CompareRow& row : result.rows) listing.push_back(row.golden);
+  }
+  return listing;
+}
+
+// The coarsest unit roundoff among each event's records, either side: the whole listings when known, else
+// the rows'.
+EventRoundoff event_roundoffs(const CompareResult& result, const RecordSource* golden, const RecordSource* target) {
+  EventRoundoff event_u;
+  if (golden && target) {
+    add_event_roundoffs(golden->records(), event_u);
+    add_event_roundoffs(target->records(), event_u);
+    return event_u;
+  }
+  for (const CompareRow& row : result.rows) {
+    for (const Record* r : {row.golden, row.target}) {
+      if (!dtype_is_float(r->dtype)) continue;
+      double& u = event_u[event_key(*r)];
+      u = std::max(u, unit_roundoff(r->dtype));
+    }
+  }
+  return event_u;
+}
+
+// Ambient unit roundoff of each row (docs/judgement.md "Which dtype, which n"): the coarsest of the
+// dtypes its own event computed in (every record of the event, either side), the precision each run
+// declares (parameters, autocast, matmul precision: a bf16 model carries bf16 noise into the fp32 islands
+// of its norms), and the difference the step's state carries from earlier steps. Not "any dtype seen
+// earlier": one f16 op of an fp32 run does not make every later row an f16 row.
+std::vector<double> ambient_roundoffs(const CompareResult& result, const RecordSource* golden,
+                                      const RecordSource* target) {
+  std::vector<double> ambient(result.rows.size(), 0.0);
+  const EventRoundoff event_u = event_roundoffs(result, golden, target);
+  const DeclaredPrecision declared_g = DeclaredPrecision::from(result.golden_fingerprint);
+  const DeclaredPrecision declared_t = DeclaredPrecision::from(result.target_fingerprint);
+  // Without the sources (a caller holding rows only) the listing is the rows.
+  std::map<int, double> undeclared_g, undeclared_t;
+  if (!declared_g.known) undeclared_g = golden ? coarsest_per_rank(golden->records()) : coarsest_per_rank(result.rows, true);
+  if (!declared_t.known) undeclared_t = target ? coarsest_per_rank(target->records()) : coarsest_per_rank(result.rows, false);
+  const std::map<std::pair<int, int64_t>, double> state = carried_state_error(result);
+  for (size_t i = 0; i < result.rows.size(); ++i) {
+    const Record& g = *result.rows[i].golden;
+    double u = std::max(declared_g.at(g.step), declared_t.at(g.step));
+    if (auto it = undeclared_g.find(g.rank); it != undeclared_g.end()) u = std::max(u, it->second);
+    if (auto it = undeclared_t.find(g.rank); it != undeclared_t.end()) u = std::max(u, it->second);
+    if (auto it = event_u.find(event_key(g)); it != event_u.end()) u = std::max(u, it->second);
+    // A step starts from the state the steps before it computed (parameters updated from gradients of
+    // another precision): their carried difference is the floor of this step and the later ones.
+    for (auto it = state.lower_bound({g.rank, INT64_MIN}); it != state.end() && it->first.first == g.rank &&
+                                                            it->first.second <= g.step; ++it)
+      u = std::max(u, it->second);
+    ambient[i] = u;
+  }
+  return ambient;
+}
+
+// What a capture's rows are judged with besides their own metrics: each event's first floating input (its
+// reduction length) and the gradient arriving at its output (backward/input/0: the cancellation
+// reference), the scale of the sums arriving gradients are, and the row of each golden record.
+class RowReferences {
+ public:
+  RowReferences(const CompareResult& result, const RecordSource* golden)
+      : result_(result), listing_(golden_listing(result, golden)) {
+    for (const Record* r : listing_) events_.add(*r);
+    for (size_t i = 0; i < result.rows.size(); ++i) row_of_.emplace(result.rows[i].golden, i);
+    sums_.emplace(listing_, [this](const Record& r) { return norm(&r); });
+  }
+
+  // ‖g‖ and element count of a reference record: its stored statistics, else its row's.
+  std::optional<std::pair<double, int64_t>> norm(const Record* r) const {
+    if (r == nullptr) return std::nullopt;
+    if (r->stats && r->stats->numel > 0) return std::pair{r->stats->l2norm, r->stats->numel};
+    if (auto it = row_of_.find(r); it != row_of_.end()) return golden_norm(result_.rows[it->second]);
+    return std::nullopt;
+  }
+
+  EventRecords& events() { return events_; }
+  SumScales& sums() { return *sums_; }
+  const std::unordered_map<const Record*, size_t>& row_of() const { return row_of_; }
+
+  // The shape of the error of the row that measured `input` (the event's first input), when it has metrics.
+  std::optional<ErrorShape> input_error_shape(const Record* input) const {
+    if (!input) return std::nullopt;
+    const auto it = row_of_.find(input);
+    if (it == row_of_.end()) return std::nullopt;
+    const CompareRow& in = result_.rows[it->second];
+    if (!in.metrics || in.golden->shape.empty()) return std::nullopt;
+    return error_shape(*in.metrics, in.golden->shape.back());
+  }
+
+ private:
+  const CompareResult& result_;
+  std::vector<const Record*> listing_;
+  EventRecords events_;
+  std::unordered_map<const Record*, size_t> row_of_;  // the row of a golden record, for its measured norm
+  std::optional<SumScales> sums_;
+};
+
+}  // namespace
+
 void classify_rows(CompareResult& result, const AnalysisOptions& options, const RecordSource* golden,
                    const RecordSource* target) {
   const WithContextRows with_context(result);
   const bool capture = has_capture_metadata(result);
-
-  // Each event's first floating input (its reduction length) and the gradient arriving at its output
-  // (backward/input/0: the cancellation reference), from the golden listing when it is known — so that a
-  // filter that leaves those records out changes no verdict — else from the rows.
-  EventRecords events;
-  if (capture) {
-    if (golden) {
-      for (const Record& r : golden->records()) events.add(r);
-    } else {
-      for (const CompareRow& row : result.rows) events.add(*row.golden);
-    }
-  }
-  std::unordered_map<const Record*, size_t> row_of;  // the row of a golden record, for its measured norm
-  if (capture)
-    for (size_t i = 0; i < result.rows.size(); ++i) row_of.emplace(result.rows[i].golden, i);
-  // ‖g‖ and element count of a reference record: its stored statistics, else its row's.
-  auto reference_norm = [&](const Record* r) -> std::optional<std::pair<double, int64_t>> {
-    if (r == nullptr) return std::nullopt;
-    if (r->stats && r->stats->numel > 0) return std::pair{r->stats->l2norm, r->stats->numel};
-    if (auto it = row_of.find(r); it != row_of.end()) return golden_norm(result.rows[it->second]);
-    return std::nullopt;
-  };
-
-  // The scale of the sums the gradients arriving at op outputs are (a broadcast operand's gradient, and
-  // what is computed from it without summing again), from the golden listing like the references above.
-  std::vector<const Record*> listing;
-  if (capture) {
-    if (golden) {
-      for (const Record& r : golden->records()) listing.push_back(&r);
-    } else {
-      for (const CompareRow& row : result.rows) listing.push_back(row.golden);
-    }
-  }
-  SumScales sums(listing, [&](const Record& r) { return reference_norm(&r); });
-
-  // Ambient unit roundoff of each row (docs/judgement.md "Which dtype, which n"): the coarsest of the
-  // dtypes its own event computed in (every record of the event, either side), the precision each run
-  // declares (parameters, autocast, matmul precision: a bf16 model carries bf16 noise into the fp32 islands
-  // of its norms), and the difference the step's state carries from earlier steps. Not "any dtype seen
-  // earlier": one f16 op of an fp32 run does not make every later row an f16 row.
-  std::vector<double> ambient(result.rows.size(), 0.0);
-  if (capture) {
-    EventRoundoff event_u;
-    if (golden && target) {
-      add_event_roundoffs(golden->records(), event_u);
-      add_event_roundoffs(target->records(), event_u);
-    } else {
-      for (const CompareRow& row : result.rows) {
-        for (const Record* r : {row.golden, row.target}) {
-          if (!dtype_is_float(r->dtype)) continue;
-          double& u = event_u[event_key(*r)];
-          u = std::max(u, unit_roundoff(r->dtype));
-        }
-      }
-    }
-    const DeclaredPrecision declared_g = DeclaredPrecision::from(result.golden_fingerprint);
-    const DeclaredPrecision declared_t = DeclaredPrecision::from(result.target_fingerprint);
-    // Without the sources (a caller holding rows only) the listing is the rows.
-    std::map<int, double> undeclared_g, undeclared_t;
-    if (!declared_g.known) undeclared_g = golden ? coarsest_per_rank(golden->records()) : coarsest_per_rank(result.rows, true);
-    if (!declared_t.known) undeclared_t = target ? coarsest_per_rank(target->records()) : coarsest_per_rank(result.rows, false);
-    const std::map<std::pair<int, int64_t>, double> state = carried_state_error(result);
-    for (size_t i = 0; i < result.rows.size(); ++i) {
-      const Record& g = *result.rows[i].golden;
-      double u = std::max(declared_g.at(g.step), declared_t.at(g.step));
-      if (auto it = undeclared_g.find(g.rank); it != undeclared_g.end()) u = std::max(u, it->second);
-      if (auto it = undeclared_t.find(g.rank); it != undeclared_t.end()) u = std::max(u, it->second);
-      if (auto it = event_u.find(event_key(g)); it != event_u.end()) u = std::max(u, it->second);
-      // A step starts from the state the steps before it computed (parameters updated from gradients of
-      // another precision): their carried difference is the floor of this step and the later ones.
-      for (auto it = state.lower_bound({g.rank, INT64_MIN}); it != state.end() && it->first.first == g.rank &&
-                                                              it->first.second <= g.step; ++it)
-        u = std::max(u, it->second);
-      ambient[i] = u;
-    }
-  }
+  std::optional<RowReferences> refs;
+  if (capture) refs.emplace(result, golden);
+  const std::vector<double> ambient =
+      capture ? ambient_roundoffs(result, golden, target) : std::vector<double>(result.rows.size(), 0.0);
 
   // In execution order: a decision flip (topk, argmax, a comparison mask) changes how the rows after it are
   // judged (DecisionFlips).
@@ -513,22 +550,20 @@ void classify_rows(CompareResult& result, const AnalysisOptions& options, const 
     // Integer rows (token ids, masks) stay exact whatever the ambient precision.
     const bool is_float = dtype_is_float(g.dtype) || dtype_is_float(row.target->dtype);
     if (is_float) u = std::max(u, std::max(ambient[i], flips.floor(g)));
+    if (!capture) {
+      classify_row(row, u, nullptr, std::nullopt, std::nullopt, std::nullopt, options);
+      continue;
+    }
     const Record *first_input = nullptr, *reference = nullptr;
-    if (capture && slot_of(g) != Slot::kInput) {
-      first_input = reference = events.first_input(g);
-      if (const Record* a = events.arriving_grad(g)) reference = a;
+    if (slot_of(g) != Slot::kInput) {
+      first_input = reference = refs->events().first_input(g);
+      if (const Record* a = refs->events().arriving_grad(g)) reference = a;
     }
     std::optional<SumScale> sum;
-    if (capture && slot_of(g) == Slot::kInput && g.direction == "backward" && is_float) sum = sums.of(g);
-    std::optional<ErrorShape> input_shape;
-    if (first_input)
-      if (const auto it = row_of.find(first_input); it != row_of.end()) {
-        const CompareRow& in = result.rows[it->second];
-        if (in.metrics && !in.golden->shape.empty()) input_shape = error_shape(*in.metrics, in.golden->shape.back());
-      }
-    classify_row(row, u, first_input, reference_norm(reference), sum, input_shape, options);
-    if (!capture) continue;
-    if (golden && target && judge_given_mask_flip(row, relu_inputs, row_of, result.rows, *golden, *target, options.noise))
+    if (slot_of(g) == Slot::kInput && g.direction == "backward" && is_float) sum = refs->sums().of(g);
+    classify_row(row, u, first_input, refs->norm(reference), sum, refs->input_error_shape(first_input), options);
+    if (golden && target &&
+        judge_given_mask_flip(row, relu_inputs, refs->row_of(), result.rows, *golden, *target, options.noise))
       flips.carry(g, row_observed_error(row));
     if (slot_of(g) == Slot::kInput && is_float && !std::isnan(row.noise_ratio)) {
       double& w = worst_input_ratio[event_key(g)];
