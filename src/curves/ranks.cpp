@@ -13,6 +13,100 @@
 
 namespace parity::curves {
 
+namespace {
+
+// The metrics to check: those asked for, else every logged one but timings (they differ per rank by design).
+std::vector<std::string> metrics_to_check(const CurveRun& run, const RankOptions& options) {
+  std::vector<std::string> metrics;
+  if (!options.metrics.empty()) {
+    for (const auto& m : options.metrics) metrics.push_back(canonical_metric(m));
+  } else {
+    for (const auto& m : run.metrics())
+      if (!is_performance_metric(m)) metrics.push_back(m);
+  }
+  return metrics;
+}
+
+// Reference: the median of the finite values (the majority of replicas), NaN if none is finite; and whether
+// most replicas are finite (ties favour the finite values: with two ranks, the one that went NaN is the
+// odd one).
+std::pair<double, bool> reference_of(const std::map<int, double>& values) {
+  std::vector<double> finite;
+  for (const auto& [rank, v] : values)
+    if (std::isfinite(v)) finite.push_back(v);
+  double med = kNaN;
+  if (!finite.empty()) {
+    std::sort(finite.begin(), finite.end());
+    size_t n = finite.size();
+    med = n % 2 ? finite[n / 2] : 0.5 * (finite[n / 2 - 1] + finite[n / 2]);
+  }
+  return {med, finite.size() * 2 >= values.size()};
+}
+
+// One rank's departures from the reference, step after step: named once it departs `consecutive` steps
+// in a row, from the step that run started.
+struct RankTrack {
+  int run = 0;
+  int64_t run_start = -1;
+  RankDeviation dev;
+  bool named = false;
+
+  // A finite value disagrees when it is off the median or when most replicas are non-finite; a
+  // non-finite value disagrees when most replicas are finite.
+  void observe(int64_t step, double v, double med, bool majority_finite, const RankOptions& options) {
+    double deviation = std::numeric_limits<double>::infinity();
+    bool disagree;
+    if (std::isfinite(v)) {
+      if (std::isfinite(med)) deviation = std::fabs(v - med) / std::max(std::fabs(med), options.rel_floor);
+      disagree = !majority_finite || deviation > options.rel_tol;
+    } else {
+      disagree = majority_finite;
+    }
+    if (!disagree) {
+      run = 0;
+      return;
+    }
+    ++dev.steps;
+    if (deviation > dev.max_rel_dev || dev.max_rel_dev_step < 0) {
+      dev.max_rel_dev = deviation;
+      dev.max_rel_dev_step = step;
+    }
+    if (run++ == 0) run_start = step;
+    if (!named && run >= std::max(options.consecutive, 1)) {
+      named = true;
+      dev.from_step = run_start;
+    }
+  }
+};
+
+// One metric's ranks against their median, step by step.
+RankMetricResult check_metric(const std::string& metric, const std::vector<const Series*>& per_rank,
+                              const RankOptions& options) {
+  RankMetricResult r;
+  r.metric = metric;
+  std::map<int64_t, std::map<int, double>> by_step;  // step → (rank → value)
+  for (const Series* s : per_rank) {
+    r.ranks.push_back(s->rank);
+    for (size_t i = 0; i < s->steps.size(); ++i) by_step[s->steps[i]][s->rank] = s->values[i];
+  }
+  std::map<int, RankTrack> tracks;
+  for (int rank : r.ranks) tracks[rank].dev.rank = rank;
+  for (const auto& [step, values] : by_step) {
+    for (int rank : r.ranks)
+      if (!values.count(rank)) r.missing_steps[rank].push_back(step);
+    if (values.size() < 2) continue;
+    ++r.steps_compared;
+    const auto [med, majority_finite] = reference_of(values);
+    for (const auto& [rank, v] : values) tracks[rank].observe(step, v, med, majority_finite, options);
+  }
+  for (auto& [rank, track] : tracks)
+    if (track.named) r.inconsistent.push_back(track.dev);
+  r.verdict = r.inconsistent.empty() ? (r.missing_steps.empty() ? Verdict::kPass : Verdict::kWarn) : Verdict::kFail;
+  return r;
+}
+
+}  // namespace
+
 Result<RankComparison> compare_ranks(const CurveRun& run, const RankOptions& options) {
   RankComparison rc;
   rc.path = run.path;
@@ -22,14 +116,7 @@ Result<RankComparison> compare_ranks(const CurveRun& run, const RankOptions& opt
   rc.problems = run.problems;
   rc.notes = run.notes;
   const detail::SeriesIndex series(run);
-  std::vector<std::string> metrics;
-  if (!options.metrics.empty()) {
-    for (const auto& m : options.metrics) metrics.push_back(canonical_metric(m));
-  } else {
-    for (const auto& m : run.metrics())
-      if (!is_performance_metric(m)) metrics.push_back(m);  // timing differs per rank by design
-  }
-  for (const std::string& metric : metrics) {
+  for (const std::string& metric : metrics_to_check(run, options)) {
     std::vector<const Series*> per_rank;
     for (const Series* s : series.of(metric))
       if (s->rank >= 0) per_rank.push_back(s);
@@ -39,64 +126,7 @@ Result<RankComparison> compare_ranks(const CurveRun& run, const RankOptions& opt
                                            run.path, metric, per_rank.size()));
       continue;
     }
-    RankMetricResult r;
-    r.metric = metric;
-    // step → (rank → value)
-    std::map<int64_t, std::map<int, double>> by_step;
-    for (const Series* s : per_rank) {
-      r.ranks.push_back(s->rank);
-      for (size_t i = 0; i < s->steps.size(); ++i) by_step[s->steps[i]][s->rank] = s->values[i];
-    }
-    struct State { int run = 0; int64_t run_start = -1; RankDeviation dev; bool named = false; };
-    std::map<int, State> state;
-    for (int rank : r.ranks) state[rank].dev.rank = rank;
-    for (const auto& [step, values] : by_step) {
-      for (int rank : r.ranks)
-        if (!values.count(rank)) r.missing_steps[rank].push_back(step);
-      if (values.size() < 2) continue;
-      ++r.steps_compared;
-      std::vector<double> finite;
-      for (const auto& [rank, v] : values)
-        if (std::isfinite(v)) finite.push_back(v);
-      // Reference: the median of the finite values (the majority of replicas), NaN if none is finite.
-      double med = kNaN;
-      if (!finite.empty()) {
-        std::sort(finite.begin(), finite.end());
-        size_t n = finite.size();
-        med = n % 2 ? finite[n / 2] : 0.5 * (finite[n / 2 - 1] + finite[n / 2]);
-      }
-      // Ties favour the finite values: with two ranks, the one that went NaN is the odd one.
-      bool majority_finite = finite.size() * 2 >= values.size();
-      for (const auto& [rank, v] : values) {
-        State& st = state[rank];
-        // A finite value disagrees when it is off the median or when most replicas are non-finite;
-        // a non-finite value disagrees when most replicas are finite.
-        double dev = std::numeric_limits<double>::infinity();
-        bool disagree;
-        if (std::isfinite(v)) {
-          if (std::isfinite(med)) dev = std::fabs(v - med) / std::max(std::fabs(med), options.rel_floor);
-          disagree = !majority_finite || dev > options.rel_tol;
-        } else {
-          disagree = majority_finite;
-        }
-        if (!disagree) { st.run = 0; continue; }
-        ++st.dev.steps;
-        if (dev > st.dev.max_rel_dev || st.dev.max_rel_dev_step < 0) {
-          st.dev.max_rel_dev = dev;
-          st.dev.max_rel_dev_step = step;
-        }
-        if (st.run++ == 0) st.run_start = step;
-        if (!st.named && st.run >= std::max(options.consecutive, 1)) {
-          st.named = true;
-          st.dev.from_step = st.run_start;
-        }
-      }
-    }
-    for (auto& [rank, st] : state)
-      if (st.named) r.inconsistent.push_back(st.dev);
-    r.verdict = r.inconsistent.empty() ? (r.missing_steps.empty() ? Verdict::kPass : Verdict::kWarn)
-                                       : Verdict::kFail;
-    rc.metrics.push_back(std::move(r));
+    rc.metrics.push_back(check_metric(metric, per_rank, options));
   }
   if (rc.metrics.empty())
     return Status::Invalid(fmt::format("{}: no metric is logged by two or more ranks (ranks found: {})", run.path,
