@@ -4,7 +4,7 @@
 // flush-to-zero policy for subnormals differs, not the main computation"; §4.1's Normalize case.
 #include <algorithm>
 #include <cmath>
-#include <set>
+#include <optional>
 
 #include "diagnosis/rule_util.h"
 
@@ -68,73 +68,71 @@ std::optional<Signature> signature(const DiagnosisContext& ctx, const CompareRow
   return s;
 }
 
-std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
-  std::vector<Diagnosis> out;
-  std::set<std::string> done;
-  // NaN/Inf born in the forward pass collapse what follows to zeros too: OVERFLOW's story, not a flush.
-  if (target_forward_nonfinite(ctx)) return out;
-  // Candidates: the suspects that create error (ranked), then rows the metrics already flag.
-  for (const Suspect& s : ctx.analysis->suspects) {
-    // Forward activations only: gradients are small by nature and their zeros are GRAD_UNDERFLOW's.
-    if (s.kind != SuspectKind::kSource || s.direction == "backward") continue;
-    const EventError& e = event_of(ctx, s);
-    const CompareRow* in = nullptr;
-    for (size_t i : e.rows) {
-      const CompareRow& r = ctx.result->rows[i];
-      if (r.golden->role == "input" && dtype_is_float(r.golden->dtype) && (!in || r.golden->index < in->golden->index)) in = &r;
-    }
-    // The event's outputs (the flush inside its kernel), then the inputs of the ops it contains (a flush
-    // applied to a value before an op inside the module: zeros enter that op).
-    std::vector<std::pair<const CompareRow*, const CompareRow*>> candidates;  // (row, golden value that fed it)
-    for (size_t i : e.rows) {
-      const CompareRow& row = ctx.result->rows[i];
-      if (row.golden->role == "output" || row.golden->role == "grad") candidates.emplace_back(&row, in);
-    }
-    for (const CompareRow& row : ctx.result->rows) {
-      const Record& g = *row.golden;
-      if (g.role == "input" && g.rank == e.rank && g.step == e.step && g.direction == e.direction &&
-          g.order > e.first_order && g.order <= e.last_order && row.noise == NoiseClass::kStructural)
-        candidates.emplace_back(&row, &row);
-    }
-    for (const auto& [row_ptr, fed_by] : candidates) {
-      const CompareRow& row = *row_ptr;
-      auto sig = signature(ctx, row, fed_by);
-      // A share of the elements that matters, or a few that are most of what differs (one flushed element of
-      // 2,048 in a norm's input fails the row on its own: it is the row's error, not a bystander).
-      if (!sig || sig->zeroed == 0 ||
-          (sig->zeroed < static_cast<int64_t>(kMinShare * sig->numel) && sig->error_share < kMostOfTheError))
-        continue;
-      if (static_cast<double>(sig->tiny) < kTinyShare * static_cast<double>(sig->zeroed)) continue;
-      Diagnosis d;
-      d.strength = 3;
-      d.severity = Severity::kWarn;
-      d.events = {e.name, row.golden->name};
-      d.evidence.push_back(fmt::format(
-          "{}: {} of {} elements are 0 in the target but nonzero in the golden; {} of them were below fp16's "
-          "smallest normal 2^-14 = 6.1e-05 where they entered {}",
-          row.golden->name, sig->zeroed, sig->numel, sig->tiny, e.name));
-      d.evidence.push_back(fmt::format("those elements carry {:.1f} % of the squared error; {}",
-                                       100 * sig->error_share, row_summary(row)));
-      d.evidence.push_back(s.why);
-      d.advice =
-          "The target flushes subnormal/tiny values to zero before this op. Compute it in fp32 (cast its input "
-          "up before the op), or rescale the activations into the normal range; check the target's "
-          "denormal/flush-to-zero mode (seed 004 §1.2, §4.1).";
-      out.push_back(std::move(d));
-      done.insert(e.name);
-      break;
-    }
-    if (!out.empty()) break;
+// A suspect's candidate rows, each with the golden value that fed it: the event's outputs (the flush inside
+// its kernel), then the inputs of the ops it contains (a flush applied to a value before an op inside the
+// module: zeros enter that op).
+std::vector<std::pair<const CompareRow*, const CompareRow*>> candidate_rows(const DiagnosisContext& ctx,
+                                                                           const EventError& e) {
+  const CompareRow* in = nullptr;
+  for (size_t i : e.rows) {
+    const CompareRow& r = ctx.result->rows[i];
+    if (r.golden->role == "input" && dtype_is_float(r.golden->dtype) && (!in || r.golden->index < in->golden->index)) in = &r;
   }
-  if (!out.empty()) return out;
-  // Without tensor data: the kernel's own flush-to-zero count (golden tiny and nonzero, target exactly 0).
+  std::vector<std::pair<const CompareRow*, const CompareRow*>> candidates;
+  for (size_t i : e.rows) {
+    const CompareRow& row = ctx.result->rows[i];
+    if (row.golden->role == "output" || row.golden->role == "grad") candidates.emplace_back(&row, in);
+  }
   for (const CompareRow& row : ctx.result->rows) {
-    // Only rows beyond rounding: a softmax tail of 1e-9 rounds to 0 in fp16 without anything being wrong.
+    const Record& g = *row.golden;
+    if (g.role == "input" && g.rank == e.rank && g.step == e.step && g.direction == e.direction &&
+        g.order > e.first_order && g.order <= e.last_order && row.noise == NoiseClass::kStructural)
+      candidates.emplace_back(&row, &row);
+  }
+  return candidates;
+}
+
+// The finding for a suspect whose tensors show the flush, from the first candidate that does: a share
+// of the elements that matters, or a few that are most of what differs (one flushed element of 2,048 in a
+// norm's input fails the row on its own: it is the row's error, not a bystander).
+std::optional<Diagnosis> flush_in_suspect(const DiagnosisContext& ctx, const Suspect& s) {
+  const EventError& e = event_of(ctx, s);
+  for (const auto& [row_ptr, fed_by] : candidate_rows(ctx, e)) {
+    const CompareRow& row = *row_ptr;
+    auto sig = signature(ctx, row, fed_by);
+    if (!sig || sig->zeroed == 0 ||
+        (sig->zeroed < static_cast<int64_t>(kMinShare * sig->numel) && sig->error_share < kMostOfTheError))
+      continue;
+    if (static_cast<double>(sig->tiny) < kTinyShare * static_cast<double>(sig->zeroed)) continue;
+    Diagnosis d;
+    d.strength = 3;
+    d.severity = Severity::kWarn;
+    d.events = {e.name, row.golden->name};
+    d.evidence.push_back(fmt::format(
+        "{}: {} of {} elements are 0 in the target but nonzero in the golden; {} of them were below fp16's "
+        "smallest normal 2^-14 = 6.1e-05 where they entered {}",
+        row.golden->name, sig->zeroed, sig->numel, sig->tiny, e.name));
+    d.evidence.push_back(fmt::format("those elements carry {:.1f} % of the squared error; {}",
+                                     100 * sig->error_share, row_summary(row)));
+    d.evidence.push_back(s.why);
+    d.advice =
+        "The target flushes subnormal/tiny values to zero before this op. Compute it in fp32 (cast its input "
+        "up before the op), or rescale the activations into the normal range; check the target's "
+        "denormal/flush-to-zero mode (seed 004 §1.2, §4.1).";
+    return d;
+  }
+  return std::nullopt;
+}
+
+// Without tensor data: the kernel's own flush-to-zero count (golden tiny and nonzero, target exactly 0) on
+// a row beyond rounding (a softmax tail of 1e-9 rounds to 0 in fp16 without anything being wrong), a share
+// that matters (1 %), and no NaN/Inf disagreement (that row belongs to OVERFLOW).
+std::optional<Diagnosis> flush_in_metrics(const DiagnosisContext& ctx) {
+  for (const CompareRow& row : ctx.result->rows) {
     if (!row.metrics || row.metrics->numel == 0 ||
         (row.noise != NoiseClass::kElevated && row.noise != NoiseClass::kStructural))
       continue;
     const PairMetrics& m = *row.metrics;
-    // A share that matters (1 %), and no NaN/Inf disagreement (that row belongs to OVERFLOW).
     if (m.nonfinite_mismatch > 0 || m.ftz_count < std::max<int64_t>(1, static_cast<int64_t>(kFallbackShare * m.numel)))
       continue;
     // With the tensors at hand, the count excludes what the target's format cannot hold (signature()).
@@ -151,10 +149,22 @@ std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
     d.advice =
         "The target flushes subnormal values to zero. Compute this op in fp32 or rescale its inputs into the "
         "normal range; check the denormal/flush-to-zero mode (seed 004 §1.2).";
-    out.push_back(std::move(d));
-    break;
+    return d;
   }
-  return out;
+  return std::nullopt;
+}
+
+std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
+  // NaN/Inf born in the forward pass collapse what follows to zeros too: OVERFLOW's story, not a flush.
+  if (target_forward_nonfinite(ctx)) return {};
+  // Candidates: the suspects that create error (ranked), then rows the metrics already flag. Forward
+  // activations only: gradients are small by nature and their zeros are GRAD_UNDERFLOW's.
+  for (const Suspect& s : ctx.analysis->suspects) {
+    if (s.kind != SuspectKind::kSource || s.direction == "backward") continue;
+    if (std::optional<Diagnosis> d = flush_in_suspect(ctx, s)) return {std::move(*d)};
+  }
+  if (std::optional<Diagnosis> d = flush_in_metrics(ctx)) return {std::move(*d)};
+  return {};
 }
 
 }  // namespace
