@@ -85,17 +85,70 @@ Result<NpyHeader> member_header(const MappedFile& file, const ZipMember& m, std:
   return parse_npy_header(header);
 }
 
+// Why a member cannot be read as stored (OK when it can): its own directory problem, overlap with another
+// member, encryption, a method other than stored/deflated, sizes that contradict each other or the
+// inflation a deflate stream can reach.
+Status member_unreadable(const ZipMember& m, const std::string& overlapped) {
+  if (!m.problem.ok()) return m.problem;
+  if (!overlapped.empty())
+    return Status::Invalid("its data overlaps member '" + overlapped + "': refused (overlapping members are a "
+                           "zip bomb; no zip writer shares bytes between members)");
+  if (m.encrypted) return Status::Unsupported("encrypted zip members are not supported");
+  if (m.method != 0 && m.method != 8)
+    return Status::Unsupported("zip compression method " + std::to_string(m.method) +
+                               " is not supported (only stored and deflated)");
+  if (m.method == 0 && m.compressed_size != m.uncompressed_size)
+    return Status::Invalid("stored member has compressed size " + std::to_string(m.compressed_size) +
+                           " but uncompressed size " + std::to_string(m.uncompressed_size));
+  // Deflate cannot expand data by more than ~1032:1 (zlib technical details); a larger claim is a lie
+  // that would make load() allocate a huge buffer.
+  if (m.method == 8 && m.uncompressed_size / 1032 > m.compressed_size + 1024)
+    return Status::Invalid("implausible uncompressed size " + std::to_string(m.uncompressed_size) + " for " +
+                           std::to_string(m.compressed_size) + " compressed bytes");
+  if (m.method == 8) return check_inflation(m.compressed_size, m.uncompressed_size);
+  return Status::OK();
+}
+
+// The entry of a member whose header `h` was read: in place for stored members (their CRC checked on load
+// over the whole member, as numpy's zipfile does), inflated on load for deflated ones.
+TensorEntry member_entry(const ZipMember& m, const NpyHeader& h, const std::string& what) {
+  TensorEntry e = npy_entry(h, what);
+  e.key = m.name;
+  if (has_extension(e.key, ".npy")) e.key.resize(e.key.size() - 4);
+  e.crc32 = m.crc32;
+  if (m.method == 0) {
+    e.storage = TensorEntry::Storage::kInPlace;
+    e.offset = m.data_offset + h.data_offset;
+    e.size = h.data_bytes;
+    e.crc_offset = m.data_offset;
+    e.crc_size = m.compressed_size;
+  } else {
+    e.storage = TensorEntry::Storage::kDeflated;
+    e.offset = m.data_offset;
+    e.size = m.compressed_size;
+    e.inflated_size = m.uncompressed_size;
+    e.data_offset = h.data_offset;
+  }
+  return e;
+}
+
+// A name stored more than once: numpy (zipfile) reads the last copy, so parity does too, and says so.
+// name -> (count, index of the last copy)
+std::map<std::string, std::pair<size_t, size_t>> copies_by_name(const std::vector<ZipMember>& dir) {
+  std::map<std::string, std::pair<size_t, size_t>> copies;
+  for (size_t i = 0; i < dir.size(); ++i) {
+    auto& [count, last] = copies[dir[i].name];
+    ++count;
+    last = i;
+  }
+  return copies;
+}
+
 Status list_npz(const MappedFile& file, std::vector<TensorEntry>& entries, std::vector<Status>& problems) {
   const std::string name = file.path().string();
   Result<std::vector<ZipMember>> dir = read_zip_directory(ByteRange{file.data(), file.size()});
   if (!dir.ok()) return dir.status().WithContext(name);
-  // A name stored more than once: numpy (zipfile) reads the last copy, so parity does too, and says so.
-  std::map<std::string, std::pair<size_t, size_t>> copies;  // name -> (count, index of the last copy)
-  for (size_t i = 0; i < dir->size(); ++i) {
-    auto& [count, last] = copies[(*dir)[i].name];
-    ++count;
-    last = i;
-  }
+  std::map<std::string, std::pair<size_t, size_t>> copies = copies_by_name(*dir);
   const std::vector<std::string> overlaps = overlapping_members(*dir);
   std::vector<std::byte> scratch;
   for (size_t i = 0; i < dir->size(); ++i) {
@@ -108,36 +161,7 @@ Status list_npz(const MappedFile& file, std::vector<TensorEntry>& entries, std::
       problem(Status::Invalid("stored " + std::to_string(count) +
                               " times; the last copy is read (as numpy does), the others are ignored"));
     }
-    if (!m.problem.ok()) { problem(m.problem); continue; }
-    if (!overlaps[i].empty()) {
-      problem(Status::Invalid("its data overlaps member '" + overlaps[i] + "': refused (overlapping members are a "
-                              "zip bomb; no zip writer shares bytes between members)"));
-      continue;
-    }
-    if (m.encrypted) { problem(Status::Unsupported("encrypted zip members are not supported")); continue; }
-    if (m.method != 0 && m.method != 8) {
-      problem(Status::Unsupported("zip compression method " + std::to_string(m.method) +
-                                  " is not supported (only stored and deflated)"));
-      continue;
-    }
-    if (m.method == 0 && m.compressed_size != m.uncompressed_size) {
-      problem(Status::Invalid("stored member has compressed size " + std::to_string(m.compressed_size) +
-                              " but uncompressed size " + std::to_string(m.uncompressed_size)));
-      continue;
-    }
-    // Deflate cannot expand data by more than ~1032:1 (zlib technical details); a larger claim is a lie
-    // that would make load() allocate a huge buffer.
-    if (m.method == 8 && m.uncompressed_size / 1032 > m.compressed_size + 1024) {
-      problem(Status::Invalid("implausible uncompressed size " + std::to_string(m.uncompressed_size) + " for " +
-                              std::to_string(m.compressed_size) + " compressed bytes"));
-      continue;
-    }
-    if (m.method == 8) {
-      if (Status bomb = check_inflation(m.compressed_size, m.uncompressed_size); !bomb.ok()) {
-        problem(bomb);
-        continue;
-      }
-    }
+    if (Status st = member_unreadable(m, overlaps[i]); !st.ok()) { problem(st); continue; }
     Result<NpyHeader> h = member_header(file, m, scratch);
     if (!h.ok()) { problem(h.status()); continue; }
     const uint64_t present = m.uncompressed_size - std::min(m.uncompressed_size, h->data_offset);
@@ -147,25 +171,7 @@ Status list_npz(const MappedFile& file, std::vector<TensorEntry>& entries, std::
                               std::to_string(present)));
       continue;
     }
-    TensorEntry e = npy_entry(*h, what);
-    e.key = m.name;
-    if (has_extension(e.key, ".npy")) e.key.resize(e.key.size() - 4);
-    if (m.method == 0) {
-      e.storage = TensorEntry::Storage::kInPlace;
-      e.offset = m.data_offset + h->data_offset;
-      e.size = h->data_bytes;
-      e.crc32 = m.crc32;  // checked on load over the whole member, as numpy (zipfile) does
-      e.crc_offset = m.data_offset;
-      e.crc_size = m.compressed_size;
-    } else {
-      e.storage = TensorEntry::Storage::kDeflated;
-      e.offset = m.data_offset;
-      e.size = m.compressed_size;
-      e.inflated_size = m.uncompressed_size;
-      e.crc32 = m.crc32;
-      e.data_offset = h->data_offset;
-    }
-    entries.push_back(std::move(e));
+    entries.push_back(member_entry(m, *h, what));
   }
   return Status::OK();
 }
