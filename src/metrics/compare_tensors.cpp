@@ -241,10 +241,8 @@ Status check_view(const TensorView& v, const char* side) {
   return Status::OK();
 }
 
-}  // namespace
 
-Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& target,
-                                    const MetricOptions& options) {
+Status check_inputs(const TensorView& golden, const TensorView& target, const MetricOptions& options) {
   PARITY_RETURN_NOT_OK(check_view(golden, "golden"));
   PARITY_RETURN_NOT_OK(check_view(target, "target"));
   if (golden.numel != target.numel) {
@@ -258,38 +256,46 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
   if (!(options.ftz_tiny >= 0) || !std::isfinite(options.ftz_tiny)) {
     return Status::Invalid("ftz_tiny must be a non-negative finite number");
   }
+  return Status::OK();
+}
 
-  const int64_t numel = golden.numel;
-  const KernelParams params = make_params(target.dtype, options);
-  const metrics_detail::BlockFn kernel = metrics_detail::select_block_kernel();
-  // A scaled target, or extremes read as infinities: the values compared are not the stored ones.
-  const bool scaled = options.target_scale_log2 != 0 || options.extremes_as_infinities;
-  const metrics_detail::PairDecoder decoder(golden, target, std::ldexp(1.0, -options.target_scale_log2),
-                                            options.extremes_as_infinities, options.golden_infinity_from,
-                                            options.target_infinity_from);
-  // Both sides contiguous, native order and fp32/bf16: the fused kernel reads them in place (not a scaled
-  // target: the fused kernels read the stored values).
-  const bool in_place = decoder.both_direct() && !scaled;
-  const metrics_detail::FastFn fused =
-      in_place ? metrics_detail::select_fast_kernel(golden.dtype, target.dtype) : nullptr;
-  const metrics_detail::SpanFn span =
-      in_place ? metrics_detail::select_span_kernel(golden.dtype, target.dtype) : nullptr;
-  constexpr int64_t kSpan = metrics_detail::kSpanBlocks * kBlock;
-  const int64_t g_size = dtype_size(golden.dtype), t_size = dtype_size(target.dtype);
-  const int64_t nchunks = (numel + kChunk - 1) / kChunk;
-  std::vector<Partial> chunks(static_cast<size_t>(std::max<int64_t>(nchunks, 1)));
-  std::vector<metrics_detail::ChunkMaxima> maxima(static_cast<size_t>(nchunks));
+// One pass over a pair, chunk by chunk (each chunk one OpenMP task): its kernels, chosen once, and the
+// per-chunk results the pass leaves.
+struct ChunkPass {
+  const TensorView& golden;
+  const TensorView& target;
+  const KernelParams params;
+  const metrics_detail::BlockFn kernel;
+  const metrics_detail::PairDecoder& decoder;
+  // Both sides contiguous, native order and fp32/bf16, and not a scaled target (the fused kernels read
+  // the stored values): the fused and span kernels read them in place.
+  const metrics_detail::FastFn fused;
+  const metrics_detail::SpanFn span;
+  const int64_t numel, g_size, t_size;
+  std::vector<Partial> chunks;
+  std::vector<metrics_detail::ChunkMaxima> maxima;
 
-  auto run_chunk = [&](int64_t c) {
+  ChunkPass(const TensorView& g, const TensorView& t, const MetricOptions& options,
+            const metrics_detail::PairDecoder& dec, bool in_place)
+      : golden(g), target(t), params(make_params(t.dtype, options)), kernel(metrics_detail::select_block_kernel()),
+        decoder(dec), fused(in_place ? metrics_detail::select_fast_kernel(g.dtype, t.dtype) : nullptr),
+        span(in_place ? metrics_detail::select_span_kernel(g.dtype, t.dtype) : nullptr), numel(g.numel),
+        g_size(dtype_size(g.dtype)), t_size(dtype_size(t.dtype)),
+        chunks(static_cast<size_t>(std::max<int64_t>(count(), 1))), maxima(static_cast<size_t>(count())) {}
+
+  int64_t count() const { return (numel + kChunk - 1) / kChunk; }
+
+  // Chunk c. A span kernel measures kSpanBlocks blocks per call; the fused kernel, one block, is tried
+  // while it keeps succeeding; after a few blocks that are not clean (zeros, NaN, subnormals) the rest of
+  // the chunk goes straight to the general kernel. Either way a block's Partial is the general kernel's
+  // within the bounds of docs/metrics.md "Error bounds of the kernel" (bit for bit but for the sides' m2,
+  // except the bf16 fp32-lane kernel's sums).
+  void operator()(int64_t c) {
+    constexpr int64_t kSpan = metrics_detail::kSpanBlocks * kBlock;
     alignas(64) double gb[kBlock + 4];
     alignas(64) double tb[kBlock + 4];
     Partial blocks[kBlocksPerChunk];
     const int64_t begin = c * kChunk, end = std::min(numel, begin + kChunk);
-    // A span kernel measures kSpanBlocks blocks per call; the fused kernel, one block, is tried while
-    // it keeps succeeding; after a few blocks that are not clean (zeros, NaN, subnormals) the rest of
-    // the chunk goes straight to the general kernel. Either way a block's Partial is the general
-    // kernel's within the bounds of docs/metrics.md "Error bounds of the kernel" (bit for bit but for
-    // the sides' m2, except the bf16 fp32-lane kernel's sums).
     int fast_misses = 0, span_misses = 0;
     bool compensate = false, two_pass = false;
     int64_t nb = 0;
@@ -328,25 +334,39 @@ Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& 
     chunks[static_cast<size_t>(c)] = blocks[0];
     release_behind(golden, begin, end);
     release_behind(target, begin, end);
-  };
+  }
+};
 
+}  // namespace
+
+Result<PairMetrics> compare_tensors(const TensorView& golden, const TensorView& target,
+                                    const MetricOptions& options) {
+  PARITY_RETURN_NOT_OK(check_inputs(golden, target, options));
+  const int64_t numel = golden.numel;
+  // A scaled target, or extremes read as infinities: the values compared are not the stored ones.
+  const bool scaled = options.target_scale_log2 != 0 || options.extremes_as_infinities;
+  const metrics_detail::PairDecoder decoder(golden, target, std::ldexp(1.0, -options.target_scale_log2),
+                                            options.extremes_as_infinities, options.golden_infinity_from,
+                                            options.target_infinity_from);
+  ChunkPass pass(golden, target, options, decoder, decoder.both_direct() && !scaled);
+  const int64_t nchunks = pass.count();
   const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
   if (nchunks <= 1 || threads <= 1) {
-    for (int64_t c = 0; c < nchunks; ++c) run_chunk(c);
+    for (int64_t c = 0; c < nchunks; ++c) pass(c);
   } else {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int64_t c = 0; c < nchunks; ++c) run_chunk(c);
+    for (int64_t c = 0; c < nchunks; ++c) pass(c);
   }
-  reduce_pairwise(chunks.data(), nchunks);
-  metrics_detail::locate_maxima(chunks[0], maxima, decoder, params, numel);
+  reduce_pairwise(pass.chunks.data(), nchunks);
+  metrics_detail::locate_maxima(pass.chunks[0], pass.maxima, decoder, pass.params, numel);
   release_tail(golden);
   release_tail(target);
 
   PairMetrics m;
-  finish(chunks[0], numel, m);  // an empty tensor leaves the default Partial: counts 0, metrics NaN
+  finish(pass.chunks[0], numel, m);  // an empty tensor leaves the default Partial: counts 0, metrics NaN
   // tiny_cosine reads the stored values: a cosine does not change with a positive scale.
-  if (numel > 1 && chunks[0].both > 0 && both_norms_zero(chunks[0])) m.cosine = tiny_cosine(golden, target, numel);
-  if (scaled) m.target.subnormal_count = count_stored_subnormals(target, params.min_normal_t, threads);
+  if (numel > 1 && pass.chunks[0].both > 0 && both_norms_zero(pass.chunks[0])) m.cosine = tiny_cosine(golden, target, numel);
+  if (scaled) m.target.subnormal_count = count_stored_subnormals(target, pass.params.min_normal_t, threads);
   if (options.kl && !scaled) PARITY_RETURN_NOT_OK(metrics_detail::softmax_kl(golden, target, threads, m));
   return m;
 }
