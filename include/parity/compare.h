@@ -155,7 +155,7 @@ TensorStats scale_stats(TensorStats stats, int log2);
 double row_observed_error(const CompareRow& row);
 
 struct CompareOptions {
-  Thresholds thresholds;       // judgement::default_thresholds() unless overridden
+  Thresholds thresholds = default_thresholds();  // the shipped values unless overridden
   int64_t step = -1;           // only records of this step (-1 = all)
   int rank = -1;               // only records of this rank (-1 = all)
   std::string direction;       // only records of this direction ("forward" | "backward"; "" = all)

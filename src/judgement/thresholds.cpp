@@ -38,22 +38,8 @@ constexpr Field kFields[] = {
 };
 
 // msprobe's judgement and the seed documents' pass references, for formats whose rounding is far
-// below the thresholds (fp32, fp64, integers).
-DTypeThresholds high_precision() {
-  DTypeThresholds t;
-  t.cosine_pass = 0.999;      // seed 000: cosine > 0.999
-  t.cosine_fail = 0.99;       // msprobe: fail if cos < 0.99 and MaxAbsErr > 0.001 (seed 004: < 0.99 amplifies)
-  t.cosine_hard_fail = 0.9;   // msprobe: fail if cos < 0.9
-  t.fail_min_abs = 0.001;     // msprobe: the 0.001 of the first rule
-  t.kl_pass = 1e-4;           // seed 000 fp16 value / msit logits rule KL < 1e-4: the strictest sourced bound
-  t.max_abs_fail = 1.0;       // msprobe: fail if MaxAbsErr > 1
-  // msprobe uses MaxRelativeErr > 0.5 only to highlight an API whose output error grew from its inputs;
-  // on its own it fires on every element that cancels to ~0 in golden, so it is off by default.
-  t.max_rel_warn = kInf;
-  t.rel_l2_warn = 1e-2;       // seed 004 (inference): relative error "on the order of 1e-2" overall
-  t.stats_rel_warn = 0.5;     // msprobe statistics mode: warning when a relative error exceeds 0.5
-  return t;
-}
+// below the thresholds (fp32, fp64, integers): DTypeThresholds' own member values (parity/thresholds.h).
+DTypeThresholds high_precision() { return DTypeThresholds{}; }
 
 }  // namespace
 
