@@ -119,6 +119,27 @@ test('expand and collapse: a click on the caret shows the children in execution 
   for (const c of want) assert.ok(!(await domPaths()).includes(c), c + ' still shown');
 });
 
+// A redraw between a click's mousedown and mouseup (the end of a reveal's 1.5 s flash, a scroll) must not
+// lose the click: the row under the pointer keeps its element. (CI lost this click once: the flash of the
+// previous reveal ended mid-click and replaced the row.)
+test('a click survives a redraw between mousedown and mouseup: the flash ending, a scroll', async () => {
+  await resetView();
+  const layer = 'model.layers.1', row = `#tree-body .tr-row[data-path="${layer}"]`;
+  const frames = () => r.page.evaluate(() => new Promise((res) => requestAnimationFrame(() => requestAnimationFrame(res))));
+  for (const between of [() => new Promise((res) => setTimeout(res, 1600)),
+    async () => { await r.page.$eval('#tree-body', (b) => b.dispatchEvent(new Event('scroll'))); await frames(); }]) {
+    await tree('reveal', layer);
+    if ((await r.page.getAttribute(row, 'aria-expanded')) === 'true') await r.page.click(`${row} .tr-caret`);
+    const box = await r.page.locator(`${row} .tr-caret`).boundingBox();
+    await r.page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await r.page.mouse.down();
+    await between();
+    await r.page.mouse.up();
+    assert.equal(await r.page.getAttribute(row, 'aria-expanded'), 'true');
+  }
+  await r.page.click(`${row} .tr-caret`);
+});
+
 test('search by name: the topmost matches and their ancestors, unfolded; /regex/ too', async () => {
   await resetView();
   await r.page.fill('#tree-search', 'down_proj');

@@ -157,7 +157,7 @@ P.renderTable = function renderTable(cmp) {
         if (open) nodes.push(P.el('div', { class: 'vt-detail', style: `top:${y + P.ROW_H}px;height:${P.DETAIL_H}px`, dataset: { detail: e.idx } }, P.eventDetail(e)));
       }
     }
-    spacer.replaceChildren(...nodes);
+    P.redrawRows(spacer, nodes, (el) => (el.dataset.idx !== undefined ? 'r' + el.dataset.idx : el.dataset.detail !== undefined ? 'd' + el.dataset.detail : undefined));
   };
   const schedule = () => { if (!scheduled) { scheduled = true; requestAnimationFrame(draw); } };
   const toggle = (idx) => {
@@ -178,7 +178,7 @@ P.renderTable = function renderTable(cmp) {
     st.expanded.add(idx);
     reindex();
     const pos = st.posOf[idx];
-    sec.scrollIntoView({ block: 'start' });
+    sec.scrollIntoView({ block: 'start', behavior: 'instant' });  // as the tree's reveal: no smooth scroll under the next click
     body.scrollTop = Math.max(0, rowTop(pos) - P.ROW_H * 2);
     draw();
     const row = spacer.querySelector(`.vt-row[data-idx="${idx}"]`);

@@ -479,7 +479,7 @@ P.treeDraw = function treeDraw(st) {
   const rows = [];
   if (!st.flat.length) rows.push(P.el('div', { class: 'vt-empty', text: 'No node matches.' }));
   for (let k = first; k < last; ++k) rows.push(P.treeRowEl(st, st.flat[k], k));
-  st.spacer.replaceChildren(...rows);
+  P.redrawRows(st.spacer, rows, (el) => el.dataset.id);
 };
 
 P.treeRowEl = function treeRowEl(st, id, k) {
@@ -529,9 +529,14 @@ P.treeReveal = function treeReveal(st, id) {
   const k = st.flat.indexOf(id);
   st.body.scrollTop = Math.max(0, k * P.TREE_ROW_H - (st.body.clientHeight || 520) / 2);
   P.treeSelect(st, id);
-  st.sec.scrollIntoView({ block: 'start' });
+  // An instant jump, not the page's smooth scroll: the row lands where it is drawn before the next input,
+  // so a click that follows (a user's or a test's) hits the row it aimed at, not one scrolling past.
+  st.sec.scrollIntoView({ block: 'start', behavior: 'instant' });
   clearTimeout(st.flashTimer);
-  st.flashTimer = setTimeout(() => { st.flash = -1; P.treeDraw(st); }, 1500);
+  st.flashTimer = setTimeout(() => {  // in place: the row may be under the pointer
+    for (const el of st.spacer.querySelectorAll('.tr-row.flash')) el.classList.remove('flash');
+    st.flash = -1;
+  }, 1500);
 };
 
 P.treeFirstDivergence = function treeFirstDivergence(st) {

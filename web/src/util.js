@@ -34,6 +34,24 @@ P.append = function append(node, children) {
 };
 
 // A name filter typed by a reader: a substring (case-insensitive), or /regex/flags; null when empty.
+// Redraws a virtual list's rows: a fresh row drawn exactly as the one already there (same key, same
+// content and position) keeps the old element, unmoved. A redraw (a scroll, a timer) between a click's
+// mousedown and mouseup must not detach or move the element under the pointer, or the browser drops the
+// click. Both lists are in display order, so the changed rows are removed and the new ones inserted
+// around the kept ones; the DOM order stays the display order (screen readers, tests read it).
+P.redrawRows = function redrawRows(parent, fresh, key) {
+  const old = new Map();
+  for (const el of parent.children) { const k = key(el); if (k !== undefined) old.set(k, el); }
+  const rows = fresh.map((el) => { const k = key(el), o = k === undefined ? undefined : old.get(k); return o && o.isEqualNode(el) ? o : el; });
+  const keep = new Set(rows.filter((el) => el.parentNode === parent));
+  for (const el of [...parent.children]) if (!keep.has(el)) el.remove();
+  let cur = parent.firstChild;
+  for (const el of rows) {
+    if (el === cur) cur = cur.nextSibling;
+    else parent.insertBefore(el, cur);
+  }
+};
+
 P.textMatcher = function textMatcher(text) {
   const t = text.trim();
   if (!t) return null;
