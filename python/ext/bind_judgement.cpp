@@ -7,6 +7,7 @@
 
 #include "parity/dtype.h"
 #include "parity/noise.h"
+#include "parity/verdict.h"
 
 namespace py = pybind11;
 
@@ -28,4 +29,10 @@ void bind_judgement(py::module_& m) {
         return py::make_tuple(p.noise_max, p.structural_min);
       },
       "(noise_max, structural_min) of the noise classes.");
+  m.def(
+      "noise_class",
+      [](double ratio) { return std::string(parity::noise_class_name(parity::noise_class_of_ratio(ratio))); },
+      py::arg("ratio"), "The noise class of a noise ratio: \"noise\", \"elevated\", \"structural\" or \"unknown\" (NaN).");
+  m.def("noise_ratio_text", &parity::noise_ratio_text, py::arg("ratio"),
+        "How every output spells a noise ratio: \"0.41 u\", \"16777 u\", \"non-finite\", \"n/a\".");
 }

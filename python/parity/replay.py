@@ -35,11 +35,9 @@ import time
 SCHEMA = "parity.replay/1"
 SPEC_VERSION = 1  # the highest args.replay["v"] this engine reads (parity._tensors.REPLAY_SPEC_VERSION)
 
-# Unit roundoff, rounding expectation and the noise-class bounds (4 and 32) are the core's definitions
-# (parity/noise.h), through the extension.
-# An op confirms a suspect when it creates at least this many times the error the golden's same op creates
-# (AnalysisOptions::source_amplification, parity/analysis.h).
-SOURCE_AMPLIFICATION = 8.0
+# Unit roundoff, rounding expectation, the noise classes (bounds 4 and 32) and how a ratio is spelled are the
+# core's definitions (parity/noise.h), as are an event's name stem and an op's reduction length
+# (parity/analysis.h), through the extension: replay and compare measure in one unit.
 
 _CASTS = frozenset("to type half float double bfloat16 int long short char byte".split())
 _QUANTISERS = frozenset("round floor ceil trunc fix".split())
@@ -49,12 +47,6 @@ all_to_all scatter gather send recv isend irecv batch_isend_irecv""".split())
 _RANDOM = frozenset("""rand rand_like randn randn_like randint randint_like randperm bernoulli bernoulli_ multinomial
 normal normal_ uniform_ exponential_ geometric_ cauchy_ log_normal_ random_ poisson rrelu""".split())
 _DROPOUTS = frozenset("dropout dropout1d dropout2d dropout3d alpha_dropout feature_alpha_dropout".split())
-# Ops whose output elements are reductions over the input's last dimension: their rounding grows with its
-# length (classify_rows' rule, src/analysis).
-_REDUCING = frozenset("""matmul mm bmm addmm baddbmm addbmm linear bilinear einsum tensordot dot vdot mv inner
-__matmul__ __rmatmul__ layer_norm rms_norm group_norm batch_norm instance_norm softmax log_softmax _softmax
-sum mean var std norm nansum nanmean logsumexp cumsum cumprod prod cross_entropy nll_loss mse_loss
-scaled_dot_product_attention conv1d conv2d conv3d""".split())
 
 # Emulated precisions of the emulated replay: name -> (torch dtype name or None, rounding function or None).
 # bf16 and fp16 run the op in that dtype with torch's own casts; other formats round through a registered
@@ -110,10 +102,14 @@ def expected_rounding(u, n):
 
 # ---- reading events -------------------------------------------------------------------------------------------
 
-def _stem(name):
-    """The event name: a record name without "/<direction>/<role>/<index>"."""
-    parts = name.rsplit("/", 3)
-    return parts[0] if len(parts) == 4 else name
+def _stem(name, role=""):
+    """The event name: a record name without "/<direction>/<role>/<index>". The core's event_stem (compare's
+    event identity) cuts the role and index; replay names an op call without the direction too."""
+    stem = _core().event_stem(name, role)
+    if stem == name:
+        return name
+    head, _, direction = stem.rpartition("/")
+    return head if head and direction in ("forward", "backward") else stem
 
 
 def is_op_event(stem):
@@ -150,7 +146,7 @@ def op_events(run):
     for r in run.records:
         if r.direction != "forward" or r.role not in ("input", "output"):
             continue
-        stem = _stem(r.name)
+        stem = _stem(r.name, r.role)
         if not is_op_event(stem):
             continue
         key = (r.rank, r.step, stem)
@@ -437,14 +433,12 @@ def emulated_outputs(spec, tensors, precision, device_map=None, autocast=()):
 
 # ---- measuring ------------------------------------------------------------------------------------------------------
 
-def _reduction_length(op, tensors):
-    if op not in _REDUCING:
-        return 1
-    for i in sorted(tensors):
-        t = tensors[i]
-        if t.is_floating_point() and t.dim() > 0:
-            return int(t.shape[-1])
-    return 1
+def _reduction_length(ev):
+    """n of the event's rounding expectation, by compare's rule (op_reduction_length, parity/analysis.h): 1 for
+    an elementwise op, else the last dimension of its first floating input; an op on neither list reduces."""
+    inputs = [(ev.inputs[i].dtype, [int(d) for d in ev.inputs[i].shape]) for i in sorted(ev.inputs)]
+    output = [int(d) for d in ev.outputs[0].shape] if 0 in ev.outputs else []
+    return _core().reduction_length(ev.op, inputs, output)
 
 
 def error_ratio(rec, ref, u, n):
@@ -504,12 +498,8 @@ def _structural_min():
 
 
 def noise_class(ratio):
-    noise_max, structural_min = _core().noise_params()
-    if ratio != ratio:
-        return "unknown"
-    if ratio <= noise_max:
-        return "noise"
-    return "structural" if ratio > structural_min else "elevated"
+    """noise / elevated / structural / unknown: the core's classes (parity/noise.h)."""
+    return _core().noise_class(ratio)
 
 
 def _num(x):
@@ -646,7 +636,7 @@ def replay_event(ev, emulate=None, devices=None):
         tensors = _inputs(ev)
         recorded = {i: record_tensor(r) for i, r in ev.outputs.items()}
         spec = ev.spec
-        n = _reduction_length(_op_name(spec), tensors)
+        n = _reduction_length(ev)
         u_in = next((unit_roundoff(ev.inputs[i].dtype) for i in sorted(ev.inputs)
                      if unit_roundoff(ev.inputs[i].dtype) > 0), 2.0 ** -24)
         u_of = lambda i: _u_of(ev.outputs[i].dtype, 0.0) if ev.outputs[i].dtype not in _INT_DTYPES else 0.0  # noqa: E731
@@ -866,7 +856,7 @@ def _confirm_op(tev, gev):
     try:
         tensors = _inputs(tev)
         recorded = {i: record_tensor(r) for i, r in tev.outputs.items()}
-        n = _reduction_length(_op_name(spec), tensors)
+        n = _reduction_length(tev)
 
         def u_of(i):
             u = _u_of(tev.outputs[i].dtype, 0.0) if tev.outputs[i].dtype not in _INT_DTYPES else 0.0
@@ -889,7 +879,7 @@ def _confirm_op(tev, gev):
             t_dt, g_dt = res["dtype"], gev.outputs[0].dtype if 0 in gev.outputs else None
             if t_dt in ("bf16", "f16") and g_dt in ("f32", "f64"):
                 res["emulated"] = _emulated(gev.spec, gt, t_dt, grec, exact_outputs(gev.spec, gt), u_of, n)
-        res["creates_error"] = bool(ratio > _structural_min() and ratio > SOURCE_AMPLIFICATION * max(g_ratio, 1.0))
+        res["creates_error"] = bool(ratio > _structural_min() and ratio > _core().source_amplification * max(g_ratio, 1.0))
     except _NotReplayable as e:
         res.update(status="not_replayed", reason=str(e))
     except Exception as e:
@@ -898,9 +888,8 @@ def _confirm_op(tev, gev):
 
 
 def _ratio_text(x):
-    if isinstance(x, str):
-        return "non-finite" if x in ("Infinity", "NaN") else x
-    return "{:.3g} u".format(x)
+    """A ratio of the JSON (a number, or "Infinity" / "NaN") as every output spells it (noise_ratio_text)."""
+    return _core().noise_ratio_text(float(x))
 
 
 def _evidence(op):

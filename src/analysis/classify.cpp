@@ -23,18 +23,23 @@ using analysis_detail::slot_of;
 using analysis_detail::SumScale;
 using analysis_detail::SumScales;
 
+int64_t op_reduction_length(const std::string& op, const Shape* first_float_input, const Shape& output) {
+  if (is_elementwise_op(op)) return 1;
+  const Shape& s = first_float_input ? *first_float_input : output;
+  if (s.empty()) return 1;
+  return std::max<int64_t>(s.back(), 1);
+}
+
 namespace {
 
-// Reduction length of an event: the last dimension of its first floating input, unless the op is
-// elementwise (then 1). Unknown (no floating input recorded) → the last dimension of the row itself
-// for non-elementwise events, which is the feature dimension for activations.
+// Reduction length of a row: op_reduction_length of its event's op (the last dimension of its first floating
+// input unless the op is elementwise; without a floating input recorded, the last dimension of the row
+// itself, which is the feature dimension for activations).
 int64_t reduction_length_for(const CompareRow& row, const Record* first_float_input) {
   const Record& g = *row.golden;
   if (slot_of(g) == Slot::kParameter) return 1;  // a stored parameter is rounded once
-  if (!g.op.empty() && is_elementwise_op(g.op)) return 1;
-  const Shape& s = first_float_input ? first_float_input->shape : g.shape;
-  if (s.empty()) return 1;
-  return std::max<int64_t>(s.back(), 1);
+  const Shape* first = first_float_input ? &static_cast<const Shape&>(first_float_input->shape) : nullptr;
+  return op_reduction_length(g.op, first, g.shape);
 }
 
 // The unit roundoff of fp32 matmuls a fingerprint declares: TF32 (10-bit mantissa, u = 2^-11) when
@@ -571,6 +576,12 @@ void classify_rows(CompareResult& result, const AnalysisOptions& options, const 
     }
     flips.judge(row, worst_input_ratio, options.noise);
   }
+  result.classified = true;
+}
+
+void ensure_classified(CompareResult& result, const AnalysisOptions& options, const RecordSource* golden,
+                       const RecordSource* target) {
+  if (!result.classified) classify_rows(result, options, golden, target);
 }
 
 }  // namespace parity

@@ -79,12 +79,16 @@ static std::vector<std::string> name_tokens(const std::string& s) {
   return out;
 }
 
+std::string_view event_stem_of_name(std::string_view name, std::string_view role) {
+  const size_t cut = role_suffix_start(name, role);
+  if (cut == std::string::npos || cut == 0) return name;
+  return name.substr(0, cut);
+}
+
 std::string_view event_stem(const Record& r) {
   const std::string_view name = r.name;
   if (r.role.empty()) return name;
-  const size_t cut = role_suffix_start(name, r.role);
-  if (cut == std::string::npos || cut == 0) return name;
-  return name.substr(0, cut);
+  return event_stem_of_name(name, r.role);
 }
 
 std::string event_name(const Record& r) { return std::string(event_stem(r)); }
