@@ -82,8 +82,13 @@ struct AnalysisOptions {
 // With the two sources, every record of an event counts for its dtypes, also those a filter left out, and
 // a run without a fingerprint is judged at the coarsest dtype of its listing: the verdict of a row does not
 // depend on the filters (docs/judgement.md "Which dtype, which n").
+// Sets result.classified.
 void classify_rows(CompareResult& result, const AnalysisOptions& options = {}, const RecordSource* golden = nullptr,
                    const RecordSource* target = nullptr);
+// classify_rows unless result.classified: what the analysis and the diagnoses call, so a result the
+// pipeline classified is never classified again.
+void ensure_classified(CompareResult& result, const AnalysisOptions& options = {}, const RecordSource* golden = nullptr,
+                       const RecordSource* target = nullptr);
 
 // ---- first divergence -------------------------------------------------------------------------------------
 struct FirstDivergence {
@@ -277,6 +282,9 @@ OverflowReport analyse_overflow(const std::vector<MeasuredRecord>& records,
 // One run: statistics as stored, else computed from the tensor data. Under a group of several processes
 // every process calls it; process 0 returns the report, the others an empty one.
 OverflowReport analyse_overflow(const RecordSource& run, const OverflowOptions& options = {});
+// The verdict of `parity overflow` on a report: fail when a NaN/Inf is born, a gradient overflows or
+// underflows, or a record is unreadable; else pass. `measured == 0` is no answer at all (exit 2).
+Verdict overflow_verdict(const OverflowReport& report);
 // The target (or golden) side of a compare result, measured from the rows (no re-reading); it points
 // into the result, which must outlive it.
 MeasuredSide measured_records(const CompareResult& result, bool target_side);

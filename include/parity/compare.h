@@ -195,6 +195,10 @@ struct CompareResult {
   // rows it shows depend on (decision_context): measured, classified with `rows` (classify_rows), never
   // shown, counted or analysed. Empty without a name filter.
   RowList context;
+  // Set by classify_rows: the rows carry their noise classes. Rows are classified once — the compare
+  // pipeline does it before the verdict policy reads the classes; the analysis and the diagnoses classify
+  // only a result nobody classified (a library caller's).
+  bool classified = false;
   CompareSummary summary;
   Thresholds thresholds;                     // in effect
   VerdictPolicy policy = VerdictPolicy::kFixedThresholds;  // run_compare's verdicts are the fixed ones

@@ -9,7 +9,7 @@
 //   → first divergence, local error, suspects         analyse
 //   → NaN/Inf origins of both sides, diagnoses        analyse_and_diagnose (parity/diagnosis.h)
 //   → run verdict (rows + diagnoses' severities)      decide_run_verdict   (parity/diagnosis.h)
-//   → exit code                                       verdict_exit_code    (parity/exit_codes.h)
+//   → exit code                                       gate_exit_code       (parity/exit_codes.h)
 //
 // Schema parity.compare/1 (docs/compare-json.md) has one serializer, src/pipeline/compare_json.cpp:
 // write_compare_row_json writes a row, and the --json file, the Python binding's text and the
@@ -68,7 +68,7 @@ struct CompareReport {
   // result.summary.verdict is the run verdict (decide_run_verdict: the rows' verdict raised by the
   // diagnoses' severities); `verdict_raised_by` names the diagnosis that raised it ("" = the rows decide).
   std::string verdict_raised_by;
-  // verdict_exit_code of the run verdict: kExitOk when it is pass or warn, kExitDifferences when it is
+  // gate_exit_code of the run verdict: kExitOk when it is pass or warn, kExitDifferences when it is
   // fail or error (or warn with fail_on_warn); kExitUsage when a side holds no readable record or the
   // filters leave nothing to compare (`no_input` says which).
   int exit_code = kExitOk;

@@ -500,9 +500,7 @@ void rank_suspects(const Analysis& a, std::vector<Suspect>& suspects) {
 Analysis analyse(CompareResult& result, const AnalysisOptions& options, const RecordSource* golden,
                  const RecordSource* target) {
   Analysis a;
-  const bool any_classified = std::any_of(result.rows.begin(), result.rows.end(),
-                                          [](const CompareRow& r) { return r.noise != NoiseClass::kUnknown; });
-  if (!any_classified) classify_rows(result, options);
+  ensure_classified(result, options);
   count_rows(result, a);
   a.first_divergence = first_divergence(result);
   a.has_events = has_capture_metadata(result);

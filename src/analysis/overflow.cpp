@@ -408,4 +408,9 @@ MeasuredSide measured_records(const CompareResult& result, bool target_side) {
   return out;
 }
 
+Verdict overflow_verdict(const OverflowReport& report) {
+  const bool found = !report.origins.empty() || report.grads_overflow || report.grads_underflow || !report.problems.empty();
+  return found ? Verdict::kFail : Verdict::kPass;
+}
+
 }  // namespace parity

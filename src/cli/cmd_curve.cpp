@@ -106,7 +106,7 @@ int run(const CurveArgs& a, const GlobalOptions& global) {
     if (!st.ok()) return usage_error(st.message());
   }
   if (!a.html_path.empty() && !write_html_option(a.html_path, curves::curve_comparison_json(*cmp), "curve", global)) return kExitUsage;
-  return cmp->verdict == Verdict::kPass ? kExitOk : kExitDifferences;
+  return gate_exit_code(cmp->verdict, WarnGate::kFails);
 }
 
 }  // namespace

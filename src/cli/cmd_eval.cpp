@@ -65,7 +65,7 @@ int finish(const EvalArgs& a, const GlobalOptions& global, Verdict v, const std:
     if (!st.ok()) return usage_error(st.message());
   }
   if (!a.html_path.empty() && !write_html_option(a.html_path, json, "eval", global)) return kExitUsage;
-  return v == Verdict::kPass ? kExitOk : kExitDifferences;
+  return gate_exit_code(v, WarnGate::kFails);
 }
 
 eval::McOptions mc_options(const EvalArgs& a) {

@@ -59,7 +59,7 @@ int run(const RanksArgs& a, const GlobalOptions& global) {
     if (!st.ok()) return usage_error(st.message());
   }
   if (!a.html_path.empty() && !write_html_option(a.html_path, curves::rank_comparison_json(*res), "ranks", global)) return kExitUsage;
-  return res->verdict == Verdict::kPass ? kExitOk : kExitDifferences;
+  return gate_exit_code(res->verdict, WarnGate::kFails);
 }
 
 }  // namespace

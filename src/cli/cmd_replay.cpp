@@ -70,15 +70,11 @@ int run_replay(const ReplayArgs& a, const GlobalOptions& global) {
   std::FILE* human = json_stdout ? stderr : stdout;
   const auto& s = doc["summary"];
   if (!global.quiet) report::print_replay(human, doc, a.all ? 0 : a.limit, a.all, use_color(global, json_stdout ? 2 : 1));
-  const long long selected = s.value("selected", 0LL), replayed = s.value("replayed", 0LL);
-  const long long creates = s.value("creates_error", 0LL), exact = s.value("bit_exact", 0LL);
-  const bool clean = selected > 0 && replayed == selected && creates == 0 && exact == replayed;
-  std::fprintf(human, "replay: %s | %lld of %lld replayed, %lld bit-exact, %lld create error | %.2f s\n",
-               selected == 0 ? "NOTHING TO REPLAY" : replayed == 0 ? "NOTHING REPLAYED" : clean ? "REPRODUCED" : "DIFFERENCES",
-               replayed, selected, exact,
-               creates, doc.value("elapsed_seconds", 0.0));
-  if (selected == 0) return kExitUsage;  // nothing to replay (no op events, or the selection is empty)
-  return clean ? kExitOk : kExitDifferences;
+  const report::ReplayOutcome outcome = report::replay_outcome(s);
+  std::fprintf(human, "replay: %s | %lld of %lld replayed, %lld bit-exact, %lld create error | %.2f s\n", outcome.headline,
+               s.value("replayed", 0LL), s.value("selected", 0LL), s.value("bit_exact", 0LL), s.value("creates_error", 0LL),
+               doc.value("elapsed_seconds", 0.0));
+  return gate_exit_code(outcome.verdict, WarnGate::kFails, outcome.nothing);
 }
 
 }  // namespace

@@ -74,7 +74,7 @@ void refine_suspects_with_nan_origin(Findings& f) {
 Findings analyse_and_diagnose(CompareResult& result, const RecordSource* golden, const RecordSource* target,
                               const AnalysisOptions& options) {
   Findings f;
-  classify_rows(result, options, golden, target);
+  ensure_classified(result, options, golden, target);
   f.analysis = analyse(result, options, golden, target);
   f.config = config_diff(result.golden_fingerprint, result.target_fingerprint);
   f.target_overflow = analyse_overflow(measured_records(result, /*target_side=*/true).records);

@@ -106,7 +106,7 @@ Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSourc
   const RunVerdict run = decide_run_verdict(result.summary.verdict, report.findings.diagnoses);
   result.summary.verdict = run.verdict;
   report.verdict_raised_by = run.raised_by;
-  report.exit_code = !report.no_input.empty() ? kExitUsage : verdict_exit_code(run.verdict, options.fail_on_warn);
+  report.exit_code = gate_exit_code(run.verdict, options.fail_on_warn ? WarnGate::kFails : WarnGate::kShown, !report.no_input.empty());
   report.command = options.command;
   report.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (result.peak_resident_bytes.empty()) result.peak_resident_bytes.resize(1);

@@ -77,4 +77,15 @@ void print_replay(std::FILE* out, const nlohmann::json& doc, long limit, bool al
   for (const auto& p : doc["problems"]) std::fprintf(out, "problem: %s\n", terminal_text(p.get<std::string>()).c_str());
 }
 
+ReplayOutcome replay_outcome(const nlohmann::json& summary) {
+  const long long selected = summary.value("selected", 0LL), replayed = summary.value("replayed", 0LL);
+  const long long creates = summary.value("creates_error", 0LL), exact = summary.value("bit_exact", 0LL);
+  const bool clean = selected > 0 && replayed == selected && creates == 0 && exact == replayed;
+  ReplayOutcome o;
+  o.verdict = clean ? Verdict::kPass : Verdict::kFail;
+  o.nothing = selected == 0;
+  o.headline = selected == 0 ? "NOTHING TO REPLAY" : replayed == 0 ? "NOTHING REPLAYED" : clean ? "REPRODUCED" : "DIFFERENCES";
+  return o;
+}
+
 }  // namespace parity::report

@@ -43,6 +43,30 @@ TEST(Diagnosis, EveryRuleIsRegisteredOnce) {
   EXPECT_EQ(c.back(), "NO_CAUSE_FOUND");  // last: it reads every other rule's diagnoses
 }
 
+// Rows are classified once (issue 32 §2): the compare pipeline classifies before the verdict policy
+// reads the classes; the analysis and the diagnoses then keep them. A result nobody classified is
+// classified there.
+TEST(Diagnosis, RowsAreClassifiedOnce) {
+  Synth s;
+  s.module("embed", "Embedding", 0, 1e-3, DType::kBF16);
+  s.module("layers.0.attn_norm", "RMSNorm", 1e-3, 0.4, DType::kBF16);
+  ASSERT_FALSE(s.result.classified);
+  classify_rows(s.result);
+  ASSERT_TRUE(s.result.classified);
+  // what the pipeline's verdict policy judged: a later classification must not move it
+  for (CompareRow& row : s.result.rows) row.noise = NoiseClass::kElevated, row.noise_ratio = 7;
+  (void)analyse_and_diagnose(s.result, nullptr, nullptr);
+  for (const CompareRow& row : s.result.rows) {
+    EXPECT_EQ(row.noise, NoiseClass::kElevated);
+    EXPECT_EQ(row.noise_ratio, 7);
+  }
+  Synth fresh;
+  fresh.module("layers.0.attn_norm", "RMSNorm", 1e-3, 0.4, DType::kBF16);
+  (void)analyse_and_diagnose(fresh.result, nullptr, nullptr);
+  EXPECT_TRUE(fresh.result.classified);
+  EXPECT_NE(fresh.result.rows.front().noise, NoiseClass::kUnknown);
+}
+
 TEST(Diagnosis, LowPrecisionNormIsNamedWithTheFp32UpcastAdvice) {
   Synth s;
   s.module("embed", "Embedding", 0, 1e-3, DType::kBF16);

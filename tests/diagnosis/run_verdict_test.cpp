@@ -1,5 +1,5 @@
 // One answer per run (issue 28 §6): the run verdict is the rows' verdict raised by the diagnoses'
-// severities (decide_run_verdict), the exit code follows it (verdict_exit_code), a failing run always
+// severities (decide_run_verdict), the exit code follows it (gate_exit_code), a failing run always
 // names a cause or says NO_CAUSE_FOUND, and an op present in one run only is named (STRUCTURE_DIFF).
 #include <gtest/gtest.h>
 
@@ -43,7 +43,7 @@ TEST(RunVerdict, AFindingThatSaysTheRunIsBrokenFailsIt) {
                                                              finding("OVERFLOW", Severity::kFail)});
   EXPECT_EQ(run.verdict, Verdict::kFail);
   EXPECT_EQ(run.raised_by, "OVERFLOW: OVERFLOW title (the rows alone: warn)");
-  EXPECT_EQ(verdict_exit_code(run.verdict, false), kExitDifferences);
+  EXPECT_EQ(gate_exit_code(run.verdict, WarnGate::kShown), kExitDifferences);
 }
 
 TEST(RunVerdict, ACauseWarnsAPassingRunAndNeverLowersAVerdict) {
@@ -53,11 +53,15 @@ TEST(RunVerdict, ACauseWarnsAPassingRunAndNeverLowersAVerdict) {
 }
 
 TEST(RunVerdict, ExitCodeFollowsTheVerdict) {
-  EXPECT_EQ(verdict_exit_code(Verdict::kPass, false), kExitOk);
-  EXPECT_EQ(verdict_exit_code(Verdict::kWarn, false), kExitOk);
-  EXPECT_EQ(verdict_exit_code(Verdict::kWarn, true), kExitDifferences);
-  EXPECT_EQ(verdict_exit_code(Verdict::kFail, false), kExitDifferences);
-  EXPECT_EQ(verdict_exit_code(Verdict::kError, false), kExitDifferences);
+  EXPECT_EQ(gate_exit_code(Verdict::kPass, WarnGate::kShown), kExitOk);
+  EXPECT_EQ(gate_exit_code(Verdict::kWarn, WarnGate::kShown), kExitOk);
+  EXPECT_EQ(gate_exit_code(Verdict::kWarn, WarnGate::kFails), kExitDifferences);
+  EXPECT_EQ(gate_exit_code(Verdict::kFail, WarnGate::kShown), kExitDifferences);
+  EXPECT_EQ(gate_exit_code(Verdict::kError, WarnGate::kShown), kExitDifferences);
+  EXPECT_EQ(gate_exit_code(Verdict::kPass, WarnGate::kFails), kExitOk);
+  // nothing usable to judge is no answer, whatever the verdict says
+  EXPECT_EQ(gate_exit_code(Verdict::kPass, WarnGate::kShown, /*no_input=*/true), kExitUsage);
+  EXPECT_EQ(gate_exit_code(Verdict::kFail, WarnGate::kFails, /*no_input=*/true), kExitUsage);
 }
 
 // A target-only op turns finite inputs into Inf while every compared row agrees: the rows pass, the
