@@ -25,10 +25,12 @@
 #include "parity/compare.h"
 #include "parity/diagnosis.h"
 #include "parity/exit_codes.h"
+#include "parity/schemas.h"
 
 namespace parity {
 
-inline constexpr const char* kCompareSchema = "parity.compare/1";
+// The name src/pipeline/compare_json.cpp writes; the id is schemas::kCompare (parity/schemas.h).
+inline constexpr const char* kCompareSchema = schemas::kCompare.id;
 
 // Replay confirms localisation (docs/replay.md "compare --replay"): the top suspects' ops are executed
 // again on their recorded inputs, and each suspect is marked confirmed (it creates the error given its

@@ -242,10 +242,10 @@ struct RankComparison {
 Result<RankComparison> compare_ranks(const CurveRun& run, const RankOptions& options = {});
 
 // ---- outputs (docs/curves.md) -------------------------------------------------------------------------
-std::string curve_comparison_json(const CurveComparison& c, int indent = 2);   // "parity.curve/1"
-std::string curve_comparison_csv(const CurveComparison& c);                    // "parity.curve.csv/1"
-std::string rank_comparison_json(const RankComparison& c, int indent = 2);     // "parity.ranks/1"
-std::string rank_comparison_csv(const RankComparison& c);                      // "parity.ranks.csv/1"
+std::string curve_comparison_json(const CurveComparison& c, int indent = 2);   // schemas::kCurve
+std::string curve_comparison_csv(const CurveComparison& c);                    // schemas::kCurveCsv
+std::string rank_comparison_json(const RankComparison& c, int indent = 2);     // schemas::kRanks
+std::string rank_comparison_csv(const RankComparison& c);                      // schemas::kRanksCsv
 
 // Terminal summaries (at most `width` columns, ≤ 100): per metric a verdict line, Unicode sparklines
 // of both curves on one shared scale and of the relative deviation, then the reasons. `colorize`

@@ -96,8 +96,6 @@ Findings analyse_and_diagnose(CompareResult& result, const RecordSource* golden,
                               const AnalysisOptions& options = {});
 
 // ---- outputs (docs/diagnosis.md) ------------------------------------------------------------------------
-inline constexpr const char* kOverflowSchema = "parity.overflow/1";
-
 // One run's NaN/Inf report as a parity.overflow/1 object.
 nlohmann::json overflow_to_json(const OverflowReport& r);
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "parity/dtype.h"
+#include "parity/schemas.h"
 #include "parity/source.h"
 #include "parity/status.h"
 #include "parity/tensor.h"
@@ -52,12 +53,11 @@ inline constexpr uint32_t kFrameMagic = 0x31524650;  // bytes 'P','F','R','1' li
 inline constexpr size_t kFrameHeaderBytes = 12;
 inline constexpr uint32_t kMaxFramePayload = 64u << 20;  // a larger length marks a corrupt frame
 inline constexpr uint64_t kDataAlignment = 64;           // tensor bytes start at multiples of this
-// The schema a writer puts in the header. Minor versions only add keys (1.1: op events carry
-// args.replay, docs/dump-format.md "Replay"), so a reader takes "parity.dump/1" and every
-// "parity.dump/1.<minor>".
-inline constexpr const char* kDumpSchema = "parity.dump/1.1";
+// The schema a writer puts in the header is schemas::kDump (parity/schemas.h). Minor versions only add
+// keys (1.1: op events carry args.replay, docs/dump-format.md "Replay"), so a reader takes
+// schemas::kDumpMajor ("parity.dump/1") and every "parity.dump/1.<minor>".
 inline bool is_readable_dump_schema(const std::string& schema) {
-  const std::string major = "parity.dump/1";
+  const std::string major = schemas::kDumpMajor.id;
   if (schema.compare(0, major.size(), major) != 0) return false;
   if (schema.size() == major.size()) return true;
   if (schema[major.size()] != '.' || schema.size() == major.size() + 1) return false;

@@ -6,8 +6,8 @@
 // `parity.log_logits` / `cap.log_logits`: exact top-k log-probs in fp64 plus the rest of the
 // vocabulary quantised, with a per-token a-posteriori KLD error bound) or from full logits tensors the
 // user already has (npy / safetensors `[tokens, vocab]` plus labels). Formulas, sources, the error
-// bound and every JSON schema ("parity.eval.ppl/1", "parity.eval.mc/1", "parity.eval.lmeval/1") are
-// in docs/eval.md.
+// bound and every JSON schema (schemas::kEvalPpl, kEvalMc, kEvalLmEval and their CSV forms, parity/schemas.h)
+// are in docs/eval.md.
 #pragma once
 
 #include <cstdint>
@@ -325,12 +325,12 @@ Result<LmEvalResult> compare_lm_eval(const std::filesystem::path& a, const std::
                                      const LmEvalOptions& options = {});
 
 // ---- outputs (docs/eval.md) -------------------------------------------------------------------------
-std::string ppl_json(const PplResult& r, int indent = 2);        // "parity.eval.ppl/1"
-std::string mc_json(const McResult& r, int indent = 2);          // "parity.eval.mc/1"
-std::string lm_eval_json(const LmEvalResult& r, int indent = 2); // "parity.eval.lmeval/1"
-std::string mc_csv(const McResult& r);                           // "parity.eval.mc.csv/1"
-std::string lm_eval_csv(const LmEvalResult& r);                  // "parity.eval.lmeval.csv/1"
-std::string ppl_tokens_csv(const PplResult& r);                  // "parity.eval.ppl.csv/1" per token
+std::string ppl_json(const PplResult& r, int indent = 2);        // schemas::kEvalPpl
+std::string mc_json(const McResult& r, int indent = 2);          // schemas::kEvalMc
+std::string lm_eval_json(const LmEvalResult& r, int indent = 2); // schemas::kEvalLmEval
+std::string mc_csv(const McResult& r);                           // schemas::kEvalMcCsv
+std::string lm_eval_csv(const LmEvalResult& r);                  // schemas::kEvalLmEvalCsv
+std::string ppl_tokens_csv(const PplResult& r);                  // schemas::kEvalPplCsv, per token
 
 // Terminal summaries (≤ 100 columns), llama.cpp's layout for PPL/KLD. `colorize` wraps verdict words.
 using VerdictColorizer = std::string (*)(const std::string& text, Verdict v, bool color);

@@ -1,7 +1,7 @@
 // parity/html_report.h — one self-contained HTML file from the JSON results of parity's commands.
 //
 // The report is built from the same JSON documents the commands write with --json ("parity.compare/1",
-// "parity.overflow/1", "parity.curve/1", "parity.ranks/1", "parity.eval/1", ...), so a report can be
+// "parity.overflow/1", "parity.curve/1", "parity.ranks/1", "parity.eval.ppl/1", ...), so a report can be
 // regenerated from saved results. Everything is inlined: the charting library, the report's script and
 // style, and the data. Nothing is fetched when the file is opened. Each section is drawn only when its
 // data is present. Layout, sections and the data envelope: docs/report.md.

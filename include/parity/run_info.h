@@ -1,5 +1,5 @@
 // parity/run_info.h — a capture run's summary and logged scalars, read by one process or by a group
-// (`parity info`; `parity ranks` through the curve reader).
+// (`parity info`; `parity ranks` through the curve reader), and the summary's outputs (parity.info/1, text).
 //
 // A capture run of a thousand ranks has a thousand manifests to read; under a group of processes
 // (mpirun) each reads its byte-balanced share of the ranks (plan_rank_shares) and process 0 gathers the
@@ -29,5 +29,22 @@ struct RunInfo {
 // of the ranks and process 0 returns the whole run's summary, the others an empty one; a process that
 // cannot read its share makes every process's call fail, with that process's message.
 Result<RunInfo> read_run_info(const std::filesystem::path& run_dir, const ProcessGroup* group = nullptr);
+
+// ---- outputs (`parity info`, docs/dump-format.md "`parity info` JSON") -------------------------------
+// A part is complete when its writer closed it and its manifest has no torn tail; a run, when every part
+// is and no record is unreadable (`parity info` exits 0 on it, 1 otherwise).
+bool part_complete(const dump::PartSummary& part);
+bool run_complete(const RunInfo& run);
+
+// The summary as the document schemas::kInfo (parity.info/1): the parts with their fingerprints, the
+// problems and `complete`; `run_label` is the run as the user named it. No trailing newline.
+std::string run_info_json(const RunInfo& run, const std::string& run_label, int indent = 2);
+
+struct RunInfoTextOptions {
+  bool full_fingerprints = false;  // each fingerprint in full (JSON) under its one-line summary
+  bool color = false;              // ANSI colours for the parts' states and the problems
+};
+// The terminal text: one block per part (state, steps, events, bytes, scalars, fingerprint), then the problems.
+std::string run_info_text(const RunInfo& run, const std::string& run_label, const RunInfoTextOptions& options = {});
 
 }  // namespace parity

@@ -9,6 +9,7 @@ import platform
 import socket
 import sys
 
+from ._core import core
 from .seed import LAST_SEEDS
 
 # Environment variables that change numerics. Sources: PyTorch reproducibility and CUDA semantics
@@ -159,7 +160,7 @@ def environment_fingerprint(model=None, extra=None):
     import torch
 
     fp = {
-        "schema": "parity.fingerprint/1",
+        "schema": core.schemas.FINGERPRINT,
         "python": sys.version.split()[0],
         "torch": torch.__version__,
         "numpy": numpy.__version__,

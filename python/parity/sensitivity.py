@@ -23,9 +23,10 @@ import sys
 import time
 
 from . import emulation as em
+from ._core import core
 
-SCHEMA = "parity.scan/1"
-STATE_SCHEMA = "parity.scan.state/1"
+SCHEMA = core.schemas.SCAN  # the ids are declared once, in include/parity/schemas.h
+STATE_SCHEMA = core.schemas.SCAN_STATE
 _OP_CLASS_UNITS = ("softmax", "matmul")
 
 

@@ -27,7 +27,7 @@
 #include "parity/diagnosis.h"
 #include "parity/open_source.h"
 #include "parity/thresholds.h"
-#include "report/compare_report.h"
+#include "parity/compare_report.h"
 
 namespace parity::cli {
 

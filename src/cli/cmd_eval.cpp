@@ -9,6 +9,7 @@
 #include "cli/html_option.h"
 #include "cli/ui.h"
 #include "parity/eval.h"
+#include "parity/schemas.h"
 
 namespace parity::cli {
 
@@ -174,21 +175,21 @@ CommandAction setup_eval(CLI::App& sub, const GlobalOptions& global) {
   ppl->add_option("--kld-dtype", a->kld_dtype,
                   "Seed KLD threshold of this dtype: bf16 0.005, f16 1e-4, f32 1e-6 (default: the less precise of the "
                   "dtypes the two sides' logits were computed in, else bf16)");
-  add_output_options(ppl, *a, "parity.eval.ppl/1");
+  add_output_options(ppl, *a, schemas::kEvalPpl.id);
 
   CLI::App* mc = sub.add_subcommand("mc", "Multiple-choice accuracy with exact McNemar and paired bootstrap");
   mc->add_option("golden", a->mc_golden, "Golden per-question JSONL (parity.log_choices or lm-eval samples)")->required();
   mc->add_option("target", a->mc_target, "Target per-question JSONL")->required();
   mc->add_flag("--length-norm", a->length_norm, "Normalise log-likelihoods by choice length (acc_norm)");
   add_accuracy_options(mc, *a);
-  add_output_options(mc, *a, "parity.eval.mc/2");
+  add_output_options(mc, *a, schemas::kEvalMc.id);
 
   CLI::App* lm = sub.add_subcommand("lm-eval", "Compare two lm-evaluation-harness results files task by task");
   lm->add_option("a", a->a, "Golden results JSON, or the lm-eval --output_path directory")->required();
   lm->add_option("b", a->b, "Target results JSON, or the lm-eval --output_path directory")->required();
   lm->add_option("--samples", a->samples, "Per-sample logs, in pairs: A.jsonl B.jsonl (repeat per task; default: the samples_<task>_<timestamp>.jsonl written with each results file)");
   add_accuracy_options(lm, *a);
-  add_output_options(lm, *a, "parity.eval.lmeval/2");
+  add_output_options(lm, *a, schemas::kEvalLmEval.id);
 
   return [a, &global, ppl, mc, lm]() -> int {
     if (ppl->parsed()) return run_ppl(*a, global);

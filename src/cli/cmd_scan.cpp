@@ -16,6 +16,7 @@
 #include "cli/output.h"
 #include "cli/python_engine.h"
 #include "parity/json_number.h"
+#include "parity/schemas.h"
 
 namespace parity::cli {
 namespace {
@@ -53,8 +54,8 @@ int run_scan(const ScanArgs& a, const GlobalOptions& global) {
     return rc == 2 ? kExitUsage : kExitInternal;
   }
   const nlohmann::json& doc = engine->doc;
-  if (doc.is_discarded() || doc.value("schema", "") != "parity.scan/1") {
-    std::fprintf(stderr, "parity scan: the engine wrote no parity.scan/1 result\n");
+  if (doc.is_discarded() || doc.value("schema", "") != schemas::kScan.id) {
+    std::fprintf(stderr, "parity scan: the engine wrote no %s result\n", schemas::kScan.id);
     return kExitInternal;
   }
   if (!a.json_path.empty()) {

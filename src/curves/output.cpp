@@ -1,5 +1,5 @@
 // src/curves/output.cpp — machine-readable outputs of the curve and rank comparisons:
-// "parity.curve/1", "parity.curve.csv/2", "parity.ranks/1", "parity.ranks.csv/2" (docs/curves.md).
+// parity.curve/1, parity.curve.csv/2, parity.ranks/1, parity.ranks.csv/2 (docs/curves.md, parity/schemas.h).
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -11,6 +11,7 @@
 #include "parity/json_number.h"
 
 #include "parity/curves.h"
+#include "parity/schemas.h"
 
 namespace parity::curves {
 
@@ -25,7 +26,7 @@ using json = nlohmann::ordered_json;
 
 std::string curve_comparison_json(const CurveComparison& c, int indent) {
   json j;
-  j["schema"] = "parity.curve/1";
+  j["schema"] = schemas::kCurve.id;
   auto side = [&](const std::string& path, const std::string& format, bool golden) {
     json s;
     s["path"] = path;
@@ -104,7 +105,7 @@ std::string curve_comparison_json(const CurveComparison& c, int indent) {
 
 std::string curve_comparison_csv(const CurveComparison& c) {
   std::ostringstream out;
-  constexpr const char* kSchema = "parity.curve.csv/2";
+  const char* const kSchema = schemas::kCurveCsv.id;
   out << csv_header("metric,step,golden,target,abs_diff,rel_dev,flags");
   for (const MetricComparison& m : c.metrics) {
     std::set<int64_t> sg, st;
@@ -129,7 +130,7 @@ std::string curve_comparison_csv(const CurveComparison& c) {
 
 std::string rank_comparison_json(const RankComparison& c, int indent) {
   json j;
-  j["schema"] = "parity.ranks/1";
+  j["schema"] = schemas::kRanks.id;
   std::set<int> ranks;
   for (const auto& m : c.metrics) ranks.insert(m.ranks.begin(), m.ranks.end());
   j["run"] = {{"path", c.path}, {"format", c.format}, {"ranks", std::vector<int>(ranks.begin(), ranks.end())}};
@@ -165,7 +166,7 @@ std::string rank_comparison_csv(const RankComparison& c) {
   out << csv_header("metric,rank,from_step,steps,max_rel_dev,max_rel_dev_step");
   for (const auto& m : c.metrics)
     for (const auto& d : m.inconsistent)
-      out << fmt::format("parity.ranks.csv/2,{},{},{},{},{},{}\n", csv_escape(m.metric), d.rank, d.from_step, d.steps, csv_number(d.max_rel_dev),
+      out << fmt::format("{},{},{},{},{},{},{}\n", schemas::kRanksCsv.id, csv_escape(m.metric), d.rank, d.from_step, d.steps, csv_number(d.max_rel_dev),
                          d.max_rel_dev_step);
   return out.str();
 }

@@ -4,6 +4,7 @@
 
 #include "parity/diagnosis.h"
 #include "parity/json_number.h"
+#include "parity/schemas.h"
 
 namespace parity {
 namespace {
@@ -42,7 +43,7 @@ json overflow_to_json(const OverflowReport& r) {
                      {"subnormal_fraction", json_number<json>(g.subnormal_fraction)}, {"underflowing", g.underflowing}});
   json problems = json::array();
   for (const Status& st : r.problems) problems.push_back({{"code", status_code_name(st.code())}, {"message", st.message()}});
-  return {{"schema", kOverflowSchema},
+  return {{"schema", schemas::kOverflow.id},
           {"source", r.source},
           {"records", r.records},
           {"measured", r.measured},

@@ -27,6 +27,7 @@
 
 #include "parity/json_number.h"
 #include "parity/dump.h"
+#include "parity/schemas.h"
 
 namespace parity::dump {
 namespace fs = std::filesystem;
@@ -200,7 +201,7 @@ using Groups = std::map<std::pair<int, int64_t>, std::vector<const Record*>>;
 // (the tensor files are there; the index of them is not).
 void write_index(const RunReader& run, const char* format, nlohmann::json tensors, const fs::path& out_dir,
                  ExportSummary& sum) {
-  const nlohmann::json index = {{"schema", "parity.export/2"}, {"format", format}, {"run", run.describe()},
+  const nlohmann::json index = {{"schema", schemas::kExport.id}, {"format", format}, {"run", run.describe()},
                                 {"tensors", std::move(tensors)}};
   const std::string text = json_text(index, 1);
   if (Status st = write_file(out_dir / "index.json", {{text.data(), text.size()}}); !st.ok())

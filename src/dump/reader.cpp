@@ -28,6 +28,7 @@
 #include "parity/json_depth.h"
 #include "parity/json_number.h"
 #include "parity/regular_file.h"
+#include "parity/schemas.h"
 
 namespace parity::dump {
 namespace fs = std::filesystem;
@@ -273,9 +274,9 @@ struct PartListing {
           "records cannot be trusted", manifest, i, header ? "header" : "close")));
     seen = true;
     if (header && !is_readable_dump_schema(j.schema))
-      problems.push_back(Status::Unsupported(fmt::format("{}: schema \"{}\", this parity reads \"parity.dump/1\" "
+      problems.push_back(Status::Unsupported(fmt::format("{}: schema \"{}\", this parity reads \"{}\" "
                                                          "and its minor versions up to \"{}\"",
-                                                         manifest, j.schema, kDumpSchema)));
+                                                         manifest, j.schema, schemas::kDumpMajor.id, schemas::kDump.id)));
   }
 
   // The record's stored CRC-32C, 8 hex digits.

@@ -261,7 +261,7 @@ Result<std::unique_ptr<DumpWriter>> DumpWriter::create(const fs::path& run_dir, 
   const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                        std::chrono::system_clock::now().time_since_epoch()).count();
   PARITY_RETURN_NOT_OK(impl->append_frame(impl->manifest_fd, "manifest.pfr",
-                                          {{"kind", "header"}, {"schema", kDumpSchema}, {"rank", options.rank},
+                                          {{"kind", "header"}, {"schema", schemas::kDump.id}, {"rank", options.rank},
                                            {"alignment", kDataAlignment}, {"created_unix_ms", now},
                                            {"writer", std::string("parity ") + PARITY_VERSION}}));
   Impl* raw = impl.get();

@@ -19,6 +19,7 @@
 #include "parity/dump.h"
 #include "parity/eval.h"
 #include "parity/regular_file.h"
+#include "parity/schemas.h"
 
 namespace parity::eval {
 
@@ -184,13 +185,13 @@ namespace {
 
 class LogitsFileSource final : public TokenSource {
  public:
-  std::string describe() const override { return path_.string() + " (parity.logits/1)"; }
+  std::string describe() const override { return path_.string() + " (" + schemas::kLogits.id + ")"; }
   int64_t tokens() const override { return static_cast<int64_t>(blocks_.size()); }
   int64_t vocab() const override { return vocab_; }
   const std::vector<Status>& problems() const override { return problems_; }
   std::string representation_json() const override {
     std::string dt = source_dtype();
-    return fmt::format(R"({{"format": "parity.logits/1", "top_k": {}, "tail_bits": {}, "source_dtype": {}}})", top_k_,
+    return fmt::format(R"({{"format": "{}", "top_k": {}, "tail_bits": {}, "source_dtype": {}}})", schemas::kLogits.id, top_k_,
                        tail_bits_, dt.empty() ? std::string("null") : "\"" + dt + "\"");
   }
   std::string source_dtype() const override {

@@ -1,5 +1,5 @@
-// src/eval/output.cpp — machine-readable outputs of the eval commands: "parity.eval.ppl/1",
-// "parity.eval.mc/2", "parity.eval.lmeval/2" and their CSV forms (docs/eval.md).
+// src/eval/output.cpp — machine-readable outputs of the eval commands: parity.eval.ppl/1,
+// parity.eval.mc/2, parity.eval.lmeval/2 and their CSV forms (docs/eval.md, parity/schemas.h).
 #include <cmath>
 #include <sstream>
 
@@ -10,6 +10,7 @@
 #include "parity/json_number.h"
 
 #include "parity/eval.h"
+#include "parity/schemas.h"
 
 namespace parity::eval {
 
@@ -87,7 +88,7 @@ json thresholds_json(const AccuracyThresholds& t) {
 
 std::string ppl_json(const PplResult& r, int indent) {
   json j;
-  j["schema"] = "parity.eval.ppl/1";
+  j["schema"] = schemas::kEvalPpl.id;
   j["golden"] = {{"source", r.golden_source}, {"representation", json::parse(r.golden_representation)}};
   j["target"] = {{"source", r.target_source}, {"representation", json::parse(r.target_representation)}};
   j["tokens"] = r.tokens;
@@ -123,7 +124,7 @@ std::string ppl_tokens_csv(const PplResult& r) {
   out << csv_header("token,nll_golden,nll_target,kld,kld_bound,delta_p,same_top");
   for (size_t i = 0; i < r.per_token.size(); ++i) {
     const TokenComparison& t = r.per_token[i];
-    out << fmt::format("parity.eval.ppl.csv/2,{},{},{},{},{},{},{}\n", i, csv_number(t.nll_golden), csv_number(t.nll_target), csv_number(t.kld),
+    out << fmt::format("{},{},{},{},{},{},{},{}\n", schemas::kEvalPplCsv.id, i, csv_number(t.nll_golden), csv_number(t.nll_target), csv_number(t.kld),
                        csv_number(t.kld_bound), csv_number(t.delta_p), t.same_top ? 1 : 0);
   }
   return out.str();
@@ -131,7 +132,7 @@ std::string ppl_tokens_csv(const PplResult& r) {
 
 std::string mc_json(const McResult& r, int indent) {
   json j;
-  j["schema"] = "parity.eval.mc/2";
+  j["schema"] = schemas::kEvalMc.id;
   j["golden"] = {{"source", r.golden_source}};
   j["target"] = {{"source", r.target_source}};
   j["length_normalised"] = r.length_normalised;
@@ -151,7 +152,7 @@ std::string mc_csv(const McResult& r) {
   std::ostringstream out;
   out << csv_header("group,questions,golden_acc,target_acc,diff,mcnemar_p,ci_low,ci_high,verdict");
   auto row = [&](const PairedAccuracy& a, const std::string& name) {
-    out << fmt::format("parity.eval.mc.csv/2,{},{},{},{},{},{},{},{},{}\n", csv_escape(name), a.questions, csv_number(a.golden_acc), csv_number(a.target_acc),
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{}\n", schemas::kEvalMcCsv.id, csv_escape(name), a.questions, csv_number(a.golden_acc), csv_number(a.target_acc),
                        csv_number(a.diff), csv_number(a.mcnemar.p_value), csv_number(a.bootstrap.low),
                        csv_number(a.bootstrap.high), verdict_name(a.verdict));
   };
@@ -162,7 +163,7 @@ std::string mc_csv(const McResult& r) {
 
 std::string lm_eval_json(const LmEvalResult& r, int indent) {
   json j;
-  j["schema"] = "parity.eval.lmeval/2";
+  j["schema"] = schemas::kEvalLmEval.id;
   j["a"] = {{"source", r.a_source}};
   j["b"] = {{"source", r.b_source}};
   j["thresholds"] = thresholds_json(r.thresholds);
@@ -201,7 +202,7 @@ std::string lm_eval_csv(const LmEvalResult& r) {
   std::ostringstream out;
   out << csv_header("task,metric,filter,a,b,diff,z,p_value,paired_p,ci_low,ci_high,verdict");
   for (const auto& m : r.metrics)
-    out << fmt::format("parity.eval.lmeval.csv/2,{},{},{},{},{},{},{},{},{},{},{},{}\n", csv_escape(m.task), csv_escape(m.metric), csv_escape(m.filter), csv_number(m.a), csv_number(m.b),
+    out << fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{}\n", schemas::kEvalLmEvalCsv.id, csv_escape(m.task), csv_escape(m.metric), csv_escape(m.filter), csv_number(m.a), csv_number(m.b),
                        csv_number(m.diff), csv_number(m.z), csv_number(m.p_value),
                        m.paired ? csv_number(m.paired->mcnemar.p_value) : "",
                        m.paired ? csv_number(m.paired->bootstrap.low) : "",

@@ -3,12 +3,12 @@
 // rows, where a CSV must be parsed again. Streamed from the rows in batches (report/arrow_file.h).
 #include "report/arrow_file.h"
 #include "report/compare_columns.h"
-#include "report/compare_report.h"
+#include "parity/compare_report.h"
 
 namespace parity::report {
 
 Status write_compare_arrow(const CompareResult& result, std::FILE* out) {
-  ArrowFileWriter writer(out, compare_columns(), {{"parity.schema", kCompareArrowSchema}});
+  ArrowFileWriter writer(out, compare_columns(), {{"parity.schema", schemas::kCompareArrow.id}});
   std::vector<Cell> cells;
   for (const CompareRow& r : result.rows) {
     compare_row_cells(r, cells);

@@ -8,7 +8,7 @@
 
 #include "parity/csv_cell.h"
 #include "report/compare_columns.h"
-#include "report/compare_report.h"
+#include "parity/compare_report.h"
 
 namespace parity::report {
 
@@ -32,7 +32,7 @@ void write_compare_csv(const CompareResult& result, std::FILE* out) {
   std::string line;
   for (const CompareRow& r : result.rows) {
     compare_row_cells(r, cells);
-    line = kCompareCsvSchema;
+    line = schemas::kCompareCsv.id;
     for (const Cell& cell : cells) {
       line += ',';
       line += std::visit(CsvSpelling{}, cell);

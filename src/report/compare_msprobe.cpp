@@ -12,7 +12,7 @@
 
 #include "parity/csv_cell.h"
 #include "parity/utf8.h"
-#include "report/compare_report.h"
+#include "parity/compare_report.h"
 #include "report/msprobe_table.h"
 
 namespace parity::report {
@@ -128,7 +128,7 @@ Status write_msprobe_xlsx(const CompareResult& result, const RecordSource& golde
   if (wb == nullptr) return Status::IOError(path + ": cannot create xlsx: " + std::strerror(errno));
   // The layout's name and version, where a workbook has room for them without a column msprobe lacks.
   lxw_doc_properties properties = {};
-  std::string comments = std::string(kMsprobeLayoutSchema) + ": msprobe 26.2.0's compare_result layout, by parity";
+  std::string comments = std::string(schemas::kCompareMsprobe.id) + ": msprobe 26.2.0's compare_result layout, by parity";
   properties.comments = comments.data();
   Status st = xlsx_status(workbook_set_properties(wb, &properties), path, "properties");
   if (st.ok()) st = write_sheets(wb, table, path);

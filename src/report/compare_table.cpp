@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "parity/terminal_text.h"
-#include "report/compare_report.h"
+#include "parity/compare_report.h"
 
 namespace parity::report {
 

@@ -9,6 +9,7 @@
 // The template is split at the placeholders in one pass, so text inside an inlined asset that happens
 // to look like a placeholder is never substituted.
 #include "parity/html_report.h"
+#include "parity/schemas.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -36,7 +37,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::string_view kDataSchema = "parity.report-data/1";
+constexpr std::string_view kDataSchema = schemas::kReportData.id;
 
 std::string html_escape(std::string_view s) {
   std::string out;
@@ -90,7 +91,7 @@ std::string derive_title(const std::vector<ReportInput>& inputs) {
     const json& r = *in.result;
     auto schema = r.value("schema", std::string());
     auto it = r.find("summary");
-    if (schema.rfind("parity.compare/", 0) == 0 && it != r.end() && it->is_object()) {
+    if (schema.rfind(schemas::family(schemas::kCompare), 0) == 0 && it != r.end() && it->is_object()) {
       auto v = it->find("verdict");
       if (v != it->end() && v->is_string()) return "parity report: " + v->get<std::string>();
     }

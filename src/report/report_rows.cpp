@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "report/tree_index.h"
+#include "parity/schemas.h"
 
 namespace parity::report_rows {
 
@@ -49,7 +50,7 @@ std::string first_divergence_name(const json& result) {
 bool is_compare_result(const json& result) {
   if (!result.is_object()) return false;
   const auto it = result.find("schema");
-  return it != result.end() && it->is_string() && it->get_ref<const std::string&>().rfind("parity.compare/", 0) == 0;
+  return it != result.end() && it->is_string() && it->get_ref<const std::string&>().rfind(schemas::family(schemas::kCompare), 0) == 0;
 }
 
 WorstRowsSelection::WorstRowsSelection(size_t max_rows, std::string first_name)

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string_view>
+#include "parity/schemas.h"
 
 namespace parity::report_rows {
 
@@ -155,7 +156,7 @@ json TreeIndexBuilder::take(const std::vector<size_t>& kept) {
   json strings = json::array();
   for (std::string& str : strings_) strings.push_back(std::move(str));
   strings_ = {};
-  json out = {{"schema", "parity.report-tree/1"}, {"rows", size()}, {"kept", kept}};
+  json out = {{"schema", schemas::kReportTree.id}, {"rows", size()}, {"kept", kept}};
   out["strings"] = std::move(strings);
   out["head"] = column(head_, false);
   out["tail"] = column(tail_, false);

@@ -18,12 +18,13 @@
 #include "parity/formats.h"
 #include "parity/json_depth.h"
 #include "parity/regular_file.h"
+#include "parity/schemas.h"
 
 namespace parity::sources {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kSchema = "parity.export/2";
+constexpr const char* kSchema = schemas::kExport.id;
 
 // j[key] when it is a string, else "" (json::value() throws on a value of another type).
 std::string string_field(const nlohmann::json& j, const char* key) {

@@ -15,7 +15,7 @@
 #include "parity/compare_runs.h"
 #include "parity/matching.h"
 #include "parity/thresholds.h"
-#include "report/compare_report.h"
+#include "parity/compare_report.h"
 #include "core/memory_source.h"
 #include "temp_dir.h"
 

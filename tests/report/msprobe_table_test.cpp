@@ -12,7 +12,7 @@
 
 #include "parity/compare.h"
 #include "parity/thresholds.h"
-#include "report/compare_report.h"
+#include "parity/compare_report.h"
 #include "report/msprobe_table.h"
 #include "core/memory_source.h"
 #include "temp_dir.h"

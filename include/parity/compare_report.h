@@ -1,24 +1,19 @@
-// report/compare_report.h — the human and table outputs of `parity compare`: CSV
-// (parity.compare.csv/2), the Arrow file (parity.compare.arrow/1), msprobe's compare_result layout and the terminal sections (header,
-// table, unmatched, problems, notes, verdict line). The JSON (parity.compare/1) is written by
-// src/pipeline/compare_json.cpp (parity/compare_runs.h).
+// parity/compare_report.h — the human and table outputs of `parity compare`, public in the report module
+// so the CLI, the tests and library users call the same writers: CSV (parity.compare.csv/2), the Arrow
+// file (parity.compare.arrow/1), msprobe's compare_result layout (parity.compare.msprobe/1) and the
+// terminal sections (header, table, unmatched, problems, notes, verdict line); ids in parity/schemas.h.
+// The JSON (parity.compare/1) is written by src/pipeline/compare_json.cpp (parity/compare_runs.h).
 #pragma once
 
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "parity/compare.h"
+#include "parity/schemas.h"
 
 namespace parity::report {
-
-inline constexpr const char* kCompareCsvSchema = "parity.compare.csv/2";
-inline constexpr const char* kCompareArrowSchema = "parity.compare.arrow/1";
-// The msprobe layout has no schema column (a column msprobe lacks would break the scripts it is for): the
-// xlsx names it in its document properties (Comments); docs/compare-json.md "msprobe".
-inline constexpr const char* kMsprobeLayoutSchema = "parity.compare.msprobe/1";
 
 // CSV, one line per row in result order after the header line; the first column is the schema
 // ("parity.compare.csv/2", parity/csv_cell.h).
@@ -31,6 +26,8 @@ void write_compare_csv(const CompareResult& result, std::FILE* out);
 // in batches of 16,384 rows. Columns: docs/compare-json.md, section "Arrow".
 Status write_compare_arrow(const CompareResult& result, std::FILE* out);
 
+// The msprobe layout has no schema column (a column msprobe lacks would break the scripts it is for): the
+// xlsx names schemas::kCompareMsprobe in its document properties (Comments); docs/compare-json.md "msprobe".
 // The rows in msprobe's compare_result layout (mindstudio-probe 26.2.0; docs/compare-json.md "msprobe"):
 // its columns, names and cell words for the mode of the result (tensor → its "all" columns, statistics
 // → "summary", checksums only → "md5"), NPU = target, Bench = golden, names in msprobe's spelling where
