@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <variant>
 
 #include "parity/status.h"
 #include "parity/tensor.h"
@@ -45,6 +46,12 @@ struct MetricOptions {
 };
 
 // Statistics of one side over its finite elements (NaN/Inf are counted, not included).
+// Not TensorStats (parity/tensor.h), which describes one stored tensor on its own: a side of a pair counts
+// subnormals in the *target's* dtype (so both sides are measured alike), splits +Inf from −Inf and has a
+// std, and is NaN where nothing was measured; TensorStats counts subnormals in the tensor's own dtype,
+// holds one Inf count (what statistics dumps store: msprobe, capture manifests) and its numel, and is 0
+// where nothing was measured. Both spellings are published (parity.compare/1 `metrics.golden_stats` and
+// `stats.golden`, docs/compare-json.md).
 struct SideStats {
   double min = kNaN, max = kNaN, mean = kNaN, l2norm = kNaN, std = kNaN, absmax = kNaN;
   int64_t nan_count = 0, pinf_count = 0, ninf_count = 0;
@@ -96,6 +103,91 @@ struct PairMetrics {
   bool kl_computed = false;
   int64_t kl_rows = 0;          // rows entering the KL mean
   int64_t kl_rows_skipped = 0;  // rows holding NaN or +Inf on either side, or all −Inf in golden
+};
+
+// ---- The metric table ---------------------------------------------------------------------------------
+// Every field of PairMetrics and SideStats, once: its name (the JSON key of parity.compare/1
+// `rows[].metrics`, the Python dict key of _parity_core.compare_arrays, the CSV/Arrow column), the member
+// it reads, where it appears and a one-line meaning. The JSON writer (pipeline/compare_json.cpp, keys in
+// sorted order), the row table's columns (report/compare_columns.cpp, table order) and the Python dict
+// (python/ext/bind_metrics.cpp, table order) iterate these tables; tests/metrics/metric_table_test.cpp
+// holds docs/compare-json.md and the report (web/src/data.js) to them. Adding a metric: its kernel code,
+// its member above and one row here (docs/architecture.md "Extension points").
+
+enum class MetricKind {
+  // In the JSON, the Python dict, and a column of the row table (parity.compare.csv/2,
+  // parity.compare.arrow/1) at the row's place among the tensor-mode columns. Those layouts are published:
+  // a new kColumn row is a new revision of both schemas.
+  kColumn,
+  kDetail,  // in the JSON and the Python dict only
+};
+
+using SideStatsMember = std::variant<double SideStats::*, int64_t SideStats::*>;
+using PairMetricsMember =
+    std::variant<double PairMetrics::*, int64_t PairMetrics::*, bool PairMetrics::*, SideStats PairMetrics::*>;
+
+struct SideStatsField {
+  const char* name;
+  SideStatsMember member;
+  const char* doc;
+};
+
+struct MetricField {
+  const char* name;
+  PairMetricsMember member;
+  MetricKind kind;
+  const char* doc;
+  // kColumn: the row table's cell is empty (not applicable) unless this flag of the row is set.
+  bool PairMetrics::*column_if = nullptr;
+};
+
+inline constexpr SideStatsField kSideStatsFields[] = {
+    {"min", &SideStats::min, "smallest finite value"},
+    {"max", &SideStats::max, "largest finite value"},
+    {"mean", &SideStats::mean, "mean of the finite values"},
+    {"l2norm", &SideStats::l2norm, "L2 norm of the finite values"},
+    {"std", &SideStats::std, "population standard deviation of the finite values"},
+    {"absmax", &SideStats::absmax, "largest finite magnitude"},
+    {"nan_count", &SideStats::nan_count, "NaN elements"},
+    {"pinf_count", &SideStats::pinf_count, "+Inf elements"},
+    {"ninf_count", &SideStats::ninf_count, "-Inf elements"},
+    {"zero_count", &SideStats::zero_count, "elements exactly 0"},
+    {"subnormal_count", &SideStats::subnormal_count, "elements subnormal in the target's dtype"},
+};
+
+// In PairMetrics' order, which is also the order of the tensor-mode columns of the row table.
+inline constexpr MetricField kMetricFields[] = {
+    {"numel", &PairMetrics::numel, MetricKind::kDetail, "elements in each tensor"},
+    {"compared", &PairMetrics::compared, MetricKind::kDetail, "elements entering the error metrics"},
+    {"cosine", &PairMetrics::cosine, MetricKind::kColumn, "t·g / (‖t‖‖g‖), msprobe's Cosine"},
+    {"euclidean", &PairMetrics::euclidean, MetricKind::kColumn, "‖t − g‖₂, msprobe's EucDist"},
+    {"rel_l2", &PairMetrics::rel_l2, MetricKind::kColumn, "‖t − g‖₂ / ‖g‖₂"},
+    {"rmse", &PairMetrics::rmse, MetricKind::kColumn, "sqrt(mean((t − g)²))"},
+    {"sqnr_db", &PairMetrics::sqnr_db, MetricKind::kColumn, "10·log10(Σg² / Σ(t − g)²)"},
+    {"max_abs", &PairMetrics::max_abs, MetricKind::kColumn, "max |t − g|, msprobe's MaxAbsErr"},
+    {"max_abs_index", &PairMetrics::max_abs_index, MetricKind::kColumn, "flat index of the first max_abs"},
+    {"mean_abs", &PairMetrics::mean_abs, MetricKind::kColumn, "mean |t − g|"},
+    {"max_rel", &PairMetrics::max_rel, MetricKind::kColumn, "max |t − g| / |g|, msprobe's MaxRelativeErr"},
+    {"max_rel_index", &PairMetrics::max_rel_index, MetricKind::kColumn, "flat index of the first max_rel"},
+    {"thousandth_ratio", &PairMetrics::thousandth_ratio, MetricKind::kColumn, "fraction with relative error < 0.001"},
+    {"five_thousandth_ratio", &PairMetrics::five_thousandth_ratio, MetricKind::kColumn,
+     "fraction with relative error < 0.005"},
+    {"frac_abs_gt_1e6", &PairMetrics::frac_abs_gt_1e6, MetricKind::kColumn, "fraction with |t − g| > 1e-6"},
+    {"frac_abs_gt_1e4", &PairMetrics::frac_abs_gt_1e4, MetricKind::kColumn, "fraction with |t − g| > 1e-4"},
+    {"frac_abs_gt_1e2", &PairMetrics::frac_abs_gt_1e2, MetricKind::kColumn, "fraction with |t − g| > 1e-2"},
+    {"ulp_max", &PairMetrics::ulp_max, MetricKind::kColumn, "max |t − g| in ULPs of the target's dtype"},
+    {"ulp_mean", &PairMetrics::ulp_mean, MetricKind::kColumn, "mean |t − g| in ULPs of the target's dtype"},
+    {"frac_ulp_gt1", &PairMetrics::frac_ulp_gt1, MetricKind::kColumn, "fraction more than 1 ULP away"},
+    {"nonfinite_agree", &PairMetrics::nonfinite_agree, MetricKind::kDetail, "NaN/±Inf positions agree"},
+    {"nonfinite_mismatch", &PairMetrics::nonfinite_mismatch, MetricKind::kColumn, "positions whose non-finite class differs"},
+    {"ftz_count", &PairMetrics::ftz_count, MetricKind::kColumn, "golden tiny and nonzero, target 0 (flush to zero)"},
+    {"golden_stats", &PairMetrics::golden, MetricKind::kDetail, "the golden side's SideStats"},
+    {"target_stats", &PairMetrics::target, MetricKind::kDetail, "the target side's SideStats"},
+    {"kl", &PairMetrics::kl, MetricKind::kColumn, "mean over rows of KL(softmax(g) ‖ softmax(t))",
+     &PairMetrics::kl_computed},
+    {"kl_computed", &PairMetrics::kl_computed, MetricKind::kDetail, "whether kl was computed"},
+    {"kl_rows", &PairMetrics::kl_rows, MetricKind::kDetail, "rows entering the KL mean"},
+    {"kl_rows_skipped", &PairMetrics::kl_rows_skipped, MetricKind::kDetail, "rows left out of the KL mean"},
 };
 
 // Compare a golden/target pair of equal element count. Any two float (or int) dtypes. Returns an error

@@ -7,6 +7,7 @@
 #include <bit>
 #include <optional>
 #include <string>
+#include <variant>
 
 #include "parity/dtype.h"
 #include "metrics/block_kernel.h"
@@ -62,53 +63,25 @@ parity::TensorView view_of(const py::array& a, parity::DType dt) {
   return v;
 }
 
+// The dicts are built from the metric tables (parity/metrics.h), in their order, so that their keys are
+// the JSON's (parity.compare/1 `rows[].metrics`): the side statistics are `golden_stats` / `target_stats`.
 py::dict side_dict(const parity::SideStats& s) {
   py::dict d;
-  d["min"] = s.min;
-  d["max"] = s.max;
-  d["mean"] = s.mean;
-  d["l2norm"] = s.l2norm;
-  d["std"] = s.std;
-  d["absmax"] = s.absmax;
-  d["nan_count"] = s.nan_count;
-  d["pinf_count"] = s.pinf_count;
-  d["ninf_count"] = s.ninf_count;
-  d["zero_count"] = s.zero_count;
-  d["subnormal_count"] = s.subnormal_count;
+  for (const parity::SideStatsField& f : parity::kSideStatsFields)
+    std::visit([&](auto member) { d[f.name] = s.*member; }, f.member);
   return d;
+}
+
+py::object metric_value(const parity::SideStats& s) { return side_dict(s); }
+template <typename Value>
+py::object metric_value(const Value& v) {
+  return py::cast(v);
 }
 
 py::dict metrics_dict(const parity::PairMetrics& m) {
   py::dict d;
-  d["numel"] = m.numel;
-  d["compared"] = m.compared;
-  d["cosine"] = m.cosine;
-  d["euclidean"] = m.euclidean;
-  d["rel_l2"] = m.rel_l2;
-  d["rmse"] = m.rmse;
-  d["sqnr_db"] = m.sqnr_db;
-  d["max_abs"] = m.max_abs;
-  d["max_abs_index"] = m.max_abs_index;
-  d["mean_abs"] = m.mean_abs;
-  d["max_rel"] = m.max_rel;
-  d["max_rel_index"] = m.max_rel_index;
-  d["thousandth_ratio"] = m.thousandth_ratio;
-  d["five_thousandth_ratio"] = m.five_thousandth_ratio;
-  d["frac_abs_gt_1e6"] = m.frac_abs_gt_1e6;
-  d["frac_abs_gt_1e4"] = m.frac_abs_gt_1e4;
-  d["frac_abs_gt_1e2"] = m.frac_abs_gt_1e2;
-  d["ulp_max"] = m.ulp_max;
-  d["ulp_mean"] = m.ulp_mean;
-  d["frac_ulp_gt1"] = m.frac_ulp_gt1;
-  d["nonfinite_agree"] = m.nonfinite_agree;
-  d["nonfinite_mismatch"] = m.nonfinite_mismatch;
-  d["ftz_count"] = m.ftz_count;
-  d["golden"] = side_dict(m.golden);
-  d["target"] = side_dict(m.target);
-  d["kl"] = m.kl;
-  d["kl_computed"] = m.kl_computed;
-  d["kl_rows"] = m.kl_rows;
-  d["kl_rows_skipped"] = m.kl_rows_skipped;
+  for (const parity::MetricField& f : parity::kMetricFields)
+    std::visit([&](auto member) { d[f.name] = metric_value(m.*member); }, f.member);
   return d;
 }
 

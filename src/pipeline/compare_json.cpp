@@ -1,11 +1,14 @@
 // parity.compare/1: the JSON form of a CompareReport, the one serializer of the schema
 // (docs/compare-json.md is the contract).
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
+#include <variant>
 
 #include "parity/compare_runs.h"
 #include "parity/json_number.h"
@@ -113,19 +116,33 @@ class RowWriter {
   bool first_ = true;
 };
 
+// One value of the metric tables, by its type (json_number's spelling for doubles).
+void write_side_stats(RowWriter& w, const SideStats& s);
+void write_value(RowWriter& w, double v) { w.number(v); }
+void write_value(RowWriter& w, int64_t v) { w.integer(v); }
+void write_value(RowWriter& w, bool v) { w.boolean(v); }
+void write_value(RowWriter& w, const SideStats& s) { write_side_stats(w, s); }
+
+// The indices of `fields` in the order of their names: nlohmann's dump writes an object's keys sorted,
+// and the rows must be spelled as it spells them (the metric tables keep PairMetrics' order).
+template <typename Field, size_t N>
+constexpr std::array<size_t, N> sorted_by_name(const Field (&fields)[N]) {
+  std::array<size_t, N> order{};
+  for (size_t i = 0; i < N; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return std::string_view(fields[a].name) < std::string_view(fields[b].name); });
+  return order;
+}
+constexpr auto kSideStatsJsonOrder = sorted_by_name(kSideStatsFields);
+constexpr auto kMetricJsonOrder = sorted_by_name(kMetricFields);
+
 void write_side_stats(RowWriter& w, const SideStats& s) {
   w.open();
-  w.key("absmax").number(s.absmax);
-  w.key("l2norm").number(s.l2norm);
-  w.key("max").number(s.max);
-  w.key("mean").number(s.mean);
-  w.key("min").number(s.min);
-  w.key("nan_count").integer(s.nan_count);
-  w.key("ninf_count").integer(s.ninf_count);
-  w.key("pinf_count").integer(s.pinf_count);
-  w.key("std").number(s.std);
-  w.key("subnormal_count").integer(s.subnormal_count);
-  w.key("zero_count").integer(s.zero_count);
+  for (size_t i : kSideStatsJsonOrder) {
+    const SideStatsField& f = kSideStatsFields[i];
+    w.key(f.name);
+    std::visit([&](auto member) { write_value(w, s.*member); }, f.member);
+  }
   w.close();
 }
 
@@ -146,35 +163,11 @@ void write_tensor_stats(RowWriter& w, const TensorStats& s) {
 
 void write_metrics(RowWriter& w, const PairMetrics& m) {
   w.open();
-  w.key("compared").integer(m.compared);
-  w.key("cosine").number(m.cosine);
-  w.key("euclidean").number(m.euclidean);
-  w.key("five_thousandth_ratio").number(m.five_thousandth_ratio);
-  w.key("frac_abs_gt_1e2").number(m.frac_abs_gt_1e2);
-  w.key("frac_abs_gt_1e4").number(m.frac_abs_gt_1e4);
-  w.key("frac_abs_gt_1e6").number(m.frac_abs_gt_1e6);
-  w.key("frac_ulp_gt1").number(m.frac_ulp_gt1);
-  w.key("ftz_count").integer(m.ftz_count);
-  write_side_stats(w.key("golden_stats"), m.golden);
-  w.key("kl").number(m.kl);
-  w.key("kl_computed").boolean(m.kl_computed);
-  w.key("kl_rows").integer(m.kl_rows);
-  w.key("kl_rows_skipped").integer(m.kl_rows_skipped);
-  w.key("max_abs").number(m.max_abs);
-  w.key("max_abs_index").integer(m.max_abs_index);
-  w.key("max_rel").number(m.max_rel);
-  w.key("max_rel_index").integer(m.max_rel_index);
-  w.key("mean_abs").number(m.mean_abs);
-  w.key("nonfinite_agree").boolean(m.nonfinite_agree);
-  w.key("nonfinite_mismatch").integer(m.nonfinite_mismatch);
-  w.key("numel").integer(m.numel);
-  w.key("rel_l2").number(m.rel_l2);
-  w.key("rmse").number(m.rmse);
-  w.key("sqnr_db").number(m.sqnr_db);
-  write_side_stats(w.key("target_stats"), m.target);
-  w.key("thousandth_ratio").number(m.thousandth_ratio);
-  w.key("ulp_max").number(m.ulp_max);
-  w.key("ulp_mean").number(m.ulp_mean);
+  for (size_t i : kMetricJsonOrder) {
+    const MetricField& f = kMetricFields[i];
+    w.key(f.name);
+    std::visit([&](auto member) { write_value(w, m.*member); }, f.member);
+  }
   w.close();
 }
 

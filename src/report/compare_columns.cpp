@@ -2,7 +2,11 @@
 // compare_row_cells checks each cell against it in debug builds.
 #include "report/compare_columns.h"
 
+#include <algorithm>
+#include <array>
 #include <cassert>
+#include <type_traits>
+#include <variant>
 
 namespace parity::report {
 
@@ -10,28 +14,53 @@ namespace {
 
 using T = CellType;
 
-constexpr Column kColumns[] = {
+// The row's own columns before the tensor metrics, and after them the statistics-mode relative errors,
+// then checksum mode and every row (the published parity.compare.csv/2 layout, docs/compare-json.md).
+constexpr Column kRowColumns[] = {
     {"name", T::kText},         {"target_name", T::kText},     {"match", T::kText},
     {"mode", T::kText},         {"golden_dtype", T::kText},    {"target_dtype", T::kText},
     {"golden_shape", T::kText}, {"target_shape", T::kText},    {"module", T::kText},
     {"op", T::kText},           {"direction", T::kText},       {"role", T::kText},
     {"index", T::kInt},         {"step", T::kInt},             {"rank", T::kInt},
-    {"order", T::kInt},         {"verdict", T::kText},         {"reason", T::kText},
-    // tensor mode (PairMetrics)
-    {"cosine", T::kReal},       {"euclidean", T::kReal},       {"rel_l2", T::kReal},
-    {"rmse", T::kReal},         {"sqnr_db", T::kReal},         {"max_abs", T::kReal},
-    {"max_abs_index", T::kInt}, {"mean_abs", T::kReal},        {"max_rel", T::kReal},
-    {"max_rel_index", T::kInt}, {"thousandth_ratio", T::kReal}, {"five_thousandth_ratio", T::kReal},
-    {"frac_abs_gt_1e6", T::kReal}, {"frac_abs_gt_1e4", T::kReal}, {"frac_abs_gt_1e2", T::kReal},
-    {"ulp_max", T::kReal},      {"ulp_mean", T::kReal},        {"frac_ulp_gt1", T::kReal},
-    {"nonfinite_mismatch", T::kInt}, {"ftz_count", T::kInt},   {"kl", T::kReal},
+    {"order", T::kInt},         {"verdict", T::kText},         {"reason", T::kText}};
+constexpr Column kTrailingColumns[] = {
     // statistics mode (StatsDifferences)
     {"stats_max_rel", T::kReal}, {"stats_min_rel", T::kReal}, {"stats_mean_rel", T::kReal},
     {"stats_norm_rel", T::kReal},
     // checksum mode, then every row
     {"checksum_equal", T::kBool}, {"noise", T::kText},         {"noise_ratio", T::kReal}};
+constexpr size_t kStatsColumns = 4;
 
-constexpr size_t kTensorColumns = 21, kStatsColumns = 4;
+static_assert(std::ranges::none_of(kMetricFields,
+                                   [](const MetricField& f) {
+                                     return f.kind == MetricKind::kColumn &&
+                                            std::holds_alternative<SideStats PairMetrics::*>(f.member);
+                                   }),
+              "a SideStats is not a column of the row table");
+
+// The cell type of a metric's member.
+constexpr CellType cell_type(const PairMetricsMember& member) {
+  if (std::holds_alternative<double PairMetrics::*>(member)) return T::kReal;
+  if (std::holds_alternative<int64_t PairMetrics::*>(member)) return T::kInt;
+  return T::kBool;
+}
+
+// The tensor-mode columns: the metric table's kColumn rows (parity/metrics.h), in its order.
+constexpr size_t kTensorColumns = [] {
+  size_t n = 0;
+  for (const MetricField& f : kMetricFields) n += f.kind == MetricKind::kColumn;
+  return n;
+}();
+
+constexpr auto kColumns = [] {
+  std::array<Column, std::size(kRowColumns) + kTensorColumns + std::size(kTrailingColumns)> columns{};
+  size_t i = 0;
+  for (const Column& c : kRowColumns) columns[i++] = c;
+  for (const MetricField& f : kMetricFields)
+    if (f.kind == MetricKind::kColumn) columns[i++] = {f.name, cell_type(f.member)};
+  for (const Column& c : kTrailingColumns) columns[i++] = c;
+  return columns;
+}();
 
 [[maybe_unused]] bool holds(const Cell& cell, CellType type) {  // for the assert below
   switch (type) {
@@ -43,22 +72,20 @@ constexpr size_t kTensorColumns = 21, kStatsColumns = 4;
   return false;
 }
 
+// The metric table's kColumn values of `m`, in its order; a value whose column_if flag is unset is empty.
 void add_tensor_cells(const PairMetrics& m, std::vector<Cell>& cells) {
-  for (double v : {m.cosine, m.euclidean, m.rel_l2, m.rmse, m.sqnr_db, m.max_abs}) cells.emplace_back(v);
-  cells.emplace_back(m.max_abs_index);
-  cells.emplace_back(m.mean_abs);
-  cells.emplace_back(m.max_rel);
-  cells.emplace_back(m.max_rel_index);
-  for (double v : {m.thousandth_ratio, m.five_thousandth_ratio, m.frac_abs_gt_1e6, m.frac_abs_gt_1e4,
-                   m.frac_abs_gt_1e2, m.ulp_max, m.ulp_mean, m.frac_ulp_gt1}) {
-    cells.emplace_back(v);
-  }
-  cells.emplace_back(m.nonfinite_mismatch);
-  cells.emplace_back(m.ftz_count);
-  if (m.kl_computed) {
-    cells.emplace_back(m.kl);
-  } else {
-    cells.emplace_back();
+  for (const MetricField& f : kMetricFields) {
+    if (f.kind != MetricKind::kColumn) continue;
+    if (f.column_if != nullptr && !(m.*f.column_if)) {
+      cells.emplace_back();
+      continue;
+    }
+    std::visit(
+        [&](auto member) {
+          if constexpr (!std::is_same_v<decltype(member), SideStats PairMetrics::*>)  // static_assert above
+            cells.emplace_back(m.*member);
+        },
+        f.member);
   }
 }
 

@@ -20,12 +20,17 @@ namespace {
 
 json num(double v) { return json_number<json>(v); }
 
+// The metrics' keys are the metric tables' (parity/metrics.h); the reference spells their values as the
+// tree serializer did, through nlohmann.
+json value(double v) { return num(v); }
+json value(int64_t v) { return v; }
+json value(bool v) { return v; }
 json side_stats(const SideStats& s) {
-  return json{{"min", num(s.min)}, {"max", num(s.max)}, {"mean", num(s.mean)}, {"l2norm", num(s.l2norm)},
-              {"std", num(s.std)}, {"absmax", num(s.absmax)}, {"nan_count", s.nan_count},
-              {"pinf_count", s.pinf_count}, {"ninf_count", s.ninf_count}, {"zero_count", s.zero_count},
-              {"subnormal_count", s.subnormal_count}};
+  json j = json::object();
+  for (const SideStatsField& f : kSideStatsFields) std::visit([&](auto member) { j[f.name] = value(s.*member); }, f.member);
+  return j;
 }
+json value(const SideStats& s) { return side_stats(s); }
 
 json tensor_stats(const TensorStats& s) {
   return json{{"min", num(s.min)}, {"max", num(s.max)}, {"mean", num(s.mean)}, {"l2norm", num(s.l2norm)},
@@ -34,18 +39,9 @@ json tensor_stats(const TensorStats& s) {
 }
 
 json metrics(const PairMetrics& m) {
-  return json{{"numel", m.numel}, {"compared", m.compared}, {"cosine", num(m.cosine)},
-              {"euclidean", num(m.euclidean)}, {"rel_l2", num(m.rel_l2)}, {"rmse", num(m.rmse)},
-              {"sqnr_db", num(m.sqnr_db)}, {"max_abs", num(m.max_abs)}, {"max_abs_index", m.max_abs_index},
-              {"mean_abs", num(m.mean_abs)}, {"max_rel", num(m.max_rel)}, {"max_rel_index", m.max_rel_index},
-              {"thousandth_ratio", num(m.thousandth_ratio)}, {"five_thousandth_ratio", num(m.five_thousandth_ratio)},
-              {"frac_abs_gt_1e6", num(m.frac_abs_gt_1e6)}, {"frac_abs_gt_1e4", num(m.frac_abs_gt_1e4)},
-              {"frac_abs_gt_1e2", num(m.frac_abs_gt_1e2)}, {"ulp_max", num(m.ulp_max)},
-              {"ulp_mean", num(m.ulp_mean)}, {"frac_ulp_gt1", num(m.frac_ulp_gt1)},
-              {"nonfinite_agree", m.nonfinite_agree}, {"nonfinite_mismatch", m.nonfinite_mismatch},
-              {"ftz_count", m.ftz_count}, {"kl", num(m.kl)}, {"kl_computed", m.kl_computed},
-              {"kl_rows", m.kl_rows}, {"kl_rows_skipped", m.kl_rows_skipped},
-              {"golden_stats", side_stats(m.golden)}, {"target_stats", side_stats(m.target)}};
+  json j = json::object();
+  for (const MetricField& f : kMetricFields) std::visit([&](auto member) { j[f.name] = value(m.*member); }, f.member);
+  return j;
 }
 
 json stats_comparison(const CompareRow& row) {
@@ -104,11 +100,16 @@ struct Random {
                                     "/slash/and:colon", "\x7f del"};
     return special[rng() % std::size(special)];
   }
-  SideStats side() {
-    SideStats s;
-    s.min = d(); s.max = d(); s.mean = d(); s.l2norm = d(); s.std = d(); s.absmax = d();
-    s.nan_count = i(); s.pinf_count = i(); s.ninf_count = i(); s.zero_count = i(); s.subnormal_count = i();
-    return s;
+  void fill(double& v) { v = d(); }
+  void fill(int64_t& v) { v = i(); }
+  void fill(bool& v) { v = b(); }
+  void fill(SideStats& s) {
+    for (const SideStatsField& f : kSideStatsFields) std::visit([&](auto member) { fill(s.*member); }, f.member);
+  }
+  PairMetrics metrics() {  // every field of the metric table random
+    PairMetrics m;
+    for (const MetricField& f : kMetricFields) std::visit([&](auto member) { fill(m.*member); }, f.member);
+    return m;
   }
   TensorStats tstats() {
     TensorStats s;
@@ -144,15 +145,7 @@ TEST(RowJson, TheDirectWriterSpellsRowsAsNlohmannDoes) {
     row.shape_differs = r.b();
     row.loss_scale_log2 = static_cast<int8_t>(r.rng() % 256);  // every value of the field, negative ones too
     if (r.b()) {
-      PairMetrics m;
-      m.numel = r.i(); m.compared = r.i(); m.cosine = r.d(); m.euclidean = r.d(); m.rel_l2 = r.d(); m.rmse = r.d();
-      m.sqnr_db = r.d(); m.max_abs = r.d(); m.max_abs_index = r.i(); m.mean_abs = r.d(); m.max_rel = r.d();
-      m.max_rel_index = r.i(); m.thousandth_ratio = r.d(); m.five_thousandth_ratio = r.d();
-      m.frac_abs_gt_1e6 = r.d(); m.frac_abs_gt_1e4 = r.d(); m.frac_abs_gt_1e2 = r.d(); m.ulp_max = r.d();
-      m.ulp_mean = r.d(); m.frac_ulp_gt1 = r.d(); m.nonfinite_agree = r.b(); m.nonfinite_mismatch = r.i();
-      m.ftz_count = r.i(); m.kl = r.d(); m.kl_computed = r.b(); m.kl_rows = r.i(); m.kl_rows_skipped = r.i();
-      m.golden = r.side(); m.target = r.side();
-      row.metrics = m;
+      row.metrics = r.metrics();
     }
     if (r.b()) {
       StatsComparison s;
