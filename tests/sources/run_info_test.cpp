@@ -1,16 +1,18 @@
 // read_run_info (parity/run_info.h): under a group each process reads its share of the ranks and process
-// 0 ends with the summary one process reads alone.
+// 0 ends with the summary one process reads alone; the summary's outputs (run_info_json, run_info_text).
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "distributed/played_group.h"
 #include "distributed/synthetic_run.h"
 #include "parity/open_source.h"
 #include "parity/run_info.h"
+#include "parity/schemas.h"
 #include "temp_dir.h"
 
 namespace fs = std::filesystem;
@@ -111,4 +113,38 @@ TEST(RunInfo, NotARunIsAnErrorNamingThePath) {
   Result<RunInfo> got = read_run_info(d / "missing");
   ASSERT_FALSE(got.ok());
   EXPECT_NE(got.status().message().find((d / "missing").string()), std::string::npos);
+}
+
+// The outputs of `parity info` (run_info_json, run_info_text): a torn part makes the run incomplete, the
+// JSON is parity.info/1 with each part's state, and the text says where the tail is torn.
+TEST(RunInfoOutput, ATornPartIsIncompleteInTheJsonAndTheText) {
+  parity_test::TempDir d;
+  write_run(d / "run");
+  Result<RunInfo> info = read_run_info(d / "run");
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_FALSE(run_complete(*info));
+  const nlohmann::json j = nlohmann::json::parse(run_info_json(*info, "runs/x"));
+  EXPECT_EQ(j["schema"], schemas::kInfo.id);
+  EXPECT_EQ(j["run"], "runs/x");
+  EXPECT_EQ(j["complete"], false);
+  ASSERT_EQ(j["parts"].size(), 5u);
+  for (const auto& part : j["parts"]) EXPECT_EQ(part["complete"], part["rank"] != 3) << part.dump();
+  EXPECT_TRUE(j["parts"][3]["torn_tail"].is_string());
+  EXPECT_FALSE(j["problems"].empty());
+
+  const std::string text = run_info_text(*info, "runs/x");
+  EXPECT_EQ(text.rfind(std::string("run runs/x (") + schemas::kDump.id + ")\npart rank0: complete\n", 0), 0u) << text;
+  EXPECT_NE(text.find("part rank3: TORN: "), std::string::npos) << text;
+  EXPECT_NE(text.find("\nproblem: "), std::string::npos) << text;
+  EXPECT_EQ(text.find('\033'), std::string::npos) << "colour only when asked";
+  EXPECT_NE(run_info_text(*info, "runs/x", {.color = true}).find("\033[31mTORN"), std::string::npos);
+}
+
+TEST(RunInfoOutput, AnIntactRunIsComplete) {
+  parity_test::TempDir d;
+  parity_test::write_synthetic_run(d / "run", 2, 1, 4, [](int, int, int i) { return float(i); });
+  Result<RunInfo> info = read_run_info(d / "run");
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_TRUE(run_complete(*info));
+  EXPECT_EQ(nlohmann::json::parse(run_info_json(*info, "r"))["complete"], true);
 }
