@@ -229,114 +229,150 @@ def scan(model, batches, policy_space=None, *, state_path=None, progress=None):
          "greedy": True}            # also build the plan (False: rank only)
 
     Returns the parity.scan/1 result (docs/scan.md)."""
+    space = _scan_space(model, policy_space)
+    batches = list(batches)
+    _check_scan_inputs(model, batches, space)
+    lower_to, base, units = space["lower_to"], space["base"], space["units"]
+    header = {"lower_to": lower_to, "base": base, "budget_kld": space["budget_kld"], "units": units,
+              "batches": len(batches)}
+    runs = _Runs(model, batches, _State(state_path, header))
+    bar = _Progress(1 + len(units) + (len(units) if space["greedy"] else 0), progress)
+    t_start = time.monotonic()
+    try:
+        golden, golden_s = runs.run(base)
+        bar.step("golden")
+        golden_loss = _golden_loss(golden, batches)
+        ranked = _rank_units(runs, golden, space, bar)
+        plan, steps = _greedy_plan(runs, golden, ranked, space, bar) if space["greedy"] else (None, [])
+    finally:
+        bar.done()
+        runs.state.close()
+    return _finite_or_none({
+        "schema": SCHEMA,
+        "lower_to": lower_to,
+        "base": base,
+        "budget_kld": space["budget_kld"],
+        "batches": len(batches),
+        "sequences": sum(int(g.shape[0]) for g in golden),
+        "tokens": sum(int(g.shape[0] * g.shape[1]) for g in golden),
+        "golden": {"loss": golden_loss, "seconds": golden_s},
+        "units": [_unit_row(r) for r in ranked],
+        "greedy": [_step_row(r) for r in steps],
+        "plan": plan,
+        "cost": runs.cost(time.monotonic() - t_start),
+        "state_file": state_path,
+    })
+
+
+def _scan_space(model, policy_space):
+    """policy_space with its defaults: lower_to, base, budget_kld, greedy and units (default_units when not
+    given); unknown keys and an unknown mode are errors."""
     space = dict(policy_space or {})
     unknown = set(space) - {"lower_to", "units", "base", "budget_kld", "greedy"}
     if unknown:
         raise ValueError("scan: unknown policy_space keys: " + ", ".join(sorted(unknown)))
     lower_to = space.get("lower_to", "bf16")
     em.parse_mode(lower_to)
-    base = dict(space.get("base") or {})
-    budget = float(space.get("budget_kld", 0.01))
-    greedy = bool(space.get("greedy", True))
-    units = list(space["units"]) if space.get("units") else default_units(model, lower_to)
-    batches = list(batches)
+    return {"lower_to": lower_to, "base": dict(space.get("base") or {}),
+            "budget_kld": float(space.get("budget_kld", 0.01)), "greedy": bool(space.get("greedy", True)),
+            "units": list(space["units"]) if space.get("units") else default_units(model, lower_to)}
+
+
+def _check_scan_inputs(model, batches, space):
+    """Fails before any work: no batches, no units, or a unit that selects nothing."""
     if not batches:
         raise ValueError("scan: no batches")
-    if not units:
-        raise ValueError("scan: no units to lower (the model has no module {} acts on)".format(lower_to))
-    for u in units:  # fail before any work on a unit that selects nothing
-        em.Emulation(model, {**base, u: lower_to})
+    if not space["units"]:
+        raise ValueError("scan: no units to lower (the model has no module {} acts on)".format(space["lower_to"]))
+    for u in space["units"]:
+        em.Emulation(model, {**space["base"], u: space["lower_to"]})
 
-    header = {"lower_to": lower_to, "base": base, "budget_kld": budget, "units": units, "batches": len(batches)}
-    state = _State(state_path, header)
-    bar = _Progress(1 + len(units) + (len(units) if greedy else 0), progress)
-    passes = [0]
-    resumed = [0]
-    t_start = time.monotonic()
 
-    def run(policy):
+class _Runs:
+    """The forward passes of a scan under emulation policies, counted, and each evaluation's record kept in (and
+    resumed from) the state file."""
+
+    def __init__(self, model, batches, state):
+        self.model, self.batches, self.state = model, batches, state
+        self.passes = self.resumed = 0
+
+    def run(self, policy):
+        """(log-probabilities of every batch, seconds) of the model under `policy` ({} or None: as it is)."""
         t0 = time.monotonic()
-        ctx = em.emulate(model, policy) if policy else contextlib.nullcontext()
+        ctx = em.emulate(self.model, policy) if policy else contextlib.nullcontext()
         with ctx:
-            logits = _forward_logits(model, batches)
+            logits = _forward_logits(self.model, self.batches)
         logp = _log_probs(logits)
-        passes[0] += len(batches)
+        self.passes += len(self.batches)
         return logp, time.monotonic() - t0
 
-    try:
-        golden, golden_s = run(base)
-        bar.step("golden")
-        golden_loss = _golden_loss(golden, batches)
+    def recorded(self, key, evaluate):
+        """The record of evaluation `key`: the state file's when an earlier scan made it, else evaluate()'s,
+        which the state file then keeps."""
+        rec = self.state.done.get(key)
+        self.resumed += rec is not None
+        if rec is None:
+            rec = evaluate()
+            self.state.add(rec)
+        return rec
 
-        singles = []
-        for u in units:
-            key = "single|{}".format(u)
-            rec = state.done.get(key)
-            resumed[0] += rec is not None
-            if rec is None:
-                logp, secs = run({**base, u: lower_to})
-                rec = {"key": key, "kind": "single", "unit": u, "mode": lower_to, "seconds": secs,
-                       **_measure(golden, logp, batches)}
-                state.add(rec)
-            singles.append(rec)
-            bar.step(u)
-        ranked = sorted(singles, key=lambda r: _sort_kld(r), reverse=True)
-        for i, r in enumerate(ranked, 1):
-            r["rank"] = i
+    def cost(self, elapsed):
+        return {"forward_passes": self.passes, "seconds": elapsed,
+                "seconds_per_pass": elapsed / self.passes if self.passes else None,
+                "evaluations_resumed": self.resumed}
 
-        plan = None
-        steps = []
-        if greedy:
-            lowered = []
-            current = None
-            for r in reversed(ranked):  # least sensitive first
-                u = r["unit"]
-                trial = lowered + [u]
-                key = "greedy|" + "|".join(trial)
-                rec = state.done.get(key)
-                resumed[0] += rec is not None
-                if rec is None:
-                    logp, secs = run({**base, **{x: lower_to for x in trial}})
-                    m = _measure(golden, logp, batches)
-                    rec = {"key": key, "kind": "greedy", "unit": u, "lowered": trial, "seconds": secs,
-                           "accepted": _within(m, budget), **m}
-                    state.add(rec)
-                steps.append(rec)
-                if rec["accepted"]:
-                    lowered, current = trial, rec
-                bar.step("greedy " + u)
-            plan = {
-                "policy": {**base, **{x: lower_to for x in lowered}},
-                "lowered": lowered,
-                "kept_fp32": [r["unit"] for r in ranked if r["unit"] not in lowered],
-                "kld": current["kld"] if current else {"mean": 0.0, "se": 0.0, "n": 0},
-                "top1": current["top1"] if current else {"mean": 1.0, "se": 0.0, "n": 0},
-                "loss_delta": current["loss_delta"] if current else {"mean": 0.0, "se": 0.0, "n": 0},
-                "meets_budget": current is None or _within(current, budget),
-            }
-    finally:
-        bar.done()
-        state.close()
 
-    elapsed = time.monotonic() - t_start
-    n_tokens = sum(int(g.shape[0] * g.shape[1]) for g in golden)
-    return _finite_or_none({
-        "schema": SCHEMA,
-        "lower_to": lower_to,
-        "base": base,
-        "budget_kld": budget,
-        "batches": len(batches),
-        "sequences": sum(int(g.shape[0]) for g in golden),
-        "tokens": n_tokens,
-        "golden": {"loss": golden_loss, "seconds": golden_s},
-        "units": [_unit_row(r) for r in ranked],
-        "greedy": [_step_row(r) for r in steps],
-        "plan": plan,
-        "cost": {"forward_passes": passes[0], "seconds": elapsed,
-                 "seconds_per_pass": elapsed / passes[0] if passes[0] else None,
-                 "evaluations_resumed": resumed[0]},
-        "state_file": state_path,
-    })
+def _rank_units(runs, golden, space, bar):
+    """Each unit lowered alone, measured against the golden and ranked most sensitive first (rank 1)."""
+    lower_to, base = space["lower_to"], space["base"]
+    singles = []
+    for u in space["units"]:
+        key = "single|{}".format(u)
+
+        def evaluate(u=u, key=key):
+            logp, secs = runs.run({**base, u: lower_to})
+            return {"key": key, "kind": "single", "unit": u, "mode": lower_to, "seconds": secs,
+                    **_measure(golden, logp, runs.batches)}
+
+        singles.append(runs.recorded(key, evaluate))
+        bar.step(u)
+    ranked = sorted(singles, key=lambda r: _sort_kld(r), reverse=True)
+    for i, r in enumerate(ranked, 1):
+        r["rank"] = i
+    return ranked
+
+
+def _greedy_plan(runs, golden, ranked, space, bar):
+    """(plan, steps): units lowered one by one, least sensitive first, each kept when the plan stays within the
+    KL budget."""
+    lower_to, base, budget = space["lower_to"], space["base"], space["budget_kld"]
+    lowered, current, steps = [], None, []
+    for r in reversed(ranked):  # least sensitive first
+        u = r["unit"]
+        trial = lowered + [u]
+        key = "greedy|" + "|".join(trial)
+
+        def evaluate(u=u, trial=trial, key=key):
+            logp, secs = runs.run({**base, **{x: lower_to for x in trial}})
+            m = _measure(golden, logp, runs.batches)
+            return {"key": key, "kind": "greedy", "unit": u, "lowered": trial, "seconds": secs,
+                    "accepted": _within(m, budget), **m}
+
+        rec = runs.recorded(key, evaluate)
+        steps.append(rec)
+        if rec["accepted"]:
+            lowered, current = trial, rec
+        bar.step("greedy " + u)
+    plan = {
+        "policy": {**base, **{x: lower_to for x in lowered}},
+        "lowered": lowered,
+        "kept_fp32": [r["unit"] for r in ranked if r["unit"] not in lowered],
+        "kld": current["kld"] if current else {"mean": 0.0, "se": 0.0, "n": 0},
+        "top1": current["top1"] if current else {"mean": 1.0, "se": 0.0, "n": 0},
+        "loss_delta": current["loss_delta"] if current else {"mean": 0.0, "se": 0.0, "n": 0},
+        "meets_budget": current is None or _within(current, budget),
+    }
+    return plan, steps
 
 
 def _finite_or_none(obj):

@@ -3,7 +3,9 @@ writing it."""
 import json
 import sys
 
-SCHEMA = "parity.replay/1"
+from .._core import core
+
+SCHEMA = core.schemas.REPLAY  # the id is declared once, in include/parity/schemas.h
 
 
 def _summary(results, total):
