@@ -123,11 +123,12 @@ struct PplThresholds {
   double ppl_rel = 0.05;      // |PPL_t / PPL_g − 1| ≤ 5 % (seed 000): perplexity is judged relatively
   double ppl_diff = kNaN;     // |PPL_t − PPL_g| ≤ this when set (seed 004's 0.5 is an absolute
                               // difference that only means something at one PPL scale: opt-in)
-  double kld = 0.005;         // mean KLD below this (seed 000: bf16 0.005, fp16 1e-4)
+  double kld = 0.005;         // mean KLD below this: kl_pass of the dtype (parity/thresholds.h; seed 000: bf16 0.005, fp16 1e-4)
   std::string kld_dtype = "bf16";  // which seed value was chosen (for the report)
   std::string kld_source;     // why that dtype: whose logits dtype, or the option that set it
 };
-// The seed KL threshold for one dtype: bf16 0.005, f16 1e-4, f32/f64 1e-6 (docs/eval.md).
+// The KL threshold for one dtype: compare's kl_pass of it (default_thresholds(); bf16 0.005, f16 and f32
+// 1e-4; docs/eval.md). An unknown dtype name is bf16.
 PplThresholds default_ppl_thresholds(const std::string& dtype = "bf16");
 // The KL threshold for the dtypes the two sides' logits were computed in ("" = unknown): that of the
 // less precise known one (the larger limit), bf16 when neither is known; kld_source says which.

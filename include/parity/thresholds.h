@@ -10,6 +10,8 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "parity/dtype.h"
 #include "parity/status.h"
@@ -63,6 +65,29 @@ Result<Thresholds> load_thresholds(const std::string& path, Thresholds base);
 // in messages (a path, "--cosine"). Keys: a dtype name (any alias dtype_from_name accepts), "default"
 // (the fallback) or "all" (every entry and the fallback, applied first). Unknown keys are errors.
 Status apply_thresholds_json(const std::string& text, const std::string& origin, Thresholds& th);
+
+// One threshold set for every dtype (a command-line flag such as --cosine): `field` is a thresholds-file
+// field name (cosine_pass, rel_l2_warn, ...), `origin` names it in messages ("--cosine").
+struct ThresholdOverride {
+  std::string field;
+  double value = 0;
+  std::string origin;
+};
+// Everything that decides the thresholds in effect, in the order it applies.
+struct ThresholdSources {
+  std::string file;                          // a JSON thresholds file overlaying the defaults ("" = none)
+  std::vector<ThresholdOverride> overrides;  // then these, each on every dtype and the fallback
+  std::optional<VerdictPolicy> policy;       // then this policy, over the file's "policy" key
+};
+// The thresholds in effect: default_thresholds(), the file, the overrides, the policy. The one path the
+// CLI and the Python binding both take (issue 32 §3); a bad file, field or value is an Invalid/IOError
+// status naming it.
+Result<Thresholds> resolve_thresholds(const ThresholdSources& sources);
+// The shipped default of one field, as help texts say it: the fallback's value, then the dtypes whose
+// default differs ("0.999; f8_e4m3 0.995, f8_e5m2 0.98"; an infinite bound is "off"). Help texts are
+// generated from it, so they cannot restate a value that no longer ships.
+std::string threshold_default_text(std::string_view field);
+
 // JSON text of the thresholds in effect (for --show-thresholds and result files).
 std::string thresholds_to_json(const Thresholds& t);
 

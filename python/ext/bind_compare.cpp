@@ -21,17 +21,15 @@ std::string compare_json(const std::string& golden, const std::string& target, i
                          const std::string& thresholds, const std::string& policy, const std::string& map_file,
                          bool align, const std::vector<std::string>& kl, bool fail_on_warn, int jobs) {
   CompareRunOptions o;
-  o.compare.thresholds = default_thresholds();
-  if (!thresholds.empty()) {
-    Result<Thresholds> th = load_thresholds(thresholds, o.compare.thresholds);
-    if (!th.ok()) raise_status(th.status());
-    o.compare.thresholds = std::move(*th);
-  }
+  ThresholdSources sources;  // the CLI's path (resolve_thresholds): defaults, the file, the policy
+  sources.file = thresholds;
   if (!policy.empty()) {
-    const std::optional<VerdictPolicy> p = verdict_policy_from_name(policy);
-    if (!p) throw std::invalid_argument("policy must be 'noise-model' or 'fixed-thresholds', got '" + policy + "'");
-    o.compare.thresholds.policy = *p;
+    sources.policy = verdict_policy_from_name(policy);
+    if (!sources.policy) throw std::invalid_argument("policy must be 'noise-model' or 'fixed-thresholds', got '" + policy + "'");
   }
+  Result<Thresholds> th = resolve_thresholds(sources);
+  if (!th.ok()) raise_status(th.status());
+  o.compare.thresholds = std::move(*th);
   o.compare.step = step;
   o.compare.rank = rank;
   o.compare.map_file = map_file;

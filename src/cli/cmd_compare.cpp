@@ -26,6 +26,7 @@
 #include "parity/html_report.h"
 #include "parity/diagnosis.h"
 #include "parity/open_source.h"
+#include "fmt/format.h"
 #include "parity/thresholds.h"
 #include "parity/compare_report.h"
 
@@ -59,6 +60,24 @@ struct CompareArgs {
   bool replay = false;            // --replay: replay the top suspects in both runs (docs/replay.md)
   size_t replay_suspects = 5;     // --replay-suspects N
   bool fail_on_warn = false;      // --fail-on-warn: a warn verdict exits 1 too  // --fixed-thresholds: warn rows stay warn even when within rounding noise
+};
+
+// The threshold flags: each sets one thresholds-file field on every dtype; their help texts say the shipped
+// defaults, generated from default_thresholds() (threshold_default_text), never restated here.
+struct ThresholdFlag {
+  const char* flag;
+  const char* field;
+  std::optional<double> CompareArgs::*value;
+  const char* help;  // what the bound does; "(default ...)" is appended
+};
+constexpr ThresholdFlag kThresholdFlags[] = {
+    {"--cosine", "cosine_pass", &CompareArgs::cosine, "Cosine needed to pass, every dtype"},
+    {"--cosine-fail", "cosine_fail", &CompareArgs::cosine_fail, "Cosine below which a pair fails when its max abs error exceeds fail_min_abs"},
+    {"--max-abs", "max_abs_fail", &CompareArgs::max_abs, "Max abs error above which a pair fails ('inf' = off)"},
+    {"--rel-l2", "rel_l2_warn", &CompareArgs::rel_l2, "Relative L2 error above which a pair warns"},
+    {"--max-rel", "max_rel_warn", &CompareArgs::max_rel, "Max relative error above which a pair warns"},
+    {"--kl-max", "kl_pass", &CompareArgs::kl_max, "KL divergence at or above which a logits pair warns"},
+    {"--stats-rel", "stats_rel_warn", &CompareArgs::stats_rel, "Statistics mode: relative error of Max/Min/Mean/Norm above which a pair warns"},
 };
 
 // The command line as typed, shell-quoted where needed (for the verdict line and the JSON).
@@ -97,32 +116,15 @@ int usage_error(const std::string& message) {
   return kExitUsage;
 }
 
-// Thresholds in effect: defaults, then the file, then the flags (flags apply to every dtype).
+// Thresholds in effect (resolve_thresholds): defaults, then the file, then the flags (each on every dtype),
+// then --fixed-thresholds.
 Result<Thresholds> build_thresholds(const CompareArgs& a) {
-  Thresholds th = default_thresholds();
-  if (!a.thresholds_file.empty()) {
-    PARITY_ASSIGN_OR_RETURN(th, load_thresholds(a.thresholds_file, std::move(th)));
-  }
-  struct Flag { const char* flag; const char* field; const std::optional<double>& value; };
-  const Flag flags[] = {{"--cosine", "cosine_pass", a.cosine},     {"--cosine-fail", "cosine_fail", a.cosine_fail},
-                        {"--max-abs", "max_abs_fail", a.max_abs},  {"--rel-l2", "rel_l2_warn", a.rel_l2},
-                        {"--max-rel", "max_rel_warn", a.max_rel},  {"--kl-max", "kl_pass", a.kl_max},
-                        {"--stats-rel", "stats_rel_warn", a.stats_rel}};
-  for (const Flag& f : flags) {
-    if (!f.value) continue;
-    // Through the thresholds-file parser, so that flags get exactly the file's validation.
-    std::ostringstream text;
-    text.precision(17);
-    text << "{\"all\": {\"" << f.field << "\": ";
-    if (std::isinf(*f.value)) {
-      text << "\"Infinity\"";
-    } else {
-      text << *f.value;
-    }
-    text << "}}";
-    PARITY_RETURN_NOT_OK(apply_thresholds_json(text.str(), f.flag, th));
-  }
-  return th;
+  ThresholdSources sources;
+  sources.file = a.thresholds_file;
+  for (const ThresholdFlag& f : kThresholdFlags)
+    if (const std::optional<double>& v = a.*(f.value)) sources.overrides.push_back({f.field, *v, f.flag});
+  if (a.fixed_thresholds) sources.policy = VerdictPolicy::kFixedThresholds;
+  return resolve_thresholds(sources);
 }
 
 // --msprobe-csv / --msprobe-xlsx (src/report/compare_msprobe.cpp); false when one could not be written
@@ -265,7 +267,6 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   auto usage_error = [speaks](const std::string& message) { return speaks ? cli::usage_error(message) : kExitUsage; };
   Result<Thresholds> th = build_thresholds(a);
   if (!th.ok()) return usage_error(th.status().message());
-  if (a.fixed_thresholds) th->policy = VerdictPolicy::kFixedThresholds;
   if (a.show_thresholds) {
     if (speaks) std::printf("%s\n", thresholds_to_json(*th).c_str());
     return kExitOk;
@@ -333,13 +334,8 @@ CommandAction setup_compare(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("-j,--jobs", a->jobs, "Worker threads (default 0 = all cores)")->check(CLI::NonNegativeNumber);
   sub.add_option("--thresholds", a->thresholds_file,
                  "JSON file overlaying the default thresholds ({\"bf16\": {\"cosine_pass\": 0.998}, \"all\": {...}})");
-  sub.add_option("--cosine", a->cosine, "Cosine needed to pass, every dtype (default 0.999; fp8 lower)");
-  sub.add_option("--cosine-fail", a->cosine_fail, "Cosine below which a pair fails when max abs > 0.001 (default 0.99)");
-  sub.add_option("--max-abs", a->max_abs, "Max abs error above which a pair fails (default 1; off for bf16/fp8; 'inf' = off)");
-  sub.add_option("--rel-l2", a->rel_l2, "Relative L2 error above which a pair warns (default 1e-2; fp8 higher)");
-  sub.add_option("--max-rel", a->max_rel, "Max relative error above which a pair warns (default off)");
-  sub.add_option("--kl-max", a->kl_max, "KL divergence at or above which a logits pair warns (default bf16 0.005, others 1e-4)");
-  sub.add_option("--stats-rel", a->stats_rel, "Statistics mode: relative error of Max/Min/Mean/Norm above which a pair warns (default 0.5)");
+  for (const ThresholdFlag& f : kThresholdFlags)
+    sub.add_option(f.flag, (*a).*(f.value), fmt::format("{} (default {})", f.help, threshold_default_text(f.field)));
   sub.add_flag("--show-thresholds", a->show_thresholds, "Print the thresholds in effect (JSON) and exit");
   sub.add_option("--kl", a->kl_patterns,
                  "Regex (repeatable): names whose pairs also get softmax KL along the last dim (names containing 'logits' always do)")

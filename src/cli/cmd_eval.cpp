@@ -8,7 +8,9 @@
 #include "cli/output.h"
 #include "cli/html_option.h"
 #include "cli/ui.h"
+#include "fmt/format.h"
 #include "parity/eval.h"
+#include "parity/thresholds.h"
 #include "parity/schemas.h"
 
 namespace parity::cli {
@@ -173,8 +175,8 @@ CommandAction setup_eval(CLI::App& sub, const GlobalOptions& global) {
   ppl->add_option("--ppl-diff", a->ppl_diff, "Also check |PPL difference| <= this (seed 004: 0.5; default: off, PPL is judged relatively)");
   ppl->add_option("--kld", a->kld, "Mean KLD threshold (overrides --kld-dtype)");
   ppl->add_option("--kld-dtype", a->kld_dtype,
-                  "Seed KLD threshold of this dtype: bf16 0.005, f16 1e-4, f32 1e-6 (default: the less precise of the "
-                  "dtypes the two sides' logits were computed in, else bf16)");
+                  fmt::format("KLD threshold of this dtype, compare's kl_pass ({}; default: the less precise of the "
+                              "dtypes the two sides' logits were computed in, else bf16)", threshold_default_text("kl_pass")));
   add_output_options(ppl, *a, schemas::kEvalPpl.id);
 
   CLI::App* mc = sub.add_subcommand("mc", "Multiple-choice accuracy with exact McNemar and paired bootstrap");

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "parity/thresholds.h"
+
 #include "parity/dtype.h"
 #include "parity/eval.h"
 
@@ -84,12 +86,10 @@ PplThresholds default_ppl_thresholds(const std::string& dtype) {
   PplThresholds t;
   auto d = dtype_from_name(dtype);
   DType dt = d.value_or(DType::kBF16);
-  switch (dt) {
-    case DType::kF16: t.kld = 1e-4; t.kld_dtype = "f16"; break;
-    case DType::kF32:
-    case DType::kF64: t.kld = 1e-6; t.kld_dtype = dtype_name(dt); break;
-    default: t.kld = 0.005; t.kld_dtype = d ? dtype_name(dt) : "bf16"; break;
-  }
+  // The KL bound of compare's thresholds table (kl_pass, parity/thresholds.h): one value per dtype for
+  // compare's logits rows and eval's mean KLD alike.
+  t.kld = default_thresholds().for_dtype(dt).kl_pass;
+  t.kld_dtype = dtype_name(dt);
   return t;
 }
 

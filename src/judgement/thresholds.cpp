@@ -11,6 +11,8 @@
 #include "parity/json_number.h"
 #include <sstream>
 
+#include "fmt/format.h"
+
 namespace parity {
 
 namespace {
@@ -128,6 +130,14 @@ Result<double> parse_value(const nlohmann::json& v, const std::string& where) {
   return Status::Invalid(where + ": expected a number or \"Infinity\", got " + v.dump());
 }
 
+// The legal range of a field's value; `raw` is the value as the user wrote it, for the message.
+Status check_value(const Field& field, double v, const std::string& at, const std::string& raw) {
+  if (field.kind == FieldKind::kCosine && !(v >= -1.0 && v <= 1.0))
+    return Status::Invalid(at + ": a cosine bound must lie in [-1, 1], got " + raw);
+  if (field.kind == FieldKind::kNonNegative && !(v >= 0.0)) return Status::Invalid(at + ": must be >= 0, got " + raw);
+  return Status::OK();
+}
+
 Status apply_entry(const nlohmann::json& obj, DTypeThresholds& d, const std::string& where) {
   if (!obj.is_object()) {
     return Status::Invalid(where + ": expected an object of thresholds, got " + obj.dump());
@@ -144,16 +154,31 @@ Status apply_entry(const nlohmann::json& obj, DTypeThresholds& d, const std::str
       return Status::Invalid(at + ": unknown threshold (known: " + known + ")");
     }
     PARITY_ASSIGN_OR_RETURN(double v, parse_value(it.value(), at));
-    if (field->kind == FieldKind::kCosine && !(v >= -1.0 && v <= 1.0)) {
-      return Status::Invalid(at + ": a cosine bound must lie in [-1, 1], got " + it.value().dump());
-    }
-    if (field->kind == FieldKind::kNonNegative && !(v >= 0.0)) {
-      return Status::Invalid(at + ": must be >= 0, got " + it.value().dump());
-    }
+    PARITY_RETURN_NOT_OK(check_value(*field, v, at, it.value().dump()));
     d.*(field->member) = v;
   }
   return Status::OK();
 }
+
+const Field* find_field(std::string_view name) {
+  for (const Field& f : kFields)
+    if (name == f.name) return &f;
+  return nullptr;
+}
+
+// "--cosine: all.cosine_pass: ..." — the words a thresholds file's {"all": {...}} gets, so a flag and the
+// same value in a file are refused alike.
+Status apply_override(const ThresholdOverride& o, Thresholds& th) {
+  const Field* field = find_field(o.field);
+  if (field == nullptr) return Status::Invalid(o.origin + ": unknown threshold " + o.field);
+  const std::string at = o.origin + ": all." + o.field;
+  PARITY_RETURN_NOT_OK(check_value(*field, o.value, at, fmt::format("{}", o.value)));
+  for (auto& [name, entry] : th.by_dtype) entry.*(field->member) = o.value;
+  th.fallback.*(field->member) = o.value;
+  return Status::OK();
+}
+
+std::string value_text(double v) { return std::isinf(v) ? "off" : fmt::format("{}", v); }
 
 }  // namespace
 
@@ -207,6 +232,29 @@ Result<Thresholds> load_thresholds(const std::string& path, Thresholds base) {
   if (in.bad()) return Status::IOError(path + ": error reading thresholds file");
   PARITY_RETURN_NOT_OK(apply_thresholds_json(text.str(), path, base));
   return base;
+}
+
+Result<Thresholds> resolve_thresholds(const ThresholdSources& sources) {
+  Thresholds th = default_thresholds();
+  if (!sources.file.empty()) {
+    PARITY_ASSIGN_OR_RETURN(th, load_thresholds(sources.file, std::move(th)));
+  }
+  for (const ThresholdOverride& o : sources.overrides) PARITY_RETURN_NOT_OK(apply_override(o, th));
+  if (sources.policy) th.policy = *sources.policy;
+  return th;
+}
+
+std::string threshold_default_text(std::string_view name) {
+  const Field* field = find_field(name);
+  if (field == nullptr) return "";
+  const Thresholds th = default_thresholds();
+  const double base = th.fallback.*(field->member);
+  std::string text = value_text(base), others;
+  for (const auto& [dtype, entry] : th.by_dtype) {
+    const double v = entry.*(field->member);
+    if (v != base) others += fmt::format("{}{} {}", others.empty() ? "" : ", ", dtype, value_text(v));
+  }
+  return others.empty() ? text : text + "; " + others;
 }
 
 std::string thresholds_to_json(const Thresholds& t) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "parity/eval.h"
+#include "parity/thresholds.h"
 
 using namespace parity::eval;
 
@@ -55,12 +56,17 @@ TEST(PplStats, CompareTokenHandComputed) {
 TEST(PplStats, SeedThresholdsByDtype) {
   EXPECT_DOUBLE_EQ(default_ppl_thresholds("bf16").kld, 0.005);
   EXPECT_DOUBLE_EQ(default_ppl_thresholds("fp16").kld, 1e-4);
-  EXPECT_DOUBLE_EQ(default_ppl_thresholds("float32").kld, 1e-6);
+  EXPECT_DOUBLE_EQ(default_ppl_thresholds("float32").kld, 1e-4);  // compare's kl_pass (issue 32: was 1e-6)
   EXPECT_DOUBLE_EQ(default_ppl_thresholds().ppl_rel, 0.05);
   EXPECT_TRUE(std::isnan(default_ppl_thresholds().ppl_diff));  // absolute check off: PPL is judged relatively
   EXPECT_DOUBLE_EQ(ppl_thresholds_for_logits("f32", "bf16").kld, 0.005);
   EXPECT_DOUBLE_EQ(ppl_thresholds_for_logits("bf16", "f32").kld, 0.005);
-  EXPECT_DOUBLE_EQ(ppl_thresholds_for_logits("f32", "f32").kld, 1e-6);
+  EXPECT_DOUBLE_EQ(ppl_thresholds_for_logits("f32", "f32").kld, 1e-4);
+  // one owner: every dtype's eval bound is compare's kl_pass of it
+  using parity::DType;
+  for (DType dt : {DType::kF16, DType::kBF16, DType::kF32, DType::kF64, DType::kF8E4M3, DType::kF8E5M2})
+    EXPECT_EQ(default_ppl_thresholds(parity::dtype_name(dt)).kld, parity::default_thresholds().for_dtype(dt).kl_pass)
+        << parity::dtype_name(dt);
   EXPECT_DOUBLE_EQ(ppl_thresholds_for_logits("", "f16").kld, 1e-4);
   EXPECT_DOUBLE_EQ(ppl_thresholds_for_logits("", "").kld, 0.005);
   EXPECT_NE(ppl_thresholds_for_logits("", "").kld_source.find("unknown"), std::string::npos);

@@ -41,7 +41,7 @@ def test_kld_limit_from_the_logits_dtype(logits):
     rc, j = ppl(logits / "fp32.plg", logits / "fp32.plg")
     assert rc == 0
     th = j["thresholds"]
-    assert th["kld_dtype"] == "f32" and th["kld"] == 1e-6 and th["kld_source"] == "both sides' logits are f32"
+    assert th["kld_dtype"] == "f32" and th["kld"] == 1e-4 and th["kld_source"] == "both sides' logits are f32"
     for golden, target in (("fp32", "bf16"), ("bf16", "fp32")):  # whichever side is the less precise
         rc, j = ppl(logits / f"{golden}.plg", logits / f"{target}.plg")
         th = j["thresholds"]
