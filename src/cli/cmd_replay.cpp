@@ -18,7 +18,7 @@
 #include "cli/python_engine.h"
 #include "cli/ui.h"
 #include "parity/json_number.h"
-#include "report/replay_report.h"
+#include "parity/replay_report.h"
 
 namespace parity::cli {
 namespace {

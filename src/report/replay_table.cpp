@@ -1,9 +1,9 @@
-// Terminal table of a parity.replay/1 result (report/replay_report.h).
+// Terminal table of a parity.replay/1 result (parity/replay_report.h).
 #include <cmath>
 #include <string>
 
 #include "parity/terminal_text.h"
-#include "report/replay_report.h"
+#include "parity/replay_report.h"
 
 namespace parity::report {
 namespace {

@@ -1,5 +1,6 @@
-// report/replay_report.h — the terminal form of a `parity replay` result (schema parity.replay/1,
-// docs/replay.md), rendered from the JSON the engine wrote.
+// parity/replay_report.h — the terminal form of a `parity replay` result (schemas::kReplay, parity.replay/1,
+// docs/replay.md), rendered from the JSON the engine wrote, and its verdict: public in the report module,
+// so `parity replay` only runs the engine, calls these and prints.
 #pragma once
 
 #include <cstdio>
