@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "parity/noise.h"
 #include "parity/thresholds.h"
 #include "parity/verdict.h"
 
@@ -33,13 +34,44 @@ struct RowVerdict {
   size_t fixed_reason_at = 0;
 };
 
-// The final verdict of one row. `fixed`/`fixed_reason` are the fixed-threshold judgement, `noise` and
-// `ratio` the noise class and ratio (NoiseClass::kUnknown when the model could not measure the row),
-// `layout_change` describes a same-count shape change, "" when none (never better than warn: compared
-// flat, a layout change is worth a look).
-RowVerdict decide_row_verdict(Verdict fixed, std::string_view fixed_reason, NoiseClass noise, double ratio,
-                              const std::string& layout_change, VerdictPolicy policy);
+// Everything a row's final verdict rests on, gathered by the compare module from the row
+// (apply_verdict_policy, parity/compare.h): one struct, so one function decides.
+struct RowEvidence {
+  // The fixed-threshold judgement of the metrics (parity/thresholds.h).
+  Verdict fixed = Verdict::kError;
+  std::string_view fixed_reason;
+  // The noise model: class and ratio (NoiseClass::kUnknown when it could not measure the row).
+  NoiseClass noise = NoiseClass::kUnknown;
+  double ratio = 0;
+  // A same-count shape change, "" when none: compared flat, worth a look (never better than warn).
+  std::string layout_change;
+  // The pairing: a pair order alignment alone put together, below kStrongPairingConfidence, is weak
+  // evidence — a large difference may be a wrong partner rather than a wrong result.
+  bool weakly_paired = false;
+  double match_confidence = 1.0;
+  // A difference structured beyond rounding (ErrorShape, parity/noise.h): why it fails although its size
+  // may be within the rounding allowance. Set only for rows classed structured.
+  std::optional<ErrorShape> structure;
+  // A backward result that cancelled: measured against the scale it was summed from (sum_cancellation =
+  // ‖terms‖/‖g‖ of a broadcast sum; 0 = against the arriving gradient).
+  bool cancelled = false;
+  double sum_cancellation = 0;
+  // A discrete decision that flipped (docs/judgement.md "Decision flips"): shown, never a failure alone.
+  enum class Flip : uint8_t { kNone, kDecision, kAffected, kMask } flip = Flip::kNone;
+  std::string_view flip_op;           // kDecision: the deciding op
+  std::optional<double> flipped;      // kDecision: how many of `compared` positions flipped, when measured
+  int64_t compared = 0;
+  int64_t mask_flips = 0;             // kMask: the positions whose ReLU mask flipped
+  // A parameter whose update since an earlier step differs beyond what its gradient explains
+  // (docs/judgement.md "Parameters across steps"): fails however small its own difference.
+  bool update_differs = false;
+  int64_t update_from_step = -1;
+  double update_rel_error = 0, update_grad_rel_error = 0;  // NaN grad: not compared
+  VerdictPolicy policy = VerdictPolicy::kNoiseModel;
+};
 
-// apply_verdict_policy (parity/compare.h) applies it to every row of a compared result.
+// The final verdict of one row and its reason, from all of its evidence (docs/judgement.md "Verdict
+// policy"). The one place a row's verdict is decided.
+RowVerdict decide_row_verdict(const RowEvidence& evidence);
 
 }  // namespace parity
