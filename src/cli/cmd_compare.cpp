@@ -29,6 +29,7 @@
 #include "fmt/format.h"
 #include "parity/thresholds.h"
 #include "parity/compare_report.h"
+#include "parity/schemas.h"
 
 namespace parity::cli {
 
@@ -340,11 +341,12 @@ CommandAction setup_compare(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--kl", a->kl_patterns,
                  "Regex (repeatable): names whose pairs also get softmax KL along the last dim (names containing 'logits' always do)")
       ->allow_extra_args(false);
-  sub.add_option("--json", a->json_path, "Write the result as JSON (schema parity.compare/1, docs/compare-json.md); '-' = stdout, table to stderr");
+  sub.add_option("--json", a->json_path, std::string("Write the result as JSON (schema ") + schemas::kCompare.id + ", " + schemas::kCompare.doc +
+                     "); '-' = stdout, table to stderr");
   add_html_option(sub, a->html_path);
-  sub.add_option("--csv", a->csv_path, "Write one CSV line per pair (schema parity.compare.csv/2); '-' = stdout, table to stderr");
+  sub.add_option("--csv", a->csv_path, std::string("Write one CSV line per pair (schema ") + schemas::kCompareCsv.id + "); '-' = stdout, table to stderr");
   sub.add_option("--arrow", a->arrow_path,
-                 "Write the CSV's rows and columns, typed, as an Arrow IPC file (schema parity.compare.arrow/1; "
+                 std::string("Write the CSV's rows and columns, typed, as an Arrow IPC file (schema ") + schemas::kCompareArrow.id + "; "
                  "pyarrow, polars, pandas, DuckDB read it)");
   sub.add_option("--msprobe-csv", a->msprobe_csv_path,
                  "Write the rows as msprobe's compare_result CSV (its columns and words, NPU = TARGET, Bench = GOLDEN; "

@@ -10,6 +10,7 @@
 #include "cli/html_option.h"
 #include "cli/ui.h"
 #include "parity/curves.h"
+#include "parity/schemas.h"
 
 namespace parity::cli {
 
@@ -133,9 +134,9 @@ CommandAction setup_curve(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--spike-window", a->spike_window, "Rolling-median window for spikes")->capture_default_str();
   sub.add_option("--spike-k", a->spike_k, "Spike threshold in robust sigmas (1.4826·MAD)")->capture_default_str();
   sub.add_option("--final-window", a->final_window, "Points averaged for the final value (0 = auto)");
-  sub.add_option("--json", a->json_path, "Write parity.curve/1 JSON to FILE ('-' = stdout)");
+  sub.add_option("--json", a->json_path, std::string("Write ") + schemas::kCurve.id + " JSON to FILE ('-' = stdout)");
   add_html_option(sub, a->html_path);
-  sub.add_option("--csv", a->csv_path, "Write parity.curve.csv/2 to FILE ('-' = stdout)");
+  sub.add_option("--csv", a->csv_path, std::string("Write ") + schemas::kCurveCsv.id + " to FILE ('-' = stdout)");
   return [a, &global] { return run(*a, global); };
 }
 

@@ -14,6 +14,7 @@
 #include "cli/output.h"
 #include "cli/ui.h"
 #include "parity/run_info.h"
+#include "parity/schemas.h"
 
 namespace parity::cli {
 
@@ -25,7 +26,7 @@ CommandAction setup_info(CLI::App& sub, const GlobalOptions& global) {
   };
   auto o = std::make_shared<Opts>();
   sub.add_option("run", o->run, "Capture run directory (or one of its rank<R>/ parts)")->required();
-  sub.add_option("--json", o->json_path, "Write the summary as JSON (schema parity.info/1, docs/dump-format.md); '-' = stdout");
+  sub.add_option("--json", o->json_path, std::string("Write the summary as JSON (schema ") + schemas::kInfo.id + ", " + schemas::kInfo.doc + "); '-' = stdout");
   sub.add_flag("--fingerprint", o->full_fingerprint, "Print every fingerprint in full (JSON)");
 
   return [o, &global]() -> int {

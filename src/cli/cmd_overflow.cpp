@@ -15,6 +15,7 @@
 #include "parity/analysis.h"
 #include "parity/diagnosis.h"
 #include "parity/open_source.h"
+#include "parity/schemas.h"
 
 namespace parity::cli {
 namespace {
@@ -96,7 +97,7 @@ CommandAction setup_overflow(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--underflow", a->underflow_fraction, "A gradient underflows when this share is zero or subnormal")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
-  sub.add_option("--json", a->json_path, "Write the report as JSON (schema parity.overflow/1); '-' = stdout");
+  sub.add_option("--json", a->json_path, std::string("Write the report as JSON (schema ") + schemas::kOverflow.id + "); '-' = stdout");
   add_html_option(sub, a->html_path);
   return [a, &global] { return run_overflow(*a, global); };
 }

@@ -9,6 +9,7 @@
 #include "cli/html_option.h"
 #include "cli/ui.h"
 #include "parity/curves.h"
+#include "parity/schemas.h"
 
 namespace parity::cli {
 
@@ -73,9 +74,9 @@ CommandAction setup_ranks(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--rel-tol", a->rel_tol, "Relative deviation from the ranks' median that counts as a disagreement")
       ->capture_default_str();
   sub.add_option("--consecutive", a->consecutive, "Disagreeing steps in a row that name a rank")->capture_default_str();
-  sub.add_option("--json", a->json_path, "Write parity.ranks/1 JSON to FILE ('-' = stdout)");
+  sub.add_option("--json", a->json_path, std::string("Write ") + schemas::kRanks.id + " JSON to FILE ('-' = stdout)");
   add_html_option(sub, a->html_path);
-  sub.add_option("--csv", a->csv_path, "Write parity.ranks.csv/2 to FILE ('-' = stdout)");
+  sub.add_option("--csv", a->csv_path, std::string("Write ") + schemas::kRanksCsv.id + " to FILE ('-' = stdout)");
   return [a, &global] { return run(*a, global); };
 }
 

@@ -19,6 +19,7 @@
 #include "cli/ui.h"
 #include "parity/json_number.h"
 #include "parity/replay_report.h"
+#include "parity/schemas.h"
 
 namespace parity::cli {
 namespace {
@@ -55,7 +56,7 @@ int run_replay(const ReplayArgs& a, const GlobalOptions& global) {
   }
   const nlohmann::json& doc = engine->doc;
   if (doc.is_discarded() || !doc.contains("summary")) {
-    std::fprintf(stderr, "parity replay: the engine wrote no parity.replay/1 result\n");
+    std::fprintf(stderr, "parity replay: the engine wrote no %s result\n", schemas::kReplay.id);
     return kExitInternal;
   }
   const bool json_stdout = a.json_path == "-";
@@ -98,7 +99,7 @@ CommandAction setup_replay(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--max-events", a->max_events, "Replay at most this many events (default: all)")->check(CLI::NonNegativeNumber);
   sub.add_option("--limit", a->limit, "Rows shown (default 30; 0 = all)");
   sub.add_flag("--all", a->all, "Show every replayed event, not only those that differ");
-  sub.add_option("--json", a->json_path, "Write the result as JSON (schema parity.replay/1, docs/replay.md); '-' = stdout");
+  sub.add_option("--json", a->json_path, std::string("Write the result as JSON (schema ") + schemas::kReplay.id + ", " + schemas::kReplay.doc + "); '-' = stdout");
   add_html_option(sub, a->html_path);
   return [a, &global] { return run_replay(*a, global); };
 }

@@ -90,7 +90,7 @@ CommandAction setup_scan(CLI::App& sub, const GlobalOptions& global) {
   sub.add_flag("--no-plan", a->no_plan, "Rank only; skip the greedy plan");
   sub.add_option("--state", a->state, "JSONL file each result is appended to; a rerun skips what it holds");
   sub.add_option("--limit", a->limit, "Rows shown (default 20; 0 = all)");
-  sub.add_option("--json", a->json_path, "Write the result as JSON (schema parity.scan/1, docs/scan.md); '-' = stdout");
+  sub.add_option("--json", a->json_path, std::string("Write the result as JSON (schema ") + schemas::kScan.id + ", " + schemas::kScan.doc + "); '-' = stdout");
   add_html_option(sub, a->html_path);
   return [a, &global] { return run_scan(*a, global); };
 }

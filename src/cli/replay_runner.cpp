@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/python_engine.h"
+#include "parity/schemas.h"
 
 namespace parity::cli {
 
@@ -26,7 +27,7 @@ Result<std::vector<ReplayVerdict>> EngineReplayRunner::confirm(const std::vector
                             " (its message is above); set PARITY_PYTHON to a Python with torch and numpy");
   const nlohmann::json& doc = engine->doc;
   if (doc.is_discarded() || !doc.contains("suspects"))
-    return Status::Internal("the replay engine wrote no parity.replay/1 result");
+    return Status::Internal(std::string("the replay engine wrote no ") + schemas::kReplay.id + " result");
   std::vector<ReplayVerdict> verdicts;
   for (const auto& s : doc["suspects"])
     verdicts.push_back({s.value("event", ""), s.value("step", int64_t{-1}), s.value("rank", -1), s.value("status", ""),
