@@ -9,7 +9,7 @@ from .call import exact_outputs
 from .document import SCHEMA
 from .emulators import _emulated
 from .events import _children, _inputs, _load, is_op_event, op_events, record_tensor
-from .measure import _INT_DTYPES, _measure, _num, _reduction_length, _structural_min, _u_of, unit_roundoff
+from .measure import _measure, _num, _reduction_length, _structural_min, unit_roundoff
 from .ops import _NotReplayable, _spec_problem
 from .progress import _Progress
 
@@ -59,8 +59,8 @@ def _confirm_op(tev, gev):
         n = _reduction_length(tev)
 
         def u_of(i):
-            u = _u_of(tev.outputs[i].dtype, 0.0) if tev.outputs[i].dtype not in _INT_DTYPES else 0.0
-            if gok and i in gev.outputs and gev.outputs[i].dtype not in _INT_DTYPES:
+            u = unit_roundoff(tev.outputs[i].dtype)  # integers and bool: 0, any difference is structural
+            if gok and i in gev.outputs:
                 u = max(u, unit_roundoff(gev.outputs[i].dtype))  # the lower-precision side's unit
             return u
 

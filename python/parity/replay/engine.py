@@ -10,8 +10,7 @@ from .devices import DeviceMap, _placed, _why_not_exact
 from .document import SCHEMA, _summary
 from .emulators import _emulated
 from .events import _inputs, _load, op_events, record_tensor, select, suspects_from_compare
-from .measure import (_INT_DTYPES, _measure, _num, _reduction_length, _structural_min, _u_of, bit_exact, noise_class,
-                      unit_roundoff)
+from .measure import _measure, _num, _reduction_length, _structural_min, bit_exact, noise_class, unit_roundoff
 from .ops import _NotReplayable, _spec_problem
 from .progress import _Progress
 
@@ -36,7 +35,7 @@ def replay_event(ev, emulate=None, devices=None):
         n = _reduction_length(ev)
         u_in = next((unit_roundoff(ev.inputs[i].dtype) for i in sorted(ev.inputs)
                      if unit_roundoff(ev.inputs[i].dtype) > 0), 2.0 ** -24)
-        u_of = lambda i: _u_of(ev.outputs[i].dtype, 0.0) if ev.outputs[i].dtype not in _INT_DTYPES else 0.0  # noqa: E731
+        u_of = lambda i: unit_roundoff(ev.outputs[i].dtype)  # noqa: E731  (integers and bool: 0)
         ref = exact_outputs(spec, tensors)
         ratio, rel, born = _measure(recorded, ref, u_of, n)
         # (b) on the replay device, under the autocast regions the op ran in; the reference (a) stays the

@@ -60,11 +60,6 @@ def error_ratio(rec, ref, u, n):
     return (rel / expected if expected > 0 else math.inf), rel, 0
 
 
-def _u_of(dtype_name, fallback):
-    u = unit_roundoff(dtype_name)
-    return u if u > 0 else fallback
-
-
 def bit_exact(rec, out):
     torch = _torch()
     if out.dtype != rec.dtype or tuple(out.shape) != tuple(rec.shape):
@@ -105,5 +100,3 @@ def _measure(outputs_rec, reference, u_of, n):
             worst = r
         worst_rel = max(worst_rel, rel) if rel == rel else worst_rel
     return worst, worst_rel, born
-
-_INT_DTYPES = frozenset("i8 i16 i32 i64 u8 bool".split())
