@@ -1,5 +1,6 @@
-// Tests of `run_compare` (pairing, modes, verdicts, parallel execution), the judgement rules at
-// their threshold edges, the thresholds file overlay and the JSON form. Sources are in-memory
+// Tests of `run_compare` (pairing, modes, verdicts, parallel execution) and the judgement rules at
+// their threshold edges (the thresholds file: tests/judgement; the JSON: tests/pipeline; the CSV and the
+// table: tests/report). Sources are in-memory
 // RecordSources holding real tensors; metrics come from the real fused kernel.
 #include <gtest/gtest.h>
 
@@ -23,12 +24,8 @@ namespace parity {
 namespace {
 
 using test::MemorySource;
-
-std::vector<float> ramp(int n, float scale = 1.0f, float offset = 0.0f) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = scale * std::sin(0.37f * static_cast<float>(i) + 0.1f) + offset;
-  return v;
-}
+using test::ramp;
+using test::stats;
 
 CompareOptions default_options() {
   CompareOptions o;
@@ -336,17 +333,6 @@ TEST(CompareTensor, ProgressCountsBytesOfBothSides) {
   EXPECT_TRUE(p.ended);
 }
 
-TensorStats stats(double mn, double mx, double mean, double norm, int64_t numel = 10) {
-  TensorStats s;
-  s.min = mn;
-  s.max = mx;
-  s.mean = mean;
-  s.l2norm = norm;
-  s.absmax = std::max(std::fabs(mn), std::fabs(mx));
-  s.numel = numel;
-  return s;
-}
-
 // Falcon's decoder layers receive eager attention's additive mask (0 / finfo.min) in one run and SDPA's
 // boolean mask (True = attend) in the other: the same mask, compared as such; a position where the two
 // masks disagree fails. Either boolean convention is read (masked_fill masks hold True where masked).
@@ -580,224 +566,6 @@ TEST(Judge, NonFiniteMismatchIsAnErrorAndEdgeCasesAreNamed) {
   j = compare::judge_tensor(zero, th);
   EXPECT_EQ(j.verdict, Verdict::kFail);
   EXPECT_NE(j.reason.find("golden is all zero"), std::string::npos);
-}
-
-// ---- thresholds ----------------------------------------------------------------------------------
-
-std::filesystem::path write_temp(const std::string& name, const std::string& text) {
-  std::filesystem::path p = parity_test::process_temp_dir() / name;
-  std::ofstream(p) << text;
-  return p;
-}
-
-TEST(Thresholds, DefaultsCarryTheSourcedValues) {
-  Thresholds th = default_thresholds();
-  EXPECT_EQ(th.for_dtype(DType::kF32).cosine_pass, 0.999);
-  EXPECT_EQ(th.for_dtype(DType::kBF16).kl_pass, 0.005);
-  EXPECT_EQ(th.for_dtype(DType::kF16).kl_pass, 1e-4);
-  EXPECT_EQ(th.for_dtype(DType::kF32).max_abs_fail, 1.0);
-  EXPECT_EQ(th.for_dtype(DType::kF32).cosine_hard_fail, 0.9);
-  EXPECT_TRUE(std::isinf(th.for_dtype(DType::kBF16).max_abs_fail));
-  EXPECT_LT(th.for_dtype(DType::kF8E5M2).cosine_pass, th.for_dtype(DType::kF8E4M3).cosine_pass);
-}
-
-TEST(Thresholds, FileOverlaysDefaultsAllThenPerDtype) {
-  auto p = write_temp("ok.json", R"({"all": {"rel_l2_warn": 0.02}, "bfloat16": {"cosine_pass": 0.998},
-                                     "default": {"max_abs_fail": "Infinity"}, "f64": {"kl_pass": 1e-6}})");
-  Result<Thresholds> th = load_thresholds(p.string(), default_thresholds());
-  ASSERT_TRUE(th.ok()) << th.status().ToString();
-  EXPECT_EQ(th->for_dtype(DType::kBF16).cosine_pass, 0.998);
-  EXPECT_EQ(th->for_dtype(DType::kBF16).rel_l2_warn, 0.02);
-  EXPECT_EQ(th->for_dtype(DType::kF32).rel_l2_warn, 0.02);
-  EXPECT_EQ(th->for_dtype(DType::kF32).cosine_pass, 0.999);
-  EXPECT_TRUE(std::isinf(th->fallback.max_abs_fail));
-  EXPECT_EQ(th->for_dtype(DType::kF64).kl_pass, 1e-6);
-  // Round trip through the printed form.
-  auto again = write_temp("roundtrip.json", thresholds_to_json(*th));
-  Result<Thresholds> back = load_thresholds(again.string(), default_thresholds());
-  ASSERT_TRUE(back.ok()) << back.status().ToString();
-  EXPECT_EQ(thresholds_to_json(*back), thresholds_to_json(*th));
-}
-
-TEST(Thresholds, BadFilesAreErrorsNamingTheFile) {
-  struct Case { const char* name; const char* text; const char* expect; };
-  const Case cases[] = {
-      {"syntax.json", "{\"f32\": {", "not valid JSON"},
-      {"dtype.json", R"({"f33": {"cosine_pass": 0.9}})", "unknown dtype key \"f33\""},
-      {"field.json", R"({"f32": {"cosine": 0.9}})", "unknown threshold"},
-      {"range.json", R"({"f32": {"cosine_pass": 1.5}})", "[-1, 1]"},
-      {"neg.json", R"({"f32": {"max_abs_fail": -1}})", ">= 0"},
-      {"type.json", R"({"f32": {"kl_pass": "small"}})", "expected a number"},
-      {"array.json", R"([1, 2])", "expected a JSON object"},
-  };
-  for (const Case& c : cases) {
-    auto p = write_temp(c.name, c.text);
-    Result<Thresholds> th = load_thresholds(p.string(), default_thresholds());
-    ASSERT_FALSE(th.ok()) << c.name;
-    EXPECT_NE(th.status().message().find(p.string()), std::string::npos) << th.status().message();
-    EXPECT_NE(th.status().message().find(c.expect), std::string::npos) << th.status().message();
-  }
-  Result<Thresholds> missing = load_thresholds("/nonexistent/parity-thresholds.json", default_thresholds());
-  ASSERT_FALSE(missing.ok());
-  EXPECT_NE(missing.status().message().find("/nonexistent/parity-thresholds.json"), std::string::npos);
-}
-
-// ---- JSON ----------------------------------------------------------------------------------------
-
-TEST(CompareJson, SchemaShapeAndNonFiniteEncoding) {
-  MemorySource g, t;
-  g.add("a", ramp(16));
-  t.add("a", ramp(16));
-  g.add("one", {2.0f});
-  t.add("one", {2.5f});
-  g.add("gone", ramp(4));
-  t.add("new", ramp(4));
-  t.add_problem(Status::Corrupt("t/x.safetensors: header length 99999 exceeds file size 12"));
-  CompareRunOptions options;
-  options.compare = default_options();
-  Result<CompareReport> r = compare_runs(g, t, options);
-  ASSERT_TRUE(r.ok());
-  nlohmann::json j = compare_report_to_json(*r);
-  EXPECT_EQ(j["schema"], "parity.compare/1");
-  for (const char* key : {"golden", "target", "thresholds", "summary", "rows", "unmatched", "problems", "notes"}) {
-    EXPECT_TRUE(j.contains(key)) << key;
-  }
-  EXPECT_EQ(j["golden"]["source"], "memory");
-  EXPECT_TRUE(j["golden"]["fingerprint"].is_null());
-  EXPECT_EQ(j["summary"]["rows"], 2);
-  // 2.0 vs 2.5 in f32 is a 25 % change, 4e6 times fp32 rounding: structural, a failure under the default
-  // noise-model policy (the fixed thresholds alone would only have warned on it); the unreadable target
-  // file makes the whole run an error.
-  EXPECT_EQ(j["summary"]["verdict"], "error");
-  EXPECT_EQ(j["summary"]["policy"], "noise-model");
-  EXPECT_EQ(j["summary"]["exit_code"], 1);
-  EXPECT_EQ(j["rows"][1]["verdict"], "fail");
-  EXPECT_EQ(j["rows"][1]["fixed_verdict"], "warn");
-  EXPECT_EQ(j["unmatched"]["golden"][0]["name"], "gone");
-  EXPECT_EQ(j["unmatched"]["target"][0]["name"], "new");
-  EXPECT_EQ(j["problems"][0]["side"], "target");
-  EXPECT_EQ(j["problems"][0]["code"], "Corrupt");
-  EXPECT_EQ(j["thresholds"]["bf16"]["max_abs_fail"], "Infinity");
-  const nlohmann::json& rows = j["rows"];
-  ASSERT_EQ(rows.size(), 2u);
-  const nlohmann::json& a = rows[0];
-  for (const char* key : {"name", "target_name", "target_order", "match", "mode", "golden", "target", "module", "op", "direction",
-                          "role", "index", "step", "rank", "order", "shape_differs", "threshold_dtype", "metrics",
-                          "stats", "checksum_equal", "verdict", "reason", "fixed_verdict", "fixed_reason", "noise",
-                          "noise_ratio"}) {
-    EXPECT_TRUE(a.contains(key)) << key;
-  }
-  EXPECT_EQ(a["mode"], "tensor");
-  EXPECT_EQ(a["golden"]["dtype"], "f32");
-  EXPECT_EQ(a["golden"]["shape"], nlohmann::json::array({16}));
-  EXPECT_EQ(a["metrics"]["sqnr_db"], "Infinity");  // identical
-  EXPECT_NEAR(a["metrics"]["cosine"].get<double>(), 1.0, 1e-15);
-  EXPECT_TRUE(a["stats"].is_null());
-  EXPECT_TRUE(a["checksum_equal"].is_null());
-  EXPECT_EQ(a["noise"], "noise");
-  EXPECT_EQ(a["noise_ratio"], 0.0);
-  EXPECT_EQ(rows[1]["metrics"]["cosine"], "NaN");  // single element: unsupported, as msprobe
-  EXPECT_EQ(a["metrics"]["kl_computed"], false);
-  EXPECT_EQ(a["metrics"]["kl"], "NaN");
-  EXPECT_TRUE(a["metrics"].contains("kl_rows"));
-  // Every number in the document is finite (it must survive a strict JSON parser).
-  const std::string text = j.dump();
-  EXPECT_EQ(text.find("NaN,"), std::string::npos);
-  EXPECT_NO_THROW({
-    const auto doc = nlohmann::json::parse(text);
-    EXPECT_TRUE(doc.is_object());
-  });
-}
-
-TEST(CompareCsv, HeaderAndRowsHaveTheSameColumnCount) {
-  MemorySource g, t;
-  g.add("a,comma", ramp(16));
-  t.add("a,comma", ramp(16));
-  g.add_meta("s", {10}).stats = stats(-1, 1, 0.1, 3);
-  t.add_meta("s", {10}).stats = stats(-1, 1, 0.1, 3);
-  Result<CompareResult> r = run_compare(g, t, default_options());
-  ASSERT_TRUE(r.ok());
-  auto path = parity_test::process_temp_dir() / "compare.csv";
-  ASSERT_TRUE(report::write_compare_csv(*r, path.string()).ok());
-  std::ifstream in(path);
-  std::string header, row1, row2;
-  std::getline(in, header);
-  std::getline(in, row1);
-  std::getline(in, row2);
-  EXPECT_EQ(header.rfind("schema,name,", 0), 0u) << header;
-  auto columns = [](const std::string& line) {
-    size_t n = 1;
-    bool quoted = false;
-    for (char c : line) {
-      if (c == '"') quoted = !quoted;
-      if (c == ',' && !quoted) ++n;
-    }
-    return n;
-  };
-  EXPECT_EQ(columns(header), columns(row1));
-  EXPECT_EQ(columns(header), columns(row2));
-  EXPECT_EQ(row1.rfind("parity.compare.csv/2,\"a,comma\"", 0), 0u) << row1;
-  EXPECT_FALSE(report::write_compare_csv(*r, "/nonexistent/dir/x.csv").ok());
-}
-
-// ---- terminal table -------------------------------------------------------------------------------
-
-std::vector<std::string> render_table(const CompareResult& r, const report::TableOptions& o) {
-  std::FILE* f = std::tmpfile();
-  report::print_compare_table(f, r, o);
-  std::rewind(f);
-  std::vector<std::string> lines;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, f) != nullptr) {
-    std::string l(buf);
-    if (!l.empty() && l.back() == '\n') l.pop_back();
-    lines.push_back(l);
-  }
-  std::fclose(f);
-  return lines;
-}
-
-TEST(CompareTable, WorstFirstFitsHundredColumnsAndLimits) {
-  MemorySource g, t;
-  for (int i = 0; i < 12; ++i) {
-    const std::string name = "model.layers." + std::to_string(i) + ".a_rather_long_module_name.output_projection";
-    std::vector<float> v = ramp(64, 1.0f + static_cast<float>(i));
-    g.add(name, v);
-    if (i == 7) {
-      for (float& x : v) x = -x;
-    }
-    t.add(name, v);
-  }
-  g.add_meta("stats_only", {10}).stats = stats(-1, 1, 0.1, 3);
-  t.add_meta("stats_only", {10}).stats = stats(-1, 1, 0.1, 9);
-  Result<CompareResult> r = run_compare(g, t, default_options());
-  ASSERT_TRUE(r.ok());
-  report::TableOptions o;
-  o.limit = 5;
-  std::vector<std::string> lines = render_table(*r, o);
-  for (const std::string& l : lines) EXPECT_LE(l.size(), 100u) << l;
-  // Header, then the failing row first (worst first), then the statistics row that warns.
-  size_t first = 0;
-  while (first < lines.size() && lines[first].rfind("fail", 0) != 0) ++first;
-  ASSERT_LT(first, lines.size());
-  EXPECT_NE(lines[first].find(".7."), std::string::npos) << lines[first];
-  bool stats_row = false, more = false;
-  for (const std::string& l : lines) {
-    stats_row = stats_row || (l.rfind("warn", 0) == 0 && l.find("(statistics)") != std::string::npos);
-    more = more || l.find("... 8 more rows") != std::string::npos;
-  }
-  EXPECT_TRUE(stats_row);
-  EXPECT_TRUE(more);
-
-  o.sort = report::SortKey::kName;
-  o.limit = 0;
-  std::vector<size_t> by_name = report::sort_rows(*r, o);
-  for (size_t i = 1; i < by_name.size(); ++i) {
-    EXPECT_LE(r->rows[by_name[i - 1]].golden->name, r->rows[by_name[i]].golden->name);
-  }
-  o.sort = report::SortKey::kMetric;
-  o.sort_metric = "cosine";
-  EXPECT_NE(r->rows[report::sort_rows(*r, o)[0]].golden->name.find(".7."), std::string::npos);
 }
 
 }  // namespace

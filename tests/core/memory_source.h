@@ -3,6 +3,8 @@
 // `suffix` (Data_name columns and messages quote them).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <string>
@@ -11,6 +13,26 @@
 #include "parity/source.h"
 
 namespace parity::test {
+
+// A smooth, sign-changing test tensor of n values.
+inline std::vector<float> ramp(int n, float scale = 1.0f, float offset = 0.0f) {
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = scale * std::sin(0.37f * static_cast<float>(i) + 0.1f) + offset;
+  return v;
+}
+
+// Stored statistics as a statistics-mode dump holds them.
+inline TensorStats stats(double mn, double mx, double mean, double norm, int64_t numel = 10) {
+  TensorStats s;
+  s.min = mn;
+  s.max = mx;
+  s.mean = mean;
+  s.l2norm = norm;
+  s.absmax = std::max(std::fabs(mn), std::fabs(mx));
+  s.numel = numel;
+  return s;
+}
+
 
 class MemorySource : public RecordSource {
  public:

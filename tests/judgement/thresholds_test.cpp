@@ -7,6 +7,8 @@
 #include <fstream>
 
 #include "parity/thresholds.h"
+#include <filesystem>
+
 #include "temp_dir.h"
 
 namespace parity {
@@ -69,6 +71,66 @@ TEST(ThresholdDefaultText, SaysWhatShipsPerDtype) {
   EXPECT_EQ(threshold_default_text("stats_rel_warn"), "0.5");
   EXPECT_EQ(threshold_default_text("no_such_field"), "");
   EXPECT_EQ(threshold_default_text("kl_pass"), "0.0001; bf16 0.005, f8_e4m3 0.005, f8_e5m2 0.005");
+}
+
+// ---- the thresholds file -------------------------------------------------------------------------
+
+std::filesystem::path write_temp(const std::string& name, const std::string& text) {
+  std::filesystem::path p = parity_test::process_temp_dir() / name;
+  std::ofstream(p) << text;
+  return p;
+}
+
+TEST(Thresholds, DefaultsCarryTheSourcedValues) {
+  Thresholds th = default_thresholds();
+  EXPECT_EQ(th.for_dtype(DType::kF32).cosine_pass, 0.999);
+  EXPECT_EQ(th.for_dtype(DType::kBF16).kl_pass, 0.005);
+  EXPECT_EQ(th.for_dtype(DType::kF16).kl_pass, 1e-4);
+  EXPECT_EQ(th.for_dtype(DType::kF32).max_abs_fail, 1.0);
+  EXPECT_EQ(th.for_dtype(DType::kF32).cosine_hard_fail, 0.9);
+  EXPECT_TRUE(std::isinf(th.for_dtype(DType::kBF16).max_abs_fail));
+  EXPECT_LT(th.for_dtype(DType::kF8E5M2).cosine_pass, th.for_dtype(DType::kF8E4M3).cosine_pass);
+}
+
+TEST(Thresholds, FileOverlaysDefaultsAllThenPerDtype) {
+  auto p = write_temp("ok.json", R"({"all": {"rel_l2_warn": 0.02}, "bfloat16": {"cosine_pass": 0.998},
+                                     "default": {"max_abs_fail": "Infinity"}, "f64": {"kl_pass": 1e-6}})");
+  Result<Thresholds> th = load_thresholds(p.string(), default_thresholds());
+  ASSERT_TRUE(th.ok()) << th.status().ToString();
+  EXPECT_EQ(th->for_dtype(DType::kBF16).cosine_pass, 0.998);
+  EXPECT_EQ(th->for_dtype(DType::kBF16).rel_l2_warn, 0.02);
+  EXPECT_EQ(th->for_dtype(DType::kF32).rel_l2_warn, 0.02);
+  EXPECT_EQ(th->for_dtype(DType::kF32).cosine_pass, 0.999);
+  EXPECT_TRUE(std::isinf(th->fallback.max_abs_fail));
+  EXPECT_EQ(th->for_dtype(DType::kF64).kl_pass, 1e-6);
+  // Round trip through the printed form.
+  auto again = write_temp("roundtrip.json", thresholds_to_json(*th));
+  Result<Thresholds> back = load_thresholds(again.string(), default_thresholds());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(thresholds_to_json(*back), thresholds_to_json(*th));
+}
+
+TEST(Thresholds, BadFilesAreErrorsNamingTheFile) {
+  struct Case { const char* name; const char* text; const char* expect; };
+  const Case cases[] = {
+      {"syntax.json", "{\"f32\": {", "not valid JSON"},
+      {"dtype.json", R"({"f33": {"cosine_pass": 0.9}})", "unknown dtype key \"f33\""},
+      {"field.json", R"({"f32": {"cosine": 0.9}})", "unknown threshold"},
+      {"range.json", R"({"f32": {"cosine_pass": 1.5}})", "[-1, 1]"},
+      {"neg.json", R"({"f32": {"max_abs_fail": -1}})", ">= 0"},
+      {"type.json", R"({"f32": {"kl_pass": "small"}})", "expected a number"},
+      {"array.json", R"([1, 2])", "expected a JSON object"},
+  };
+  for (const Case& c : cases) {
+    auto p = write_temp(c.name, c.text);
+    Result<Thresholds> th = load_thresholds(p.string(), default_thresholds());
+    ASSERT_FALSE(th.ok()) << c.name;
+    EXPECT_NE(th.status().message().find(p.string()), std::string::npos) << th.status().message();
+    EXPECT_NE(th.status().message().find(c.expect), std::string::npos) << th.status().message();
+  }
+  Result<Thresholds> missing = load_thresholds("/nonexistent/parity-thresholds.json", default_thresholds());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("/nonexistent/parity-thresholds.json"), std::string::npos);
 }
 
 }  // namespace
