@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "parity/compare_runs.h"
+#include "parity/progress.h"
 #include "parity/status.h"
 
 namespace parity {
@@ -53,6 +54,19 @@ Result<nlohmann::json> load_result_json(const std::string& path);
 // stay, so memory is bounded by max_rows and the rest of the document, not by the file's size. A result
 // whose first_divergence (or schema) follows its rows in the file may be read twice. 0 = every row.
 Result<nlohmann::json> load_result_for_report(const std::string& path, size_t max_rows);
+
+// The result files of `parity report`, read as a report embeds them (load_result_for_report), in the order
+// given. A file that cannot be read never stops the others: its error, naming it, is in `unreadable`.
+struct ReportResults {
+  std::vector<std::string> origins;        // the path of each result read
+  std::vector<nlohmann::json> documents;   // documents[i] was read from origins[i]
+  std::vector<Status> unreadable;          // one per file left out
+  std::vector<ReportInput> inputs() const;  // {origins[i], &documents[i]}: what write_html_report takes
+};
+// `progress`, when given, advances by each file's size ("reading results", in bytes): a 100,000-event
+// comparison is ~150 MB and takes seconds.
+ReportResults load_results_for_report(const std::vector<std::string>& paths, size_t max_rows,
+                                      ProgressSink* progress = nullptr);
 
 // Check that `result` is something a report can show: an object with a "schema" string "parity.<x>/<n>".
 Status validate_result(const nlohmann::json& result);

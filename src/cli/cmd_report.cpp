@@ -1,9 +1,8 @@
 // parity report RESULT.json... -o report.html — one self-contained HTML report from saved results.
-// Parses options, loads the results streamed (load_result_for_report), calls write_html_report, prints the path.
+// Parse, call, print: load_results_for_report reads the results (streamed, an unreadable one named and left
+// out), write_html_report writes the page; this prints what was left out and the path.
 #include <cstdio>
-#include <filesystem>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -44,50 +43,27 @@ CommandAction setup_report(CLI::App& sub, const GlobalOptions& global) {
     HtmlReportOptions opts;
     opts.title = o->title;
     opts.max_rows = o->max_rows;
-    std::vector<nlohmann::json> docs;
-    std::vector<std::string> origins;
-    int skipped = 0;
-    // Large results (a 100,000-event comparison is ~150 MB) take seconds to read: a progress bar on a
-    // terminal (nothing in pipes, CI or under --quiet).
+    // Large results take seconds to read: a progress bar on a terminal (nothing in pipes, CI or under --quiet).
     std::unique_ptr<ProgressSink> progress = make_progress(global);
-    std::error_code ec;
-    int64_t total = 0;
-    for (const std::string& path : o->inputs) {
-      const auto n = std::filesystem::file_size(path, ec);
-      if (!ec) total += static_cast<int64_t>(n);
-    }
-    if (progress) progress->begin("reading results", total, "B");
-    for (const std::string& path : o->inputs) {
-      const auto size = std::filesystem::file_size(path, ec);
-      // Streamed: a comparison keeps only the rows the report shows, so memory does not grow with the file.
-      Result<nlohmann::json> doc = load_result_for_report(path, opts.max_rows);
-      if (progress && !ec) progress->advance(static_cast<int64_t>(size));
-      if (!doc.ok()) {
-        std::fprintf(stderr, "parity report: %s\n", terminal_text(doc.status().message()).c_str());
-        ++skipped;
-        continue;
-      }
-      docs.push_back(std::move(doc).value());
-      origins.push_back(path);
-    }
-    if (progress) progress->end();
-    if (docs.empty()) {
+    const ReportResults results = load_results_for_report(o->inputs, opts.max_rows, progress.get());
+    for (const Status& st : results.unreadable)
+      std::fprintf(stderr, "parity report: %s\n", terminal_text(st.message()).c_str());
+    const size_t skipped = results.unreadable.size();
+    if (results.documents.empty()) {
       std::fprintf(stderr, "parity report: no usable result among %zu file(s); nothing written\n", o->inputs.size());
       return kExitUsage;
     }
-    std::vector<ReportInput> inputs;
-    for (size_t i = 0; i < docs.size(); ++i) inputs.push_back({origins[i], &docs[i]});
     opts.generated_by = std::string("parity ") + PARITY_VERSION + " report";
-    for (const std::string& p : origins) opts.generated_by += " " + p;
-    Status st = write_html_report(o->output, inputs, opts);
+    for (const std::string& p : results.origins) opts.generated_by += " " + p;
+    Status st = write_html_report(o->output, results.inputs(), opts);
     if (!st.ok()) {
       std::fprintf(stderr, "parity report: %s\n", terminal_text(st.message()).c_str());
       return st.code() == StatusCode::kInternal ? kExitInternal : kExitUsage;
     }
     if (!global.quiet) {
       const bool color = use_color(global, 1);
-      std::printf("%s %s (%zu result%s%s)\n", style("report", "1", color).c_str(), o->output.c_str(), docs.size(),
-                  docs.size() == 1 ? "" : "s",
+      std::printf("%s %s (%zu result%s%s)\n", style("report", "1", color).c_str(), o->output.c_str(),
+                  results.documents.size(), results.documents.size() == 1 ? "" : "s",
                   skipped ? (", " + std::to_string(skipped) + " unreadable skipped").c_str() : "");
     }
     return skipped ? kExitDifferences : kExitOk;

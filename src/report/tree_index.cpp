@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string_view>
+
 #include "parity/schemas.h"
 
 namespace parity::report_rows {
