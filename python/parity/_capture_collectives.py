@@ -8,37 +8,8 @@ import threading
 import torch
 
 from ._capture_registry import _open_captures
+from ._op_tables import _ASYNC_COLLECTIVES, _COLLECTIVES
 from ._tensors import describe_args, has_tensor
-
-
-# torch.distributed calls that write tensors without bumping their version counter: name -> (parameters
-# read, parameters written, root parameter). Reads are recorded as the event's inputs before the call,
-# writes as its outputs after it; "src": the input is only read on that rank (elsewhere it is
-# typically uninitialised memory); "dst": the result is only defined on that rank.
-_COLLECTIVES = {
-    "all_reduce": (("tensor",), ("tensor",), None),
-    "all_reduce_coalesced": (("tensors",), ("tensors",), None),
-    "broadcast": (("tensor",), ("tensor",), "src"),
-    "reduce": (("tensor",), ("tensor",), "dst"),
-    "all_gather": (("tensor",), ("tensor_list",), None),
-    "all_gather_coalesced": (("input_tensor_list",), ("output_tensor_lists",), None),
-    "all_gather_into_tensor": (("input_tensor",), ("output_tensor",), None),
-    "_all_gather_base": (("input_tensor",), ("output_tensor",), None),
-    "reduce_scatter": (("input_list",), ("output",), None),
-    "reduce_scatter_tensor": (("input",), ("output",), None),
-    "_reduce_scatter_base": (("input",), ("output",), None),
-    "all_to_all_single": (("input",), ("output",), None),
-    "all_to_all": (("input_tensor_list",), ("output_tensor_list",), None),
-    "scatter": (("scatter_list",), ("tensor",), None),
-    "gather": (("tensor",), ("gather_list",), None),
-    "send": (("tensor",), (), None),
-    "recv": ((), ("tensor",), None),
-    "isend": (("tensor",), (), None),
-    "irecv": ((), ("tensor",), None),
-    "batch_isend_irecv": ((), (), None),  # tensors inside the P2POp list: _collective_tensors
-}
-
-_ASYNC_COLLECTIVES = frozenset(("isend", "irecv", "batch_isend_irecv"))
 
 
 # One wrapper per collective, shared by every open capture that watches them (op and mix levels),

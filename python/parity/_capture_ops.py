@@ -4,9 +4,10 @@ import threading
 
 import torch
 
-from ._capture_collectives import _COLLECTIVES, _in_collective
+from ._capture_collectives import _in_collective
 from ._capture_memory import _drop, _version, _versions
 from ._capture_names import GLOBAL_NAME
+from ._op_tables import _COLLECTIVES, _INPLACE_DUNDERS
 from ._tensors import describe_args, iter_input_tensors, iter_tensors, replay_spec
 from .fingerprint import autocast_state
 
@@ -40,14 +41,6 @@ _UNINITIALISED_FACTORIES = frozenset("empty empty_like empty_strided new_empty n
 # two records would be different quantities under one name, so these calls record no backward event in any
 # run; their forward records stay (docs/capture.md "Aliases").
 _CONVERSIONS = frozenset("to type type_as float double half bfloat16 contiguous cpu cuda".split())
-
-
-# Calls that write their receiver (args[0]) in place although their name does not end in "_" (torch 1.13
-# reports `a += b` as add_, newer versions may report __iadd__).
-_INPLACE_DUNDERS = frozenset("""
-__iadd__ __isub__ __imul__ __imatmul__ __itruediv__ __ifloordiv__ __imod__ __ipow__ __ilshift__ __irshift__
-__iand__ __ixor__ __ior__ __setitem__
-""".split())
 
 
 # Calls that make an alias of a tensor's memory whose writes do not move the tensor's version counter:

@@ -1,5 +1,6 @@
 """Calling a recorded op again: its typed arguments decoded (docs/dump-format.md "Replay information"), dtype
 and device arguments rewritten, the recorded autocast regions entered; the exact float64 reference (a)."""
+from .._op_tables import _INPLACE_DUNDERS
 from ._lazy import _torch
 from .ops import _CASTS, _NotReplayable, _QUANTISERS, resolve
 
@@ -120,10 +121,6 @@ def _call(spec, tensors, dtype_map=lambda d: d, device_map=None, autocast=()):
 
 def _op_name(spec):
     return spec["fn"].rsplit(".", 1)[-1]
-
-_INPLACE_DUNDERS = frozenset("""__iadd__ __isub__ __imul__ __imatmul__ __itruediv__ __ifloordiv__ __imod__ __ipow__
-__ilshift__ __irshift__ __iand__ __ixor__ __ior__ __setitem__""".split())
-
 
 def _writes_inputs(spec):
     """Whether the op writes one of its tensor arguments (a receiver ending in "_", `x += y`, `out=`)."""

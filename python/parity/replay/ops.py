@@ -1,5 +1,6 @@
 """Which recorded ops can be called again, and the callable a replay spec names: the op families replay treats
 apart (casts, quantisers, collectives, random ops, dropout) and the reason an event is not replayed."""
+from .._op_tables import _COLLECTIVES  # the collectives capture records as op events
 from ._lazy import _torch
 
 SPEC_VERSION = 1  # the highest args.replay["v"] this engine reads (parity._tensors.REPLAY_SPEC_VERSION)
@@ -7,10 +8,6 @@ SPEC_VERSION = 1  # the highest args.replay["v"] this engine reads (parity._tens
 _CASTS = frozenset("to type half float double bfloat16 int long short char byte".split())
 
 _QUANTISERS = frozenset("round floor ceil trunc fix".split())
-
-_COLLECTIVES = frozenset("""all_reduce all_reduce_coalesced broadcast reduce all_gather all_gather_coalesced
-all_gather_into_tensor _all_gather_base reduce_scatter reduce_scatter_tensor _reduce_scatter_base all_to_all_single
-all_to_all scatter gather send recv isend irecv batch_isend_irecv""".split())
 
 _RANDOM = frozenset("""rand rand_like randn randn_like randint randint_like randperm bernoulli bernoulli_ multinomial
 normal normal_ uniform_ exponential_ geometric_ cauchy_ log_normal_ random_ poisson rrelu""".split())
