@@ -105,5 +105,8 @@ void print_config_diff(std::FILE* out, const std::vector<ConfigDifference>& diff
 void print_findings(std::FILE* out, const Findings& f, const CompareResult& result, bool color, size_t max_suspects = 5);
 // `parity overflow` terminal output.
 void print_overflow(std::FILE* out, const OverflowReport& r, bool color);
+// The verdict line `parity overflow` ends with (--quiet keeps only it), from overflow_verdict:
+// "overflow: FOUND | 1 NaN/Inf origin(s), gradient overflow no, underflow no, 0 problem(s)".
+void print_overflow_verdict(std::FILE* out, const OverflowReport& r);
 
 }  // namespace parity

@@ -22,5 +22,8 @@ struct ReplayOutcome {
   const char* headline = "";  // REPRODUCED, DIFFERENCES, NOTHING REPLAYED, NOTHING TO REPLAY
 };
 ReplayOutcome replay_outcome(const nlohmann::json& summary);
+// The verdict line `parity replay` ends with: "replay: REPRODUCED | 12 of 12 replayed, 12 bit-exact, 0 create
+// error | 1.20 s", from the result `doc` and its outcome.
+void print_replay_verdict(std::FILE* out, const nlohmann::json& doc, const ReplayOutcome& outcome);
 
 }  // namespace parity::report

@@ -67,13 +67,10 @@ int run_overflow(const OverflowArgs& a, const GlobalOptions& global) {
   }
   if (!a.html_path.empty() && !write_html_option(a.html_path, overflow_to_json(rep), "overflow", global)) return kExitUsage;
   if (!global.quiet) print_overflow(json_stdout ? stderr : stdout, rep, use_color(global, json_stdout ? 2 : 1));
-  const bool found = overflow_verdict(rep) != Verdict::kPass;
   // The one verdict line every command ends with (--quiet keeps only it).
   std::FILE* out = json_stdout ? stderr : stdout;
   if (!global.quiet) std::fputc('\n', out);
-  std::fprintf(out, "overflow: %s | %zu NaN/Inf origin(s), gradient overflow %s, underflow %s, %zu problem(s)\n",
-               found ? "FOUND" : "none", rep.origins.size(), rep.grads_overflow ? "yes" : "no",
-               rep.grads_underflow ? "yes" : "no", rep.problems.size());
+  print_overflow_verdict(out, rep);
   return gate_exit_code(overflow_verdict(rep), WarnGate::kFails);
 }
 

@@ -69,12 +69,9 @@ int run_replay(const ReplayArgs& a, const GlobalOptions& global) {
   }
   if (!a.html_path.empty() && !write_html_option(a.html_path, doc, "replay", global)) return kExitUsage;
   std::FILE* human = json_stdout ? stderr : stdout;
-  const auto& s = doc["summary"];
   if (!global.quiet) report::print_replay(human, doc, a.all ? 0 : a.limit, a.all, use_color(global, json_stdout ? 2 : 1));
-  const report::ReplayOutcome outcome = report::replay_outcome(s);
-  std::fprintf(human, "replay: %s | %lld of %lld replayed, %lld bit-exact, %lld create error | %.2f s\n", outcome.headline,
-               s.value("replayed", 0LL), s.value("selected", 0LL), s.value("bit_exact", 0LL), s.value("creates_error", 0LL),
-               doc.value("elapsed_seconds", 0.0));
+  const report::ReplayOutcome outcome = report::replay_outcome(doc["summary"]);
+  report::print_replay_verdict(human, doc, outcome);
   return gate_exit_code(outcome.verdict, WarnGate::kFails, outcome.nothing);
 }
 

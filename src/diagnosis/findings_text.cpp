@@ -109,6 +109,12 @@ void print_findings(std::FILE* out, const Findings& f, const CompareResult& resu
   }
 }
 
+void print_overflow_verdict(std::FILE* out, const OverflowReport& r) {
+  std::fprintf(out, "overflow: %s | %zu NaN/Inf origin(s), gradient overflow %s, underflow %s, %zu problem(s)\n",
+               overflow_verdict(r) == Verdict::kPass ? "none" : "FOUND", r.origins.size(), r.grads_overflow ? "yes" : "no",
+               r.grads_underflow ? "yes" : "no", r.problems.size());
+}
+
 void print_overflow(std::FILE* out, const OverflowReport& r, bool color) {
   std::fprintf(out, "%s %s: %lld records, %lld measured, %lld with NaN/Inf\n", bold("Overflow", color).c_str(),
                terminal_text(r.source).c_str(), static_cast<long long>(r.records), static_cast<long long>(r.measured),

@@ -77,6 +77,15 @@ void print_replay(std::FILE* out, const nlohmann::json& doc, long limit, bool al
   for (const auto& p : doc["problems"]) std::fprintf(out, "problem: %s\n", terminal_text(p.get<std::string>()).c_str());
 }
 
+void print_replay_verdict(std::FILE* out, const nlohmann::json& doc, const ReplayOutcome& outcome) {
+  static const nlohmann::json kNoSummary = nlohmann::json::object();
+  const auto it = doc.find("summary");
+  const nlohmann::json& s = it != doc.end() ? *it : kNoSummary;
+  std::fprintf(out, "replay: %s | %lld of %lld replayed, %lld bit-exact, %lld create error | %.2f s\n", outcome.headline,
+               s.value("replayed", 0LL), s.value("selected", 0LL), s.value("bit_exact", 0LL), s.value("creates_error", 0LL),
+               doc.value("elapsed_seconds", 0.0));
+}
+
 ReplayOutcome replay_outcome(const nlohmann::json& summary) {
   const long long selected = summary.value("selected", 0LL), replayed = summary.value("replayed", 0LL);
   const long long creates = summary.value("creates_error", 0LL), exact = summary.value("bit_exact", 0LL);
