@@ -69,10 +69,19 @@ bool any_count(const json& stats) {
   return false;
 }
 
-json numbers_or_null(const std::vector<double>& xs) {
+// Noise ratios: null where the row has none, "Infinity" (the spelling of every parity JSON) where it is
+// infinite — a difference where the golden is exactly zero.
+json ratios_json(const std::vector<double>& xs) {
   json out = json::array();
-  for (double x : xs) out.push_back(std::isnan(x) ? json() : json(x));
+  for (double x : xs) out.push_back(std::isnan(x) ? json() : std::isinf(x) ? json("Infinity") : json(x));
   return out;
+}
+
+// A row's noise ratio as the compare JSON carries it (a number, or "Infinity"), 4 significant digits;
+// NaN when it has none.
+double noise_ratio_of(const json* v) {
+  if (v != nullptr && v->is_string() && v->get_ref<const std::string&>() == "Infinity") return std::numeric_limits<double>::infinity();
+  return finite4(v);
 }
 
 // An integer column: its values, or with `delta` each value less the previous one (the first less 0);
@@ -115,19 +124,6 @@ void TreeIndexBuilder::add_nonfinite(const json& row, size_t index) {
   nonfinite_target_.push_back(std::move(target));
 }
 
-void TreeIndexBuilder::add_fallback(const json& row, size_t index) {
-  const json* metrics = member(row, "metrics");
-  const json* stats = member(row, "stats");
-  double rel = std::numeric_limits<double>::quiet_NaN();
-  if (metrics && metrics->is_object()) rel = finite4(member(*metrics, "rel_l2"));
-  else if (stats && stats->is_object()) rel = finite4(member(*stats, "worst_rel"));
-  int32_t dtype = intern(row, "threshold_dtype");
-  if (dtype < 0 && member(row, "target")) dtype = intern(*member(row, "target"), "dtype");
-  fallback_rows_.push_back(static_cast<int64_t>(index));
-  fallback_rel_l2_.push_back(rel);
-  fallback_dtype_.push_back(dtype);
-}
-
 void TreeIndexBuilder::add(const json& row) {
   const size_t index = size();
   // The name in two interned halves, split at its first '/': capture names share both ("model.layers.3.mlp"
@@ -142,9 +138,7 @@ void TreeIndexBuilder::add(const json& row) {
   direction_.push_back(intern(row, "direction"));
   add_nonfinite(row, index);
   verdict_.push_back(severity(row));
-  const double ratio = finite4(member(row, "noise_ratio"));
-  noise_ratio_.push_back(ratio);
-  if (std::isnan(ratio)) add_fallback(row, index);
+  noise_ratio_.push_back(noise_ratio_of(member(row, "noise_ratio")));
   order_.push_back(integer(row, "order", static_cast<int64_t>(index)));
   target_order_.push_back(integer(row, "target_order", -1));
   rank_.push_back(integer(row, "rank", -1));
@@ -165,12 +159,11 @@ json TreeIndexBuilder::take(const std::vector<size_t>& kept) {
   out["role"] = column(role_, false);
   out["direction"] = column(direction_, false);
   out["verdict"] = column(verdict_, false);
-  out["noise_ratio"] = numbers_or_null(noise_ratio_);
+  out["noise_ratio"] = ratios_json(noise_ratio_);
   out["order"] = column(order_, true);
   out["target_order"] = column(target_order_, true);
   out["rank"] = column(rank_, false);
   out["step"] = column(step_, false);
-  out["fallback"] = {{"row", fallback_rows_}, {"rel_l2", numbers_or_null(fallback_rel_l2_)}, {"dtype", fallback_dtype_}};
   out["nonfinite"] = {{"row", std::move(nonfinite_rows_)}, {"golden", std::move(nonfinite_golden_)}, {"target", std::move(nonfinite_target_)}};
   *this = TreeIndexBuilder();
   return out;

@@ -31,19 +31,13 @@ class TreeIndexBuilder {
   int32_t intern(const nlohmann::json& row, const char* key);
   int32_t intern(const std::string& s);
   void add_nonfinite(const nlohmann::json& row, size_t index);
-  void add_fallback(const nlohmann::json& row, size_t index);
 
   std::deque<std::string> strings_;                          // a deque: the map's views stay valid
   std::unordered_map<std::string_view, int32_t> string_ids_;  // views into strings_
   std::vector<int32_t> head_, tail_, module_, role_, direction_;
   std::vector<int8_t> verdict_;
-  std::vector<double> noise_ratio_;  // NaN: none (written as null)
+  std::vector<double> noise_ratio_;  // NaN: none (written as null); +inf written "Infinity"
   std::vector<int64_t> order_, target_order_, rank_, step_;
-  // The rows without a noise ratio, whose error the page measures as rel L2 in units of the dtype's
-  // roundoff: their index, rel L2 (NaN: none) and dtype (a string index, -1 none).
-  std::vector<int64_t> fallback_rows_;
-  std::vector<int32_t> fallback_dtype_;
-  std::vector<double> fallback_rel_l2_;
   nlohmann::json nonfinite_rows_ = nlohmann::json::array();
   nlohmann::json nonfinite_golden_ = nlohmann::json::array();
   nlohmann::json nonfinite_target_ = nlohmann::json::array();

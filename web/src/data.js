@@ -12,8 +12,6 @@ P.str = (v) => (v === undefined || v === null ? '' : String(v));
 P.int = (v, dflt) => (typeof v === 'number' && Number.isFinite(v) ? v : (dflt === undefined ? -1 : dflt));
 
 // Unit roundoff u = 2^-p of each dtype (p = significand bits incl. the implicit one), the scale of one
-// rounding error; used only when the analysis pass has not supplied a noise ratio.
-P.unitRoundoff = { f64: 2 ** -53, f32: 2 ** -24, f16: 2 ** -11, bf16: 2 ** -8, f8_e4m3: 2 ** -4, f8_e5m2: 2 ** -3 };
 
 P.schemaKind = function schemaKind(result) {
   const s = P.str(result && result.schema);
@@ -41,12 +39,9 @@ P.layerOf = function layerOf(module) {
   return module.split(/[.\/]/)[0] || module;
 };
 
-// Relative error in units of the dtype's rounding noise: the analysis pass's ratio when present, else
-// rel_l2 / u(dtype) (docs/report.md explains the difference). The rows and the tree's index both use it.
-P.noiseUnits = function noiseUnits(ratio, relL2, dtype) {
-  const u = P.unitRoundoff[dtype];
-  return P.isNum(ratio) ? ratio : (u && P.isNum(relL2) ? relL2 / u : NaN);
-};
+// Relative error in units of rounding noise: the result's noise_ratio, as the noise model measured it
+// (docs/judgement.md); NaN where the JSON carries none. The report computes no noise units of its own.
+P.noiseUnits = (ratio) => (P.isNum(ratio) || ratio === Infinity ? ratio : NaN);
 
 // One compare row -> the flat event the profile, heatmap and table use.
 P.toEvent = function toEvent(row, idx) {
@@ -84,7 +79,7 @@ P.toEvent = function toEvent(row, idx) {
     raw: row,
   };
   ev.modParts = ev.module.split(/[.\/]/);  // module path components, split once (grouping reads them often)
-  ev.noise_units = P.noiseUnits(ev.noise_ratio, ev.rel_l2, tdt);
+  ev.noise_units = P.noiseUnits(ev.noise_ratio);
   return ev;
 };
 

@@ -99,8 +99,7 @@ P.renderProfile = function renderProfile(cmp) {
       if (P.isNum(c)) push(cosGroups[g], g, e, c > 0 ? c : cFloor);
       last[g] = e.idx;
     }
-    note.textContent = metricKey === 'noise_units' && !cmp.hasNoiseRatio
-      ? 'no noise ratio in the result: showing rel. L2 / unit roundoff of the dtype' : '';
+    note.textContent = cmp.hasNoiseRatio ? '' : 'no noise ratio in the result (an older or non-analysed result): no view in rounding-noise units';
     const big = events.length > 3000;
     const colors = { forward: '#2f5fb3', backward: '#e07b00', other: '#4a5568' };
     const series = [];

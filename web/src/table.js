@@ -225,8 +225,8 @@ P.eventDetail = function eventDetail(e) {
   }
   box.appendChild(cols);
   // golden vs target statistics (tensor mode: metrics.golden_stats/target_stats; statistics mode: stats.golden/target)
-  const gs = m ? P.first(m.golden_stats, m.golden) : P.get(r, 'stats', 'golden');
-  const ts = m ? P.first(m.target_stats, m.target) : P.get(r, 'stats', 'target');
+  const gs = m ? m.golden_stats : P.get(r, 'stats', 'golden');
+  const ts = m ? m.target_stats : P.get(r, 'stats', 'target');
   if ((gs && typeof gs === 'object') || (ts && typeof ts === 'object')) {
     const keys = [...new Set([...Object.keys(gs || {}), ...Object.keys(ts || {})])];
     box.appendChild(P.el('table', { class: 'plain' },

@@ -71,13 +71,11 @@ P.treeIndexDecode = function treeIndexDecode(x, cmp) {
   }
   const s = (k) => (k >= 0 ? P.str(x.strings[k]) : '');
   const ix = P.treeIndexAlloc(n, true);
-  const fb = P.get(x, 'fallback') || {}, fbRel = new Map(), fbDtype = new Map();
-  if (Array.isArray(fb.row)) fb.row.forEach((i, k) => { fbRel.set(i, P.num(P.get(fb, 'rel_l2', k))); fbDtype.set(i, s(P.int(P.get(fb, 'dtype', k)))); });
   for (let i = 0; i < n; ++i) {
     ix.name[i] = c.tail[i] >= 0 ? s(c.head[i]) + '/' + s(c.tail[i]) : s(c.head[i]);
     ix.module[i] = s(c.module[i]); ix.role[i] = s(c.role[i]); ix.direction[i] = s(c.direction[i]);
     ix.sev[i] = c.verdict[i] >= 0 && c.verdict[i] <= 3 ? c.verdict[i] : 3;
-    ix.noise[i] = P.noiseUnits(P.num(x.noise_ratio[i]), fbRel.get(i), fbDtype.get(i));
+    ix.noise[i] = P.noiseUnits(P.num(x.noise_ratio[i]));
     ix.order[i] = c.order[i]; ix.torder[i] = c.target_order[i]; ix.rank[i] = c.rank[i]; ix.step[i] = c.step[i];
   }
   ix.rowOf = new Int32Array(cmp.events.length);
