@@ -70,7 +70,7 @@ inline constexpr Schema kEvalLmEvalCsv{"EVAL_LMEVAL_CSV", "parity.eval.lmeval.cs
 
 // ---- the Python engines -------------------------------------------------------------------------------------
 inline constexpr Schema kReplay{"REPLAY", "parity.replay/1", "docs/replay.md",
-                                "replay --json: each replayed op's error given its inputs (python/parity/replay.py)"};
+                                "replay --json: each replayed op's error given its inputs (python/parity/replay/)"};
 inline constexpr Schema kScan{"SCAN", "parity.scan/1", "docs/scan.md",
                               "scan --json: units ranked by sensitivity and the plan (python/parity/sensitivity.py)"};
 inline constexpr Schema kScanState{"SCAN_STATE", "parity.scan.state/1", "docs/scan.md",

@@ -23,16 +23,10 @@
 namespace parity {
 namespace {
 
+using test::compare_options;
 using test::MemorySource;
 using test::ramp;
 using test::stats;
-
-CompareOptions default_options() {
-  CompareOptions o;
-  o.thresholds = default_thresholds();
-  o.jobs = 2;
-  return o;
-}
 
 const CompareRow* find_row(const CompareResult& r, const std::string& name) {
   for (const CompareRow& row : r.rows) {
@@ -49,7 +43,7 @@ TEST(ComparePairing, PairsByNameAndListsUnmatched) {
   t.add("c", ramp(16));
   t.add("b", ramp(16));
   t.add("d", ramp(16));
-  Result<CompareResult> r = run_compare(g, t, default_options());
+  Result<CompareResult> r = run_compare(g, t, compare_options());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   ASSERT_EQ(r->rows.size(), 2u);
   EXPECT_EQ(r->rows[0].golden->name, "b");  // golden order, whatever the target order
@@ -80,7 +74,7 @@ TEST(ComparePairing, OneSidedInputsAndOutputsOfAComparedModuleAreImplementation)
   event(g, "attn", "/forward/input/1", "input");    // the mask
   event(g, "attn", "/forward/output/1", "output");  // the attention weights
   event(g, "attn", "#1/forward/output/1", "output");
-  Result<CompareResult> r = run_compare(g, t, default_options());
+  Result<CompareResult> r = run_compare(g, t, compare_options());
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   // attn#1 is a second call of attn, whose module path "attn" is compared
   EXPECT_EQ(r->summary.unmatched_golden, 3);
@@ -89,7 +83,7 @@ TEST(ComparePairing, OneSidedInputsAndOutputsOfAComparedModuleAreImplementation)
 
   MemorySource g2 = g, t2 = t;
   event(g2, "attn", "/forward/parameter/weight", "parameter");  // a weight on one side only
-  Result<CompareResult> r2 = run_compare(g2, t2, default_options());
+  Result<CompareResult> r2 = run_compare(g2, t2, compare_options());
   ASSERT_TRUE(r2.ok());
   EXPECT_EQ(r2->summary.unmatched_implementation, 3);
   EXPECT_EQ(r2->summary.verdict, Verdict::kFail);
@@ -97,7 +91,7 @@ TEST(ComparePairing, OneSidedInputsAndOutputsOfAComparedModuleAreImplementation)
   MemorySource g3 = g, t3 = t;
   for (MemorySource* s : {&g3, &t3}) event(*s, "<root>", "/forward/output/0", "output");
   event(g3, "<root>", "/forward/output/1", "output");  // the model returns one more tensor on one side
-  Result<CompareResult> r3 = run_compare(g3, t3, default_options());
+  Result<CompareResult> r3 = run_compare(g3, t3, compare_options());
   ASSERT_TRUE(r3.ok());
   EXPECT_EQ(r3->summary.verdict, Verdict::kFail);
 }
@@ -108,13 +102,13 @@ TEST(ComparePairing, KeyIncludesStepAndRankAndFiltersApply) {
   g.add("x", ramp(8, 2.0f)).step = 1;
   t.add("x", ramp(8, 2.0f)).step = 1;
   t.add("x", ramp(8)).step = 0;
-  Result<CompareResult> all = run_compare(g, t, default_options());
+  Result<CompareResult> all = run_compare(g, t, compare_options());
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->rows.size(), 2u);
   EXPECT_EQ(all->summary.pass, 2);  // step 0 with step 0, step 1 with step 1
   EXPECT_TRUE(all->unmatched_golden.empty());
 
-  CompareOptions o = default_options();
+  CompareOptions o = compare_options();
   o.step = 1;
   Result<CompareResult> one = run_compare(g, t, o);
   ASSERT_TRUE(one.ok());
@@ -159,7 +153,7 @@ TEST(ComparePairing, TwoSingleTensorSourcesPairDespiteTheirNames) {
   MemorySource g, t;
   g.add("golden.npy", ramp(8));
   t.add("target.npy", ramp(8));
-  Result<CompareResult> r = run_compare(g, t, default_options());
+  Result<CompareResult> r = run_compare(g, t, compare_options());
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->rows.size(), 1u);
   EXPECT_EQ(r->rows[0].target->name, "target.npy");
@@ -169,7 +163,7 @@ TEST(ComparePairing, TwoSingleTensorSourcesPairDespiteTheirNames) {
   EXPECT_TRUE(noted);
   // With a second tensor on one side the names decide again.
   t.add("other.npy", ramp(8));
-  Result<CompareResult> two = run_compare(g, t, default_options());
+  Result<CompareResult> two = run_compare(g, t, compare_options());
   ASSERT_TRUE(two.ok());
   EXPECT_EQ(two->rows.size(), 0u);
   EXPECT_EQ(two->unmatched_target.size(), 2u);
@@ -179,7 +173,7 @@ TEST(ComparePairing, StepFilterOnPlainFilesIsNotedNotApplied) {
   MemorySource g, t;
   g.add("a", ramp(8));
   t.add("a", ramp(8));
-  CompareOptions o = default_options();
+  CompareOptions o = compare_options();
   o.step = 3;
   Result<CompareResult> r = run_compare(g, t, o);
   ASSERT_TRUE(r.ok());
@@ -192,7 +186,7 @@ TEST(CompareShapes, DifferentCountIsAnErrorWithoutMetrics) {
   MemorySource g, t;
   g.add("w", ramp(6), {2, 3});
   t.add("w", ramp(9), {3, 3});
-  Result<CompareResult> r = run_compare(g, t, default_options());
+  Result<CompareResult> r = run_compare(g, t, compare_options());
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(r->rows.size(), 1u);
   EXPECT_EQ(r->rows[0].verdict, Verdict::kError);
@@ -205,7 +199,7 @@ TEST(CompareShapes, SameCountDifferentShapeIsComparedFlatAndFlagged) {
   MemorySource g, t;
   g.add("w", ramp(6), {2, 3});
   t.add("w", ramp(6), {3, 2});
-  Result<CompareResult> r = run_compare(g, t, default_options());
+  Result<CompareResult> r = run_compare(g, t, compare_options());
   ASSERT_TRUE(r.ok());
   const CompareRow& row = r->rows.at(0);
   EXPECT_TRUE(row.shape_differs);
@@ -223,7 +217,7 @@ TEST(CompareErrors, UnreadableTensorIsARowErrorAndTheRestContinues) {
   t.add("broken", ramp(32));
   t.drop_data("broken");
   t.add_problem(Status::Invalid("target/bad.npy: header claims 4096 bytes of data, file has 100"));
-  Result<CompareResult> r = run_compare(g, t, default_options());
+  Result<CompareResult> r = run_compare(g, t, compare_options());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(find_row(*r, "ok")->verdict, Verdict::kPass);
   const CompareRow* broken = find_row(*r, "broken");
@@ -247,7 +241,7 @@ TEST(CompareTensor, PerturbedLayerFailsAndNoiseWarnsOrPasses) {
   std::vector<float> broken = ramp(4096, 3.0f, 0.0f);
   for (size_t i = 0; i < broken.size(); i += 2) broken[i] = -broken[i];
   t.add("broken", broken);
-  Result<CompareResult> r = run_compare(g, t, default_options());
+  Result<CompareResult> r = run_compare(g, t, compare_options());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(find_row(*r, "same")->verdict, Verdict::kPass);
   EXPECT_EQ(find_row(*r, "same")->reason, "identical");
@@ -265,7 +259,7 @@ TEST(CompareTensor, LogitsNamesAndKlPatternsGetKl) {
   t.add("head.out", ramp(64), {4, 16});
   g.add("other", ramp(64), {4, 16});
   t.add("other", ramp(64), {4, 16});
-  CompareOptions o = default_options();
+  CompareOptions o = compare_options();
   o.kl_patterns = {"^head\\."};
   Result<CompareResult> r = run_compare(g, t, o);
   ASSERT_TRUE(r.ok());
@@ -288,9 +282,9 @@ TEST(CompareTensor, ParallelSmallPairsGiveTheSameResultAsOneThread) {
     if (i % 37 == 0) v[3] += 0.5f;  // a few broken ones
     t.add(name, v);
   }
-  CompareOptions one = default_options();
+  CompareOptions one = compare_options();
   one.jobs = 1;
-  CompareOptions two = default_options();
+  CompareOptions two = compare_options();
   two.jobs = 2;
   Result<CompareResult> a = run_compare(g, t, one);
   Result<CompareResult> b = run_compare(g, t, two);
@@ -324,7 +318,7 @@ TEST(CompareTensor, ProgressCountsBytesOfBothSides) {
   g.add("b", ramp(1 << 19));  // 2 MiB a side: the one-at-a-time path
   t.add("b", ramp(1 << 19));
   CountingProgress p;
-  CompareOptions o = default_options();
+  CompareOptions o = compare_options();
   o.progress = &p;
   ASSERT_TRUE(run_compare(g, t, o).ok());
   EXPECT_EQ(p.unit_, "B");
@@ -350,7 +344,7 @@ TEST(CompareTensor, BooleanMaskFacingItsAdditiveMaskIsTheSameMask) {
     MemorySource g, t;
     g.add("layer/forward/input/1", additive);
     t.add_bool("layer/forward/input/1", target_mask);
-    CompareResult r = run_compare(g, t, default_options()).value();
+    CompareResult r = run_compare(g, t, compare_options()).value();
     EXPECT_EQ(r.rows.size(), 1u);
     return r.rows.at(0);
   };
@@ -370,7 +364,7 @@ TEST(CompareTensor, BooleanMaskFacingItsAdditiveMaskIsTheSameMask) {
   MemorySource g, t;
   g.add("layer/forward/input/1", scores);
   t.add_bool("layer/forward/input/1", attends);
-  const CompareResult r = run_compare(g, t, default_options()).value();
+  const CompareResult r = run_compare(g, t, compare_options()).value();
   EXPECT_EQ(r.rows.at(0).reason.find("boolean mask"), std::string::npos);
   EXPECT_EQ(r.rows.at(0).verdict, Verdict::kFail);
 }
@@ -422,7 +416,7 @@ TEST(CompareStatistics, MsprobeRuleOnStoredStatistics) {
   TensorStats with_nan = stats(-1, 1, 0.1, 3);
   with_nan.nan_count = 2;
   t.add_meta("nan", {10}).stats = with_nan;
-  Result<CompareResult> r = run_compare(g, t, default_options());
+  Result<CompareResult> r = run_compare(g, t, compare_options());
   ASSERT_TRUE(r.ok());
   const CompareRow* close = find_row(*r, "close");
   EXPECT_EQ(close->mode, CompareMode::kStatistics);
@@ -462,7 +456,7 @@ TEST(CompareStatistics, DataOnOneSideIsSummarisedThenCompared) {
   g.add("mixed", v);
   TensorStats ts = stats(-2, 4, 1.5, std::sqrt(30.0), 4);
   t.add_meta("mixed", {4}).stats = ts;
-  Result<CompareResult> r = run_compare(g, t, default_options());
+  Result<CompareResult> r = run_compare(g, t, compare_options());
   ASSERT_TRUE(r.ok());
   const CompareRow& row = r->rows.at(0);
   EXPECT_EQ(row.mode, CompareMode::kStatistics);
@@ -488,7 +482,7 @@ TEST(CompareChecksum, EqualPassesDifferentFails) {
   Record& tx = t.add_meta("dtypes", {4});
   tx.crc32c = 0x1u;
   tx.dtype = DType::kBF16;
-  Result<CompareResult> r = run_compare(g, t, default_options());
+  Result<CompareResult> r = run_compare(g, t, compare_options());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(find_row(*r, "eq")->mode, CompareMode::kChecksum);
   EXPECT_EQ(find_row(*r, "eq")->verdict, Verdict::kPass);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "parity/compare.h"
 #include "parity/source.h"
 
 namespace parity::test {
@@ -19,6 +20,13 @@ inline std::vector<float> ramp(int n, float scale = 1.0f, float offset = 0.0f) {
   std::vector<float> v(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = scale * std::sin(0.37f * static_cast<float>(i) + 0.1f) + offset;
   return v;
+}
+
+// What the compare tests run with: the shipped defaults on two threads.
+inline CompareOptions compare_options() {
+  CompareOptions o;
+  o.jobs = 2;
+  return o;
 }
 
 // Stored statistics as a statistics-mode dump holds them.

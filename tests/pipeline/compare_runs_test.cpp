@@ -13,14 +13,9 @@
 namespace parity {
 namespace {
 
+using test::compare_options;
 using test::MemorySource;
 using test::ramp;
-
-CompareOptions default_options() {
-  CompareOptions o;
-  o.jobs = 2;
-  return o;
-}
 
 TEST(CompareJson, SchemaShapeAndNonFiniteEncoding) {
   MemorySource g, t;
@@ -32,7 +27,7 @@ TEST(CompareJson, SchemaShapeAndNonFiniteEncoding) {
   t.add("new", ramp(4));
   t.add_problem(Status::Corrupt("t/x.safetensors: header length 99999 exceeds file size 12"));
   CompareRunOptions options;
-  options.compare = default_options();
+  options.compare = compare_options();
   Result<CompareReport> r = compare_runs(g, t, options);
   ASSERT_TRUE(r.ok());
   nlohmann::json j = compare_report_to_json(*r);
@@ -96,7 +91,7 @@ TEST(CompareRuns, VerdictExitCodeAndHeadlineAgree) {
     g.add("x", ramp(64));
     t.add("x", ramp(64, c.target_scale));
     CompareRunOptions o;
-    o.compare = default_options();
+    o.compare = compare_options();
     o.fail_on_warn = c.fail_on_warn;
     Result<CompareReport> r = compare_runs(g, t, o);
     ASSERT_TRUE(r.ok());
@@ -112,7 +107,7 @@ TEST(CompareRuns, NoUsableInputAndFiltersThatMatchNothingExit2) {
   MemorySource g, empty;
   g.add("x", ramp(8));
   CompareRunOptions o;
-  o.compare = default_options();
+  o.compare = compare_options();
   Result<CompareReport> r = compare_runs(g, empty, o);
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->exit_code, kExitUsage);
@@ -133,7 +128,7 @@ TEST(CompareRuns, RowsAreClassifiedBeforeTheirVerdicts) {
   g.add("x", ramp(64));
   t.add("x", ramp(64, 1.001f));
   CompareRunOptions o;
-  o.compare = default_options();
+  o.compare = compare_options();
   Result<CompareReport> r = compare_runs(g, t, o);
   ASSERT_TRUE(r.ok());
   EXPECT_TRUE(r->result.classified);

@@ -16,15 +16,10 @@
 namespace parity {
 namespace {
 
+using test::compare_options;
 using test::MemorySource;
 using test::ramp;
 using test::stats;
-
-CompareOptions default_options() {
-  CompareOptions o;
-  o.jobs = 2;
-  return o;
-}
 
 TEST(CompareCsv, HeaderAndRowsHaveTheSameColumnCount) {
   MemorySource g, t;
@@ -32,7 +27,7 @@ TEST(CompareCsv, HeaderAndRowsHaveTheSameColumnCount) {
   t.add("a,comma", ramp(16));
   g.add_meta("s", {10}).stats = stats(-1, 1, 0.1, 3);
   t.add_meta("s", {10}).stats = stats(-1, 1, 0.1, 3);
-  Result<CompareResult> r = run_compare(g, t, default_options());
+  Result<CompareResult> r = run_compare(g, t, compare_options());
   ASSERT_TRUE(r.ok());
   auto path = parity_test::process_temp_dir() / "compare.csv";
   ASSERT_TRUE(report::write_compare_csv(*r, path.string()).ok());
@@ -87,7 +82,7 @@ TEST(CompareTable, WorstFirstFitsHundredColumnsAndLimits) {
   }
   g.add_meta("stats_only", {10}).stats = stats(-1, 1, 0.1, 3);
   t.add_meta("stats_only", {10}).stats = stats(-1, 1, 0.1, 9);
-  Result<CompareResult> r = run_compare(g, t, default_options());
+  Result<CompareResult> r = run_compare(g, t, compare_options());
   ASSERT_TRUE(r.ok());
   report::TableOptions o;
   o.limit = 5;
