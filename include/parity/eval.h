@@ -134,6 +134,21 @@ PplThresholds default_ppl_thresholds(const std::string& dtype = "bf16");
 // less precise known one (the larger limit), bf16 when neither is known; kld_source says which.
 PplThresholds ppl_thresholds_for_logits(const std::string& golden_dtype, const std::string& target_dtype);
 
+// What the user set of the perplexity thresholds (`parity eval ppl`'s options, parity.eval_ppl's
+// arguments); whatever is unset keeps the library's choice (PplThresholds' defaults, the KL threshold of
+// the logits' dtypes).
+struct PplThresholdOverrides {
+  std::optional<double> ppl_rel, ppl_diff;
+  std::optional<double> kld;  // wins over kld_dtype
+  std::string kld_dtype;      // "" = from the dtypes the two sides' logits were computed in
+  // How the caller's user spells the two KL options, for kld_source ("--kld-dtype bf16", "--kld").
+  std::string kld_dtype_spelling = "--kld-dtype ", kld_spelling = "--kld";
+};
+// The thresholds `compare_ppl` judges by: the user's overrides over the choice for the logits' dtypes
+// (ppl_thresholds_for_logits) or over the named dtype's (default_ppl_thresholds); kld_source says which.
+PplThresholds choose_ppl_thresholds(const PplThresholdOverrides& user, const std::string& golden_dtype,
+                                    const std::string& target_dtype);
+
 struct Check {
   std::string name;   // "ppl_rel" | "ppl_diff" | "kld" | ...
   double value = kNaN, limit = kNaN;
@@ -267,6 +282,11 @@ struct McResult {
 
 Result<McResult> compare_mc(const std::vector<McQuestion>& golden,
                             const std::vector<McQuestion>& target, const McOptions& options = {});
+// Reads both files (read_mc) and compares them (compare_mc): the result names the files and carries the
+// lines read_mc skipped first among its problems; a pass with skipped lines is a warn. An error when a
+// file cannot be read (golden first) or compare_mc fails.
+Result<McResult> compare_mc_files(const std::filesystem::path& golden, const std::filesystem::path& target,
+                                  const McOptions& options = {});
 // Paired accuracy from per-question correctness (shared by multiple choice and lm-eval samples).
 PairedAccuracy paired_accuracy(const std::string& group, const std::vector<uint8_t>& golden_correct,
                                const std::vector<uint8_t>& target_correct,

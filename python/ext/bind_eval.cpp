@@ -59,13 +59,11 @@ std::string compare_ppl_json(const std::string& golden, const std::string& targe
   if (!g.ok()) raise_status(g.status());
   auto t = eval::open_token_source(target, rank, labels);
   if (!t.ok()) raise_status(t.status());
+  eval::PplThresholdOverrides user;
+  user.kld_dtype = kld_dtype;
+  user.kld_dtype_spelling = "kld_dtype=";  // kld_source names the Python argument
   eval::PplOptions o;
-  if (kld_dtype.empty()) {
-    o.thresholds = eval::ppl_thresholds_for_logits((*g)->source_dtype(), (*t)->source_dtype());
-  } else {
-    o.thresholds = eval::default_ppl_thresholds(kld_dtype);
-    o.thresholds.kld_source = "kld_dtype=" + kld_dtype;
-  }
+  o.thresholds = eval::choose_ppl_thresholds(user, (*g)->source_dtype(), (*t)->source_dtype());
   Result<eval::PplResult> r = Status::Internal("not run");
   {
     py::gil_scoped_release release;

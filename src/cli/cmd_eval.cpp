@@ -17,25 +17,21 @@ namespace parity::cli {
 
 namespace {
 
+// The options of the three subcommands. Defaults of the comparisons are the library's (its option
+// structs, held here and bound to the flags), never restated here.
 struct EvalArgs {
   size_t flips = 10;  // mc, lm-eval: answer flips listed in the terminal
   // ppl
   std::string golden, target, labels, labels_golden, labels_target;
   int rank = 0;
-  double ppl_rel = 0.05;
-  std::optional<double> ppl_diff;  // absolute PPL difference check, off unless given
-  std::optional<double> kld;
-  std::string kld_dtype;  // "" = the target's logits dtype when known, else bf16
+  eval::PplThresholdOverrides ppl;  // what the user set; the rest is eval::choose_ppl_thresholds'
   // mc
   std::string mc_golden, mc_target;
-  bool length_norm = false;
   // lm-eval
   std::string a, b;
   std::vector<std::string> samples;
-  // shared
-  int bootstrap = 10000;
-  uint64_t seed = 20240501;
-  double pass_points = 1.0, fail_points = 2.0, alpha = 0.05;
+  // mc and lm-eval: length normalisation, bootstrap and accuracy thresholds
+  eval::McOptions mc;
   std::string json_path, csv_path;
   std::string html_path;  // --html
 };
@@ -71,17 +67,6 @@ int finish(const EvalArgs& a, const GlobalOptions& global, Verdict v, const std:
   return gate_exit_code(v, WarnGate::kFails);
 }
 
-eval::McOptions mc_options(const EvalArgs& a) {
-  eval::McOptions o;
-  o.length_normalised = a.length_norm;
-  o.bootstrap_samples = a.bootstrap;
-  o.seed = a.seed;
-  o.thresholds.pass_points = a.pass_points;
-  o.thresholds.fail_points = a.fail_points;
-  o.thresholds.alpha = a.alpha;
-  return o;
-}
-
 int run_ppl(const EvalArgs& a, const GlobalOptions& global) {
   const std::string lg = a.labels_golden.empty() ? a.labels : a.labels_golden;
   const std::string lt = a.labels_target.empty() ? a.labels : a.labels_target;
@@ -90,20 +75,7 @@ int run_ppl(const EvalArgs& a, const GlobalOptions& global) {
   auto t = eval::open_token_source(a.target, a.rank, lt);
   if (!t.ok()) return usage_error(t.status().message());
   eval::PplOptions o;
-  // The seed KL threshold follows the dtype the logits were computed in (the less precise side) unless
-  // named; kld_source says which, for the report.
-  if (!a.kld_dtype.empty()) {
-    o.thresholds = eval::default_ppl_thresholds(a.kld_dtype);
-    o.thresholds.kld_source = "--kld-dtype " + a.kld_dtype;
-  } else {
-    o.thresholds = eval::ppl_thresholds_for_logits((*g)->source_dtype(), (*t)->source_dtype());
-  }
-  o.thresholds.ppl_rel = a.ppl_rel;
-  if (a.ppl_diff) o.thresholds.ppl_diff = *a.ppl_diff;
-  if (a.kld) {
-    o.thresholds.kld = *a.kld;
-    o.thresholds.kld_source = "--kld";
-  }
+  o.thresholds = eval::choose_ppl_thresholds(a.ppl, (*g)->source_dtype(), (*t)->source_dtype());
   o.keep_per_token = !a.csv_path.empty();
   auto r = eval::compare_ppl(**g, **t, o);
   if (!r.ok()) return usage_error(r.status().message());
@@ -112,18 +84,8 @@ int run_ppl(const EvalArgs& a, const GlobalOptions& global) {
 }
 
 int run_mc(const EvalArgs& a, const GlobalOptions& global) {
-  eval::McResult res;
-  std::vector<Status> problems;
-  auto g = eval::read_mc(a.mc_golden, &problems);
-  if (!g.ok()) return usage_error(g.status().message());
-  auto t = eval::read_mc(a.mc_target, &problems);
-  if (!t.ok()) return usage_error(t.status().message());
-  auto r = eval::compare_mc(*g, *t, mc_options(a));
+  auto r = eval::compare_mc_files(a.mc_golden, a.mc_target, a.mc);
   if (!r.ok()) return usage_error(r.status().message());
-  r->golden_source = a.mc_golden;
-  r->target_source = a.mc_target;
-  r->problems.insert(r->problems.begin(), problems.begin(), problems.end());
-  if (!problems.empty() && r->verdict == Verdict::kPass) r->verdict = Verdict::kWarn;
   return finish(a, global, r->verdict, eval::mc_text(*r, use_color(global), colorize_verdict, a.flips), eval::mc_json(*r),
                 eval::mc_csv(*r));
 }
@@ -136,7 +98,7 @@ int run_lm_eval(const EvalArgs& a, const GlobalOptions& global) {
     sb.emplace_back(a.samples[i + 1]);
   }
   eval::LmEvalOptions o;
-  o.mc = mc_options(a);
+  o.mc = a.mc;
   auto r = eval::compare_lm_eval(a.a, a.b, sa, sb, o);
   if (!r.ok()) return usage_error(r.status().message());
   return finish(a, global, r->verdict, eval::lm_eval_text(*r, use_color(global), colorize_verdict, a.flips),
@@ -144,11 +106,13 @@ int run_lm_eval(const EvalArgs& a, const GlobalOptions& global) {
 }
 
 void add_accuracy_options(CLI::App* s, EvalArgs& a) {
-  s->add_option("--pass-points", a.pass_points, "|Δacc| in points that still passes")->capture_default_str();
-  s->add_option("--fail-points", a.fail_points, "|Δacc| in points above which it fails (between: warn)")->capture_default_str();
-  s->add_option("--alpha", a.alpha, "Significance level for 'distinguishable from zero'")->capture_default_str();
-  s->add_option("--bootstrap", a.bootstrap, "Paired bootstrap resamples")->capture_default_str();
-  s->add_option("--seed", a.seed, "Bootstrap seed")->capture_default_str();
+  // capture_default_str: the help shows the library's default, the value the struct holds before parsing.
+  eval::AccuracyThresholds& th = a.mc.thresholds;
+  s->add_option("--pass-points", th.pass_points, "|Δacc| in points that still passes")->capture_default_str();
+  s->add_option("--fail-points", th.fail_points, "|Δacc| in points above which it fails (between: warn)")->capture_default_str();
+  s->add_option("--alpha", th.alpha, "Significance level for 'distinguishable from zero'")->capture_default_str();
+  s->add_option("--bootstrap", a.mc.bootstrap_samples, "Paired bootstrap resamples")->capture_default_str();
+  s->add_option("--seed", a.mc.seed, "Bootstrap seed")->capture_default_str();
   s->add_option("--flips", a.flips, "Answer flips to list in the terminal (the count is always shown; the JSON lists all)")
       ->capture_default_str();
 }
@@ -171,10 +135,12 @@ CommandAction setup_eval(CLI::App& sub, const GlobalOptions& global) {
   ppl->add_option("--labels-golden", a->labels_golden, "Labels for the golden logits tensor");
   ppl->add_option("--labels-target", a->labels_target, "Labels for the target logits tensor");
   ppl->add_option("--rank", a->rank, "Rank of a run directory")->capture_default_str();
-  ppl->add_option("--ppl-rel", a->ppl_rel, "Allowed |PPL ratio − 1| (seed: 5 %)")->capture_default_str();
-  ppl->add_option("--ppl-diff", a->ppl_diff, "Also check |PPL difference| <= this (seed 004: 0.5; default: off, PPL is judged relatively)");
-  ppl->add_option("--kld", a->kld, "Mean KLD threshold (overrides --kld-dtype)");
-  ppl->add_option("--kld-dtype", a->kld_dtype,
+  // Shown as CLI11 shows a captured default ("[0.05]"): the library's PplThresholds default.
+  ppl->add_option("--ppl-rel", a->ppl.ppl_rel, "Allowed |PPL ratio − 1| (seed: 5 %)")
+      ->default_str(fmt::format("{}", eval::PplThresholds{}.ppl_rel));
+  ppl->add_option("--ppl-diff", a->ppl.ppl_diff, "Also check |PPL difference| <= this (seed 004: 0.5; default: off, PPL is judged relatively)");
+  ppl->add_option("--kld", a->ppl.kld, "Mean KLD threshold (overrides --kld-dtype)");
+  ppl->add_option("--kld-dtype", a->ppl.kld_dtype,
                   fmt::format("KLD threshold of this dtype, compare's kl_pass ({}; default: the less precise of the "
                               "dtypes the two sides' logits were computed in, else bf16)", threshold_default_text("kl_pass")));
   add_output_options(ppl, *a, schemas::kEvalPpl.id);
@@ -182,7 +148,7 @@ CommandAction setup_eval(CLI::App& sub, const GlobalOptions& global) {
   CLI::App* mc = sub.add_subcommand("mc", "Multiple-choice accuracy with exact McNemar and paired bootstrap");
   mc->add_option("golden", a->mc_golden, "Golden per-question JSONL (parity.log_choices or lm-eval samples)")->required();
   mc->add_option("target", a->mc_target, "Target per-question JSONL")->required();
-  mc->add_flag("--length-norm", a->length_norm, "Normalise log-likelihoods by choice length (acc_norm)");
+  mc->add_flag("--length-norm", a->mc.length_normalised, "Normalise log-likelihoods by choice length (acc_norm)");
   add_accuracy_options(mc, *a);
   add_output_options(mc, *a, schemas::kEvalMc.id);
 

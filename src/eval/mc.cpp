@@ -255,4 +255,21 @@ Result<McResult> compare_mc(const std::vector<McQuestion>& golden, const std::ve
   return r;
 }
 
+Result<McResult> compare_mc_files(const std::filesystem::path& golden, const std::filesystem::path& target,
+                                  const McOptions& options) {
+  std::vector<Status> skipped;  // lines read_mc could not use, both files, in reading order
+  auto g = read_mc(golden, &skipped);
+  if (!g.ok()) return g.status();
+  auto t = read_mc(target, &skipped);
+  if (!t.ok()) return t.status();
+  auto r = compare_mc(*g, *t, options);
+  if (!r.ok()) return r.status();
+  r->golden_source = golden.string();
+  r->target_source = target.string();
+  r->problems.insert(r->problems.begin(), skipped.begin(), skipped.end());
+  // A skipped line is a question this comparison may be missing: the result cannot pass outright.
+  if (!skipped.empty() && r->verdict == Verdict::kPass) r->verdict = Verdict::kWarn;
+  return r;
+}
+
 }  // namespace parity::eval
