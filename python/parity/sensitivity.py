@@ -28,6 +28,11 @@ from ._core import core
 SCHEMA = core.schemas.SCAN  # the ids are declared once, in include/parity/schemas.h
 STATE_SCHEMA = core.schemas.SCAN_STATE
 _OP_CLASS_UNITS = ("softmax", "matmul")
+# The defaults of a scan, held once: scan() fills a policy space from them, the engine's options default
+# to them, and `parity scan` passes an option only when its user gave it. Its --help and docs/scan.md
+# state them; tests/python/test_scan_defaults.py fails when either drifts from this table.
+DEFAULTS = {"lower_to": "bf16", "budget_kld": 0.01, "greedy": True}
+TABLE_ROWS = 20  # units shown in the terminal table (--limit; 0 = all)
 
 
 # ------------------------------------------------------------------------------------------- batches
@@ -228,6 +233,7 @@ def scan(model, batches, policy_space=None, *, state_path=None, progress=None):
          "budget_kld": 0.01,        # the plan's KL(golden || plan) mean must stay within this
          "greedy": True}            # also build the plan (False: rank only)
 
+    A key left out takes its value from DEFAULTS (units: default_units()).
     Returns the parity.scan/1 result (docs/scan.md)."""
     space = _scan_space(model, policy_space)
     batches = list(batches)
@@ -271,10 +277,11 @@ def _scan_space(model, policy_space):
     unknown = set(space) - {"lower_to", "units", "base", "budget_kld", "greedy"}
     if unknown:
         raise ValueError("scan: unknown policy_space keys: " + ", ".join(sorted(unknown)))
-    lower_to = space.get("lower_to", "bf16")
+    lower_to = space.get("lower_to", DEFAULTS["lower_to"])
     em.parse_mode(lower_to)
     return {"lower_to": lower_to, "base": dict(space.get("base") or {}),
-            "budget_kld": float(space.get("budget_kld", 0.01)), "greedy": bool(space.get("greedy", True)),
+            "budget_kld": float(space.get("budget_kld", DEFAULTS["budget_kld"])),
+            "greedy": bool(space.get("greedy", DEFAULTS["greedy"])),
             "units": list(space["units"]) if space.get("units") else default_units(model, lower_to)}
 
 
@@ -431,7 +438,7 @@ def _fmt(m, digits=3, pct=False):
     return "{:.{d}g} ± {:.2g}".format(m["mean"], m["se"], d=digits)
 
 
-def format_table(result, limit=20):
+def format_table(result, limit=TABLE_ROWS):
     """The terminal table: units by sensitivity, then the plan."""
     lines = ["sensitivity to {} (KL(golden||lowered) per token; mean ± standard error over {} sequences)".format(
         result["lower_to"], result["sequences"])]
@@ -480,14 +487,14 @@ def _load_factory(spec):
 def main(argv=None):
     p = argparse.ArgumentParser(prog="parity scan", description=__doc__.split("\n\n")[0])
     p.add_argument("--factory", required=True, help="FILE.py:FUNCTION returning (model, batches)")
-    p.add_argument("--lower-to", default="bf16", help="mode each unit is lowered to (docs/emulation.md)")
+    p.add_argument("--lower-to", default=DEFAULTS["lower_to"], help="mode each unit is lowered to (docs/emulation.md)")
     p.add_argument("--unit", action="append", default=None, help="a unit to scan (repeatable; default: all)")
     p.add_argument("--base", default=None, help="JSON policy applied to every run")
-    p.add_argument("--budget-kld", type=float, default=0.01)
+    p.add_argument("--budget-kld", type=float, default=DEFAULTS["budget_kld"])
     p.add_argument("--no-plan", action="store_true")
     p.add_argument("--state", default=None, help="JSONL file results are appended to; a rerun skips what it holds")
     p.add_argument("--json", default=None, help="write the parity.scan/1 result here ('-' = stdout)")
-    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--limit", type=int, default=TABLE_ROWS)
     p.add_argument("--quiet", action="store_true")
     a = p.parse_args(argv)
     try:

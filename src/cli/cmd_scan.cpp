@@ -6,6 +6,7 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -21,27 +22,39 @@
 namespace parity::cli {
 namespace {
 
+// The engine owns the defaults (parity.sensitivity's DEFAULTS and TABLE_ROWS): an option the user did
+// not give is not passed, so the engine's default applies.
 struct ScanArgs {
-  std::string factory, lower_to = "bf16", base, state, json_path, html_path;
+  std::string factory, base, state, json_path, html_path;
+  std::optional<std::string> lower_to;
   std::vector<std::string> units;
-  double budget_kld = 0.01;
-  long limit = 20;
+  std::optional<double> budget_kld;
+  std::optional<long> limit;
   bool no_plan = false;
 };
 
-int run_scan(const ScanArgs& a, const GlobalOptions& global) {
-  std::ostringstream budget;
-  budget.precision(17);  // round-trips the double exactly
-  budget << a.budget_kld;
-  std::vector<std::string> args = {"--factory", a.factory, "--lower-to", a.lower_to, "--budget-kld",
-                                   budget.str(), "--limit", std::to_string(a.limit)};
+// The engine's command line: the options the user gave, in the engine's spelling.
+std::vector<std::string> engine_args(const ScanArgs& a, const GlobalOptions& global) {
+  std::vector<std::string> args = {"--factory", a.factory};
+  if (a.lower_to) args.insert(args.end(), {"--lower-to", *a.lower_to});
+  if (a.budget_kld) {
+    std::ostringstream budget;
+    budget.precision(17);  // round-trips the double exactly
+    budget << *a.budget_kld;
+    args.insert(args.end(), {"--budget-kld", budget.str()});
+  }
+  if (a.limit) args.insert(args.end(), {"--limit", std::to_string(*a.limit)});
   for (const std::string& u : a.units) args.insert(args.end(), {"--unit", u});
   if (!a.base.empty()) args.insert(args.end(), {"--base", a.base});
   if (!a.state.empty()) args.insert(args.end(), {"--state", a.state});
   if (a.no_plan) args.push_back("--no-plan");
   // With --json - stdout is the JSON alone: the engine prints no table.
   if (global.quiet || a.json_path == "-") args.push_back("--quiet");
-  Result<EngineOutput> engine = run_python_engine_json("parity.sensitivity", args);
+  return args;
+}
+
+int run_scan(const ScanArgs& a, const GlobalOptions& global) {
+  Result<EngineOutput> engine = run_python_engine_json("parity.sensitivity", engine_args(a, global));
   if (!engine.ok()) {
     std::fprintf(stderr, "parity scan: %s\n", terminal_text(engine.status().message()).c_str());
     return kExitUsage;
@@ -81,6 +94,7 @@ CommandAction setup_scan(CLI::App& sub, const GlobalOptions& global) {
       "Needs a Python with torch: $PARITY_PYTHON, the venv of make build, or python3.\n"
       "Exit: 0 the plan meets the budget; 1 it does not; 2 usage error or a bad factory/policy.");
   sub.add_option("--factory", a->factory, "FILE.py:FUNCTION returning (model, batches)")->required();
+  // The defaults these texts state are parity.sensitivity's; tests/python/test_scan_defaults.py checks them.
   sub.add_option("--lower-to", a->lower_to, "Mode each unit is lowered to: bf16, fp16, fp8_e4m3, fp8_e5m2, int8, "
                                             "int8:channel, tf32, ... (docs/emulation.md; default bf16)");
   sub.add_option("--unit", a->units, "A unit to scan (module path, fnmatch pattern or op class); repeatable; "
