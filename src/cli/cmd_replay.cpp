@@ -17,6 +17,7 @@
 #include "cli/output.h"
 #include "cli/python_engine.h"
 #include "cli/ui.h"
+#include "fmt/format.h"
 #include "parity/json_number.h"
 #include "parity/replay_report.h"
 #include "parity/schemas.h"
@@ -24,10 +25,12 @@
 namespace parity::cli {
 namespace {
 
+// Options left empty (0) are not passed: the engine's defaults apply (python/parity/replay/cli.py; the help
+// texts that state them are checked by tests/python/test_engine_defaults.py). `limit` is this command's own.
 struct ReplayArgs {
   std::string run, suspects, emulate, device, json_path, html_path;
   std::vector<std::string> events, modules;
-  long limit = 30;
+  long limit = 30;  // rows of the terminal table (print_replay)
   long max_events = 0;
   bool all = false;
 };
@@ -94,7 +97,7 @@ CommandAction setup_replay(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--emulate", a->emulate, "Also run each op on inputs held in this precision: bf16, f16 (torch casts), fp8_e4m3, fp8_e5m2, int8, int8:channel, tf32, ftz (parity.emulation)");
   sub.add_option("--device", a->device, "Where the recorded-dtype replay runs: auto (default: each op on the device it was recorded on when this torch has it, else the host), cpu, or a device such as cuda:0; the float64 reference always runs on the host");
   sub.add_option("--max-events", a->max_events, "Replay at most this many events (default: all)")->check(CLI::NonNegativeNumber);
-  sub.add_option("--limit", a->limit, "Rows shown (default 30; 0 = all)");
+  sub.add_option("--limit", a->limit, fmt::format("Rows shown (default {}; 0 = all)", ReplayArgs{}.limit));
   sub.add_flag("--all", a->all, "Show every replayed event, not only those that differ");
   sub.add_option("--json", a->json_path, std::string("Write the result as JSON (schema ") + schemas::kReplay.id + ", " + schemas::kReplay.doc + "); '-' = stdout");
   add_html_option(sub, a->html_path);

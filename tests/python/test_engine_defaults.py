@@ -1,7 +1,8 @@
-"""parity scan's defaults have one owner, the engine (python/parity/sensitivity.py: DEFAULTS, TABLE_ROWS;
-issue 32 §3): `parity scan` passes an option only when its user gave it, and the defaults its --help and
-docs/scan.md state are the engine's (this test fails when either drifts). Needs no torch: the table is read
-from the source with ast, and the engine is a stand-in interpreter that records its arguments."""
+"""The defaults of parity's Python engines have one owner, the engine (issue 32 §3): `parity scan` and
+`parity replay` pass an option only when their user gave it, and the defaults their --help (and
+docs/scan.md) state are the engine's: python/parity/sensitivity.py's DEFAULTS and TABLE_ROWS, the options
+of python/parity/replay/cli.py. This test fails when they drift. Needs no torch: the engines' values are
+read from their source with ast, and the scan engine is a stand-in interpreter that records its arguments."""
 import ast
 import os
 import pathlib
@@ -27,9 +28,17 @@ def engine_constants():
     return found["DEFAULTS"], found["TABLE_ROWS"]
 
 
+def option_help(help_text, option):
+    """An option's entry in CLI11's help: its line and the continuation lines CLI11 wraps a long name to."""
+    lines = help_text.splitlines()
+    start = next(i for i, l in enumerate(lines) if l.strip().startswith(option + " "))
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].lstrip().startswith("-")), len(lines))
+    return " ".join(l.strip() for l in lines[start:end])
+
+
 def help_default(help_text, option):
-    """The default an option's help line states: '... default X)' or '(default X;'."""
-    line = next(l for l in help_text.splitlines() if l.strip().startswith(option + " "))
+    """The default an option's help entry states: '... default X)' or '(default X;'."""
+    line = option_help(help_text, option)
     m = re.search(r"default ([^;)]+)[;)]", line)
     assert m, line
     return m.group(1)
@@ -87,3 +96,24 @@ def test_given_options_are_passed(tmp_path):
     assert float(argv[argv.index("--budget-kld") + 1]) == 0.1
     assert argv[argv.index("--limit") + 1] == "0"
     assert "--no-plan" in argv
+
+
+def replay_engine_defaults():
+    """The defaults of `python -m parity.replay run`'s options, as replay/cli.py's add_argument calls give."""
+    tree = ast.parse((ROOT / "python/parity/replay/cli.py").read_text())
+    found = {}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "r"):
+            default = next((k.value for k in node.keywords if k.arg == "default"), None)
+            if default is not None:
+                found[node.args[0].value] = ast.literal_eval(default)
+    return found
+
+
+def test_replay_help_states_the_engines_defaults():
+    engine = replay_engine_defaults()
+    text = run_cli("replay", "--help", check=0).stdout
+    assert "{} (default:".format(engine["--device"]) in option_help(text, "--device")
+    # --max-events is the engine's --limit: not passed when 0, and the engine's 0 means every event
+    assert engine["--limit"] == 0 and "(default: all)" in option_help(text, "--max-events")
