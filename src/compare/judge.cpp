@@ -5,18 +5,20 @@
 #include <cstdio>
 #include <vector>
 
+#include "parity/number_text.h"
+
 namespace parity::compare {
 
 std::string format_metric(double v) {
   char buf[64];
-  if (std::isnan(v)) return "NaN";
+  if (std::isnan(v)) return std::string(kNoValueText);
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
 }
 
 std::string format_cosine(double v) {
-  if (std::isnan(v)) return "NaN";
+  if (std::isnan(v)) return std::string(kNoValueText);
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.6f", v);
   return buf;

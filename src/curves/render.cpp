@@ -7,6 +7,7 @@
 
 #include "parity/curves.h"
 #include "parity/terminal_text.h"
+#include "parity/number_text.h"
 
 namespace parity::curves {
 
@@ -24,12 +25,12 @@ std::string verdict_word(Verdict v, bool color, VerdictColorizer colorize) {
 }
 
 std::string pct(double v) {
-  if (std::isnan(v)) return "n/a";
+  if (std::isnan(v)) return std::string(kNoValueText);
   if (std::isinf(v)) return "inf";
   return fmt::format("{:.3g} %", v * 100);
 }
 
-std::string g6(double v) { return std::isnan(v) ? "nan" : fmt::format("{:.6g}", v); }
+std::string g6(double v) { return std::isnan(v) ? std::string(kNoValueText) : fmt::format("{:.6g}", v); }
 
 // Cut to `width` display columns (every character here is one column wide).
 std::string fit(const std::string& s, int width) {

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "fmt/format.h"
+#include "parity/number_text.h"
 
 namespace parity {
 
@@ -50,7 +51,7 @@ NoiseJudgement classify_noise(double observed, double u, int64_t reduction_lengt
 }
 
 std::string noise_ratio_text(double ratio) {
-  if (std::isnan(ratio)) return "n/a";
+  if (std::isnan(ratio)) return std::string(kNoValueText);
   if (std::isinf(ratio)) return "non-finite";
   if (ratio >= 100) return fmt::format("{:.0f} u", ratio);
   return fmt::format("{:.3g} u", ratio);

@@ -9,6 +9,7 @@
 
 #include "parity/terminal_text.h"
 #include "parity/compare_report.h"
+#include "parity/number_text.h"
 
 namespace parity::report {
 
@@ -82,7 +83,7 @@ std::string fit_name(const std::string& raw, size_t w) {
 }
 
 std::string cell(double v) {
-  if (std::isnan(v)) return "-";
+  if (std::isnan(v)) return std::string(kNoValueText);
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buf[32];
   if (v == 0.0) return "0";
@@ -90,13 +91,13 @@ std::string cell(double v) {
   return buf;
 }
 std::string cosine_cell(double v) {
-  if (std::isnan(v)) return "-";
+  if (std::isnan(v)) return std::string(kNoValueText);
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6f", v);
   return buf;
 }
 std::string sqnr_cell(double v) {
-  if (std::isnan(v)) return "-";
+  if (std::isnan(v)) return std::string(kNoValueText);
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f", v);

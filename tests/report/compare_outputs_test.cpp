@@ -2,6 +2,8 @@
 // column count, quoted cells stay one cell; the table fits 100 columns, worst first, with its limit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -110,6 +112,22 @@ TEST(CompareTable, WorstFirstFitsHundredColumnsAndLimits) {
   o.sort = report::SortKey::kMetric;
   o.sort_metric = "cosine";
   EXPECT_NE(r->rows[report::sort_rows(*r, o)[0]].golden->name.find(".7."), std::string::npos);
+}
+
+// A metric with no value (the cosine of a single element) reads "n/a" in the table, as in every
+// human-readable output (parity/number_text.h); it was "-" here, "NaN" in reasons, "nan" in the curve summary.
+TEST(CompareTable, AMetricWithNoValueReadsNA) {
+  MemorySource g, t;
+  g.add("one", {2.0f});
+  t.add("one", {2.5f});
+  Result<CompareResult> r = run_compare(g, t, compare_options());
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(std::isnan(r->rows[0].metrics->cosine));
+  const std::vector<std::string> lines = render_table(*r, report::TableOptions{});
+  const auto row = std::find_if(lines.begin(), lines.end(), [](const std::string& l) { return l.find("one") != std::string::npos; });
+  ASSERT_NE(row, lines.end());
+  EXPECT_NE(row->find(" n/a "), std::string::npos) << *row;
+  EXPECT_EQ(row->find(" - "), std::string::npos) << *row;
 }
 
 }  // namespace

@@ -70,7 +70,7 @@ P.fmt = function fmt(v, digits) {
   if (v === null || v === undefined) return '—';
   if (typeof v === 'boolean') return v ? 'yes' : 'no';
   if (typeof v !== 'number') return String(v);
-  if (Number.isNaN(v)) return 'NaN';
+  if (Number.isNaN(v)) return 'n/a';  // no value: the spelling of every human-readable output (include/parity/number_text.h)
   if (!Number.isFinite(v)) return v > 0 ? '+Inf' : '−Inf';
   if (Number.isInteger(v) && Math.abs(v) < 1e15) return v.toLocaleString('en-US');
   const a = Math.abs(v);
