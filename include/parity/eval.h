@@ -357,7 +357,9 @@ std::string ppl_tokens_csv(const PplResult& r);                  // schemas::kEv
 using VerdictColorizer = std::string (*)(const std::string& text, Verdict v, bool color);
 std::string ppl_text(const PplResult& r, bool color, VerdictColorizer colorize);
 // `max_flips`: how many answer flips to list (the count is always printed).
-std::string mc_text(const McResult& r, bool color, VerdictColorizer colorize, size_t max_flips = 10);
-std::string lm_eval_text(const LmEvalResult& r, bool color, VerdictColorizer colorize, size_t max_flips = 10);
+inline constexpr size_t kFlipsListed = 10;  // the default of max_flips (and of `parity eval`'s --flips)
+std::string mc_text(const McResult& r, bool color, VerdictColorizer colorize, size_t max_flips = kFlipsListed);
+std::string lm_eval_text(const LmEvalResult& r, bool color, VerdictColorizer colorize,
+                         size_t max_flips = kFlipsListed);
 
 }  // namespace parity::eval

@@ -20,7 +20,7 @@ namespace {
 // The options of the three subcommands. Defaults of the comparisons are the library's (its option
 // structs, held here and bound to the flags), never restated here.
 struct EvalArgs {
-  size_t flips = 10;  // mc, lm-eval: answer flips listed in the terminal
+  size_t flips = eval::kFlipsListed;  // mc, lm-eval: answer flips listed in the terminal
   // ppl
   std::string golden, target, labels, labels_golden, labels_target;
   int rank = 0;
