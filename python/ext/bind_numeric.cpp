@@ -55,6 +55,26 @@ void split_axis(const py::array& a, int axis, int64_t& outer, int64_t& channels,
 }  // namespace
 
 void bind_numeric(py::module_& m) {
+  // The one dtype table (include/parity/dtype.h) for Python: capture's torch names, load's numpy dtypes
+  // and emulation's formats are checked against it (tests/python/test_dtype_table.py).
+  m.def(
+      "dtypes",
+      [] {
+        py::list out;
+        for (int k = 0; k < parity::kNumDTypes; ++k) {
+          const auto t = static_cast<parity::DType>(k);
+          py::dict d;
+          d["name"] = parity::dtype_name(t);
+          d["size"] = parity::dtype_size(t);
+          d["is_float"] = parity::dtype_is_float(t);
+          const parity::FloatFormat* f = parity::float_format(t);
+          d["max_finite"] = f ? py::object(py::float_(f->max_finite)) : py::none();
+          out.append(std::move(d));
+        }
+        return out;
+      },
+      "Every parity dtype: [{name, size (bytes), is_float, max_finite (None for integers)}], in the order of include/parity/dtype.h.");
+
   m.def(
       "round_",
       [](py::array a, const std::string& dtype, bool saturate, bool flush_subnormals) {

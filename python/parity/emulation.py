@@ -35,8 +35,9 @@ _ALIASES = {
 _CANONICAL = {alias: name for name, aliases in _ALIASES.items() for alias in aliases}
 # parity's dtype names for the core's round_()
 _CORE_DTYPE = {"bf16": "bf16", "fp16": "f16", "fp8_e4m3": "f8_e4m3", "fp8_e5m2": "f8_e5m2"}
-# OCP OFP8 largest finite values (parity/dtype.h FloatFormat::max_finite)
-_FP8_MAX = {"fp8_e4m3": 448.0, "fp8_e5m2": 57344.0}
+# OCP OFP8 largest finite values: FloatFormat::max_finite of the core's dtype table (parity/dtype.h)
+_FP8_MAX = {fmt: next(d["max_finite"] for d in core.dtypes() if d["name"] == _CORE_DTYPE[fmt])
+            for fmt in ("fp8_e4m3", "fp8_e5m2")}
 _OPTIONS = {"sat", "nosat", "unscaled", "tensor", "channel", "ftz"}
 
 # Operand formats describe how a matmul *reads* its inputs (the accumulation stays fp32 and the result is
