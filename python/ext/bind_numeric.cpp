@@ -52,9 +52,7 @@ void split_axis(const py::array& a, int axis, int64_t& outer, int64_t& channels,
   for (int i = axis + 1; i < nd; ++i) inner *= a.shape(i);
 }
 
-}  // namespace
-
-void bind_numeric(py::module_& m) {
+void bind_dtype_table(py::module_& m) {
   // The one dtype table (include/parity/dtype.h) for Python: capture's torch names, load's numpy dtypes
   // and emulation's formats are checked against it (tests/python/test_dtype_table.py).
   m.def(
@@ -74,7 +72,10 @@ void bind_numeric(py::module_& m) {
         return out;
       },
       "Every parity dtype: [{name, size (bytes), is_float, max_finite (None for integers)}], in the order of include/parity/dtype.h.");
+}
 
+// Rounding to a float format, in place (round_, round_mantissa_, flush_subnormals_).
+void bind_rounding(py::module_& m) {
   m.def(
       "round_",
       [](py::array a, const std::string& dtype, bool saturate, bool flush_subnormals) {
@@ -115,6 +116,10 @@ void bind_numeric(py::module_& m) {
         parity::flush_subnormals_f32_inplace(p, static_cast<int64_t>(a.size()));
       },
       py::arg("array"), "Replace float32 subnormals by zero of the same sign, in place.");
+}
+
+// Symmetric int8 fake quantisation and its scales (finite_absmax*, fake_quant_int8*).
+void bind_int8_quantisation(py::module_& m) {
   m.def(
       "finite_absmax",
       [](py::array a) {
@@ -172,4 +177,12 @@ void bind_numeric(py::module_& m) {
       },
       py::arg("array"), py::arg("axis"), py::arg("scales"),
       "Per-channel symmetric int8 fake quantisation in place along `axis`, channel c with scales[c].");
+}
+
+}  // namespace
+
+void bind_numeric(py::module_& m) {
+  bind_dtype_table(m);
+  bind_rounding(m);
+  bind_int8_quantisation(m);
 }
