@@ -218,4 +218,58 @@ struct UpdateMetrics {
 Result<UpdateMetrics> compare_updates(const TensorView& golden_before, const TensorView& golden_after,
                                       const TensorView& target_before, const TensorView& target_after);
 
+// ---- KL divergence: one row's policy and one accumulator (compare, eval ppl and scan use these) ----
+// KL(P ‖ Q) = Σ p_i (log p_i − log q_i), natural log, P the golden's distribution (llama.cpp's KLD,
+// tools/perplexity/perplexity.cpp). docs/metrics.md "KL divergence" has the policy in words.
+
+// Whether a row of logits or log-probabilities defines a distribution: no NaN, no +Inf and not −Inf
+// everywhere (softmax of such a row is undefined). This is THE non-finite policy of every KL in parity:
+// a row pair where either side fails it has no KL (it is skipped and counted, never averaged); −Inf
+// entries are masked tokens (p = 0 contributes 0; q = 0 where p > 0 makes the row's KL +Inf).
+bool kl_row_has_distribution(const double* x, int64_t n);
+
+// Which side of a row pair has no distribution (the golden is checked first).
+enum class KlSkip : uint8_t { kNone = 0, kGolden = 1, kTarget = 2 };
+KlSkip kl_row_skip(const double* golden, const double* target, int64_t n);
+
+// KL(softmax(g) ‖ softmax(t)) of one row of n logits (log-probabilities work too: softmax renormalises),
+// with max subtraction and pairwise sums; NaN when kl_row_skip says the row is skipped. `scratch` holds n.
+double softmax_row_kl(const double* golden, const double* target, int64_t n, double* scratch);
+
+// What an accumulator holds when finished. mean and unc follow llama.cpp's kl_divergence_result:
+// mean = Σkl/n, unc = sqrt((Σkl²/n − mean²)/(n−1)) when that variance is > 0 and n > 10, else 0.
+struct KlSummary {
+  double mean = kNaN;      // NaN when no row was used
+  double unc = kNaN;       // NaN when no row was used
+  int64_t count = 0;       // rows averaged
+  int64_t skipped = 0;     // rows with no KL (kl_row_skip), on either side
+  int64_t skipped_target = 0;  // of those, rows whose golden had a distribution and whose target had none
+  double max = kNaN;       // largest row KL averaged (+Inf possible); NaN when none
+};
+
+// llama.cpp's kl_divergence_result: add rows, then finish. Sums are fp64 in the order rows are added;
+// add_rows sums its block pairwise first (compare's order), so one add_rows on an empty accumulator is
+// a pairwise mean and a row-by-row add is llama.cpp's running sum.
+class KlAccumulator {
+ public:
+  void add(double kl, KlSkip skip = KlSkip::kNone);  // a NaN kl counts as skipped (skip says whose)
+  void add_rows(const double* kl, int64_t n);        // NaN entries are skipped rows
+  KlSummary finish() const;
+  double sum() const { return sum_; }
+  double sum2() const { return sum2_; }
+
+ private:
+  void add_sums(double s, double s2, int64_t used);
+  void note_skip(KlSkip skip);
+  double sum_ = 0, sum2_ = 0, max_ = kNaN;
+  int64_t count_ = 0, skipped_ = 0, skipped_target_ = 0;
+};
+
+// llama.cpp's mean and its uncertainty from running sums (the formula of KlSummary's mean and unc, also
+// eval's perplexity and Δp statistics): {0, 0} for count < 1.
+struct MeanUnc {
+  double mean, unc;
+};
+MeanUnc llama_mean_and_uncertainty(double sum, double sum2, int64_t count);
+
 }  // namespace parity

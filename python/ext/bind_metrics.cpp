@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "parity/dtype.h"
 #include "metrics/block_kernel.h"
@@ -105,9 +106,57 @@ py::dict compare_arrays(py::array golden, py::array target, bool kl, std::option
   return metrics_dict(*r);
 }
 
+using RowArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+// KL(softmax(golden) ‖ softmax(target)) of every row (slices along the last dimension) of two float64
+// arrays of logits or log-probabilities, through the one row policy and accumulator (parity/metrics.h):
+// the per-row KL (NaN where skipped), which side each skipped row lacked a distribution on (0 none,
+// 1 golden, 2 target), and the accumulator's summary.
+py::dict kl_rows(const RowArray& golden, const RowArray& target) {
+  if (golden.ndim() < 1 || golden.ndim() != target.ndim() || golden.size() != target.size())
+    throw py::value_error("kl_rows: golden and target must be arrays of one shape");
+  for (py::ssize_t d = 0; d < golden.ndim(); ++d)
+    if (golden.shape(d) != target.shape(d)) throw py::value_error("kl_rows: golden and target shapes differ");
+  const int64_t cols = golden.shape(golden.ndim() - 1);
+  const int64_t rows = cols > 0 ? golden.size() / cols : 0;
+  py::array_t<double> kl(std::vector<py::ssize_t>{static_cast<py::ssize_t>(rows)});
+  py::array_t<int8_t> skip(std::vector<py::ssize_t>{static_cast<py::ssize_t>(rows)});
+  parity::KlSummary summary;
+  {
+    py::gil_scoped_release release;
+    std::vector<double> scratch(static_cast<size_t>(cols));
+    parity::KlAccumulator acc;
+    for (int64_t r = 0; r < rows; ++r) {
+      const double* g = golden.data() + r * cols;
+      const double* t = target.data() + r * cols;
+      const parity::KlSkip s = parity::kl_row_skip(g, t, cols);
+      const double v = parity::softmax_row_kl(g, t, cols, scratch.data());
+      kl.mutable_data()[r] = v;
+      skip.mutable_data()[r] = static_cast<int8_t>(s);
+      acc.add(v, s);
+    }
+    summary = acc.finish();
+  }
+  py::dict d;
+  d["kl"] = kl;
+  d["skip"] = skip;
+  d["mean"] = summary.mean;
+  d["unc"] = summary.unc;
+  d["count"] = summary.count;
+  d["skipped"] = summary.skipped;
+  d["skipped_target"] = summary.skipped_target;
+  d["max"] = summary.max;
+  return d;
+}
+
 }  // namespace
 
 void bind_metrics(py::module_& m) {
+  m.def("kl_rows", &kl_rows, py::arg("golden"), py::arg("target"),
+        "KL(softmax(golden) || softmax(target)) per row (the last dimension) of two float64 arrays, with\n"
+        "parity's one non-finite policy (docs/metrics.md 'KL divergence'): dict with kl (per row, NaN where\n"
+        "skipped), skip (0 used, 1 golden, 2 target has no distribution), and the accumulator's mean, unc\n"
+        "(llama.cpp's), count, skipped, skipped_target, max.");
   m.def("compare_arrays", &compare_arrays, py::arg("golden"), py::arg("target"), py::arg("kl") = false,
         py::arg("golden_dtype") = py::none(), py::arg("target_dtype") = py::none(), py::arg("threads") = 0,
         "Every comparison metric of a golden/target pair (docs/metrics.md) as a dict. golden_dtype /\n"

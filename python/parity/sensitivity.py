@@ -93,24 +93,32 @@ def _mean_se(values):
     return {"mean": mean, "se": math.sqrt(var / n), "n": n}
 
 
+def _sequence_kld(golden_logp, lowered_logp):
+    """KL(golden || lowered) per token of one sequence ([tokens, vocab] log-probabilities), averaged, and
+    how many tokens the lowered run left without a distribution. The per-token KL and its non-finite
+    policy are the one row policy of compare and eval (core.kl_rows, docs/metrics.md "KL divergence"):
+    a side holding NaN or +inf, or -inf everywhere, has no distribution; -inf entries are masked tokens.
+    A token the golden has no distribution for is left out; one the lowered run has none for makes the
+    sequence's KLD +inf (a lowering that breaks the distribution is never within a budget). None when no
+    token has a KL."""
+    r = core.kl_rows(golden_logp.detach().cpu().numpy(), lowered_logp.detach().cpu().numpy())
+    if r["skipped_target"]:
+        return math.inf, r["skipped_target"]
+    return (r["mean"] if r["count"] else None), 0
+
+
 def _measure(golden_logp, lowered_logp, batches):
     """KL(golden || lowered) per token, top-1 agreement and loss delta, each averaged per sequence, then
     the mean and standard error over sequences (tokens of one sequence are not independent)."""
-    import torch
-
     kld, top1, dloss = [], [], []
     nonfinite = 0
     for g, q, b in zip(golden_logp, lowered_logp, batches):
         _, targets = _split_batch(b)
-        # KL(P || Q) = sum_v P_v (log P_v - log Q_v); a lowered run that produced NaN/inf logits has no
-        # distribution: counted, and its KLD is +inf (never within a budget).
-        finite = torch.isfinite(q).all(dim=-1)
-        nonfinite += int((~finite).sum())
-        p = g.exp()
-        # terms with P_v = 0 contribute 0 (also where both log-probabilities are -inf: masked vocabulary)
-        k = torch.where(p > 0, p * (g - q), torch.zeros_like(p)).sum(-1)
-        k = torch.where(finite, k, torch.full_like(k, math.inf))
-        kld += k.mean(-1).tolist()
+        for gs, qs in zip(g.reshape(-1, *g.shape[-2:]), q.reshape(-1, *q.shape[-2:])):
+            k, broken = _sequence_kld(gs, qs)
+            nonfinite += broken
+            if k is not None:
+                kld.append(k)
         top1 += (g.argmax(-1) == q.argmax(-1)).double().mean(-1).tolist()
         if targets is not None:
             t = targets.to(g.device).long()

@@ -15,12 +15,9 @@
 namespace parity::eval {
 
 ValueUnc mean_and_uncertainty(double sum, double sum2, int64_t count) {
-  // llama.cpp: f = Σx/n; df = Σx²/n − f²; unc = sqrt(df/(n−1)) when df > 0 and n > 10, else 0.
-  if (count < 1) return {0.0, 0.0};
-  const double f = sum / count;
-  double df = sum2 / count - f * f;
-  df = (df > 0 && count > 10) ? std::sqrt(df / (count - 1)) : 0.0;
-  return {f, df};
+  // llama.cpp's formula, held once with the KL accumulator (parity/metrics.h).
+  const MeanUnc mu = llama_mean_and_uncertainty(sum, sum2, count);
+  return {mu.mean, mu.unc};
 }
 
 double covariance_of_means(double sum_a, double sum_b, double sum_ab, int64_t count) {
@@ -121,13 +118,15 @@ TokenComparison compare_token(const TokenDist& golden, const TokenDist& target) 
   tc.delta_p = std::exp(target.label_logprob) - std::exp(golden.label_logprob);
   tc.same_top = golden.argmax >= 0 && golden.argmax == target.argmax;
   const size_t V = golden.logprob.size();
-  // Renormalise both decoded vectors into proper distributions (docs/eval.md "Decoding and KLD").
-  const double zp = log_sum_exp(golden.logprob);
-  const double zq = log_sum_exp(target.logprob);
-  if (!std::isfinite(zp) || !std::isfinite(zq)) {
+  // The one KL row policy (parity/metrics.h, docs/metrics.md "KL divergence"): a side holding NaN or
+  // +Inf, or −Inf everywhere, has no distribution and the token no KLD.
+  if (kl_row_skip(golden.logprob.data(), target.logprob.data(), static_cast<int64_t>(V)) != KlSkip::kNone) {
     tc.kld = tc.kld_bound = kNaN;
     return tc;
   }
+  // Renormalise both decoded vectors into proper distributions (docs/eval.md "Decoding and KLD").
+  const double zp = log_sum_exp(golden.logprob);
+  const double zq = log_sum_exp(target.logprob);
   double kld = 0, bound = 0, abs_terms = 0;
   for (size_t i = 0; i < V; ++i) {
     const double lp = golden.logprob[i] - zp;
@@ -228,7 +227,8 @@ void flag_nonfinite_tokens(TokenPairs& pairs, PplResult& r) {
 // each token, then finish into the result.
 struct PplAccumulator {
   double sum_nll = 0, sum_nll2 = 0, sum_base = 0, sum_base2 = 0, sum_cross = 0;
-  double sum_kld = 0, sum_kld2 = 0, sum_dp = 0, sum_dp2 = 0, sum_dp4 = 0;
+  KlAccumulator kld;  // the one KL accumulator (parity/metrics.h): llama.cpp's Σkld, Σkld² in token order
+  double sum_dp = 0, sum_dp2 = 0, sum_dp4 = 0;
   double bound_sum = 0, bound_max = 0;
   int64_t same_top = 0, count = 0;
   std::vector<double> klds, dps;
@@ -239,8 +239,7 @@ struct PplAccumulator {
     sum_base += t.nll_golden;
     sum_base2 += t.nll_golden * t.nll_golden;
     sum_cross += t.nll_target * t.nll_golden;
-    sum_kld += t.kld;
-    sum_kld2 += t.kld * t.kld;
+    kld.add(t.kld);
     sum_dp += t.delta_p;
     const double dp2 = t.delta_p * t.delta_p;
     sum_dp2 += dp2;
@@ -271,7 +270,8 @@ struct PplAccumulator {
 
   // KL divergence, Δp and same-top.
   void finish_distributions(PplResult& r) {
-    r.kld = mean_and_uncertainty(sum_kld, sum_kld2, count);
+    const KlSummary k = kld.finish();
+    r.kld = k.count > 0 ? ValueUnc{k.mean, k.unc} : ValueUnc{0.0, 0.0};  // llama.cpp's 0 ± 0 for no tokens
     r.kld_pct = percentiles_of(std::move(klds));
     r.kld_bound_mean = count ? bound_sum / count : kNaN;
     r.kld_bound_max = bound_max;

@@ -4,7 +4,6 @@
 #include <omp.h>
 
 #include <cmath>
-#include <limits>
 #include <vector>
 
 namespace parity::metrics_detail {
@@ -18,36 +17,6 @@ double pairwise_sum(const double* x, int64_t n) {
   const int64_t half = n / 2;
   return pairwise_sum(x, half) + pairwise_sum(x + half, n - half);
 }
-
-namespace {
-
-// KL of one row, or NaN when the row is skipped (see softmax_kl.h). `terms` is scratch of size n.
-double row_kl(const double* g, const double* t, int64_t n, double* terms) {
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  double mg = -kInf, mt = -kInf;
-  for (int64_t i = 0; i < n; ++i) {
-    if (std::isnan(g[i]) || std::isnan(t[i]) || g[i] == kInf || t[i] == kInf) return std::nan("");
-    mg = g[i] > mg ? g[i] : mg;
-    mt = t[i] > mt ? t[i] : mt;
-  }
-  if (mg == -kInf || mt == -kInf) return std::nan("");  // softmax of an all −Inf row is undefined
-  for (int64_t i = 0; i < n; ++i) terms[i] = std::exp(g[i] - mg);
-  const double lg = std::log(pairwise_sum(terms, n));
-  for (int64_t i = 0; i < n; ++i) terms[i] = std::exp(t[i] - mt);
-  const double lt = std::log(pairwise_sum(terms, n));
-  for (int64_t i = 0; i < n; ++i) {
-    if (g[i] == -kInf) {
-      terms[i] = 0.0;  // p_i = 0 contributes nothing, whatever q_i is
-      continue;
-    }
-    const double logp = (g[i] - mg) - lg;
-    const double logq = (t[i] - mt) - lt;  // −Inf where the target masked a golden-possible token
-    terms[i] = std::exp(logp) * (logp - logq);
-  }
-  return pairwise_sum(terms, n);
-}
-
-}  // namespace
 
 Status softmax_kl(const TensorView& golden, const TensorView& target, int threads, PairMetrics& m) {
   m.kl_computed = true;
@@ -71,19 +40,17 @@ Status softmax_kl(const TensorView& golden, const TensorView& target, int thread
     for (int64_t r = 0; r < rows; ++r) {
       decode_to_double(golden, r * cols, cols, gb.data());
       decode_to_double(target, r * cols, cols, tb.data());
-      row_values[static_cast<size_t>(r)] = row_kl(gb.data(), tb.data(), cols, terms.data());
+      row_values[static_cast<size_t>(r)] = softmax_row_kl(gb.data(), tb.data(), cols, terms.data());
     }
   }
-  // Keep the used rows, in order, and average them with a pairwise sum.
-  int64_t used = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    const double v = row_values[static_cast<size_t>(r)];
-    if (std::isnan(v)) continue;
-    row_values[static_cast<size_t>(used++)] = v;
-  }
-  m.kl_rows = used;
-  m.kl_rows_skipped = rows - used;
-  if (used > 0) m.kl = pairwise_sum(row_values.data(), used) / static_cast<double>(used);
+  // The rows in order, through the one KL accumulator: skipped rows (NaN) counted, the others averaged
+  // with a pairwise sum.
+  KlAccumulator acc;
+  acc.add_rows(row_values.data(), rows);
+  const KlSummary kl = acc.finish();
+  m.kl_rows = kl.count;
+  m.kl_rows_skipped = kl.skipped;
+  m.kl = kl.mean;
   return Status::OK();
 }
 

@@ -8,10 +8,9 @@
 namespace parity::metrics_detail {
 
 // Sets m.kl, m.kl_computed, m.kl_rows, m.kl_rows_skipped. Rows are the slices along the last
-// dimension (a 0-d or 1-d tensor is one row). Per row: KL(softmax(g) ‖ softmax(t)) =
-// Σ p_i (log p_i − log q_i), with log-softmax computed as (x_i − max) − log Σ exp(x_j − max);
-// terms with p_i = 0 are 0. Rows with NaN or +Inf on either side, or all −Inf on either side, are
-// skipped and counted. m.kl is the mean over the other rows (NaN if none).
+// dimension (a 0-d or 1-d tensor is one row). Per row: softmax_row_kl, with parity's one KL row policy
+// (parity/metrics.h: rows without a distribution on either side are skipped and counted); m.kl is the
+// KlAccumulator's pairwise mean over the other rows (NaN if none).
 Status softmax_kl(const TensorView& golden, const TensorView& target, int threads, PairMetrics& m);
 
 // Pairwise sum of x[0..n): short sequential runs combined as a tree (error O(log n · eps)).
