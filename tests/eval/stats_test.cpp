@@ -71,3 +71,42 @@ TEST(PplStats, SeedThresholdsByDtype) {
   EXPECT_DOUBLE_EQ(ppl_thresholds_for_logits("", "").kld, 0.005);
   EXPECT_NE(ppl_thresholds_for_logits("", "").kld_source.find("unknown"), std::string::npos);
 }
+
+// eval's token KLD follows the one KL row policy (parity/metrics.h, docs/metrics.md "KL divergence"):
+// a masked vocabulary is a finite KLD equal to compare's row KL; a side without a distribution has none.
+TEST(PplStats, CompareTokenFollowsTheSharedKlRowPolicy) {
+  TokenDist p, q;
+  p.logprob = {std::log(0.5), -INFINITY, std::log(0.5)};
+  q.logprob = {std::log(0.25), -INFINITY, std::log(0.75)};
+  p.error = q.error = {0, 0, 0};
+  p.label = q.label = 0;
+  std::vector<double> scratch(3);
+  const double row = parity::softmax_row_kl(p.logprob.data(), q.logprob.data(), 3, scratch.data());
+  EXPECT_NEAR(compare_token(p, q).kld, row, 1e-15);
+  EXPECT_NEAR(row, 0.5 * std::log(2.0) + 0.5 * std::log(0.5 / 0.75), 1e-15);
+  for (double bad : {NAN, INFINITY}) {
+    TokenDist broken = q;
+    broken.logprob[0] = bad;
+    EXPECT_EQ(parity::kl_row_skip(p.logprob.data(), broken.logprob.data(), 3), parity::KlSkip::kTarget);
+    EXPECT_TRUE(std::isnan(compare_token(p, broken).kld));
+    EXPECT_TRUE(std::isnan(compare_token(broken, p).kld));
+  }
+  TokenDist all_masked = q;
+  all_masked.logprob = {-INFINITY, -INFINITY, -INFINITY};
+  EXPECT_TRUE(std::isnan(compare_token(p, all_masked).kld));
+}
+
+// eval's Σkld, Σkld² are the KL accumulator's: its finish is llama.cpp's mean ± unc of the same sums.
+TEST(PplStats, KlAccumulatorIsLlamaCppsMeanAndUncertainty) {
+  parity::KlAccumulator acc;
+  double s = 0, s2 = 0;
+  for (int i = 1; i <= 20; ++i) {
+    acc.add(i * 1e-3);
+    s += i * 1e-3;
+    s2 += (i * 1e-3) * (i * 1e-3);
+  }
+  const parity::KlSummary k = acc.finish();
+  const ValueUnc v = mean_and_uncertainty(s, s2, 20);
+  EXPECT_EQ(k.mean, v.value);
+  EXPECT_EQ(k.unc, v.unc);
+}
