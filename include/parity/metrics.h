@@ -265,6 +265,12 @@ class KlAccumulator {
   int64_t count_ = 0, skipped_ = 0, skipped_target_ = 0;
 };
 
+// KL of `rows` row pairs of `cols` values each (row-major), rows computed in parallel on `threads`
+// (0 = OpenMP's default) and added to one accumulator in row order (deterministic). Writes each row's
+// KL (NaN where skipped) to kl_out and whose distribution was missing to skip_out (both `rows` long).
+KlSummary kl_of_rows(const double* golden, const double* target, int64_t rows, int64_t cols, int threads,
+                     double* kl_out, KlSkip* skip_out);
+
 // llama.cpp's mean and its uncertainty from running sums (the formula of KlSummary's mean and unc, also
 // eval's perplexity and Δp statistics): {0, 0} for count < 1.
 struct MeanUnc {

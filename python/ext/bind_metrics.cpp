@@ -120,22 +120,14 @@ py::dict kl_rows(const RowArray& golden, const RowArray& target) {
   const int64_t cols = golden.shape(golden.ndim() - 1);
   const int64_t rows = cols > 0 ? golden.size() / cols : 0;
   py::array_t<double> kl(std::vector<py::ssize_t>{static_cast<py::ssize_t>(rows)});
+  static_assert(sizeof(parity::KlSkip) == sizeof(int8_t));
   py::array_t<int8_t> skip(std::vector<py::ssize_t>{static_cast<py::ssize_t>(rows)});
+  double* kl_out = kl.mutable_data();
+  auto* skip_out = reinterpret_cast<parity::KlSkip*>(skip.mutable_data());
   parity::KlSummary summary;
   {
     py::gil_scoped_release release;
-    std::vector<double> scratch(static_cast<size_t>(cols));
-    parity::KlAccumulator acc;
-    for (int64_t r = 0; r < rows; ++r) {
-      const double* g = golden.data() + r * cols;
-      const double* t = target.data() + r * cols;
-      const parity::KlSkip s = parity::kl_row_skip(g, t, cols);
-      const double v = parity::softmax_row_kl(g, t, cols, scratch.data());
-      kl.mutable_data()[r] = v;
-      skip.mutable_data()[r] = static_cast<int8_t>(s);
-      acc.add(v, s);
-    }
-    summary = acc.finish();
+    summary = parity::kl_of_rows(golden.data(), target.data(), rows, cols, 0, kl_out, skip_out);
   }
   py::dict d;
   d["kl"] = kl;

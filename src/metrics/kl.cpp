@@ -1,5 +1,7 @@
 // The one KL row policy and accumulator of parity (include/parity/metrics.h, docs/metrics.md
 // "KL divergence"): compare's logits rows, eval ppl's tokens and scan's per-token KL all go through here.
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -47,6 +49,26 @@ double softmax_row_kl(const double* g, const double* t, int64_t n, double* terms
     terms[i] = std::exp(logp) * (logp - logq);
   }
   return pairwise_sum(terms, n);
+}
+
+KlSummary kl_of_rows(const double* golden, const double* target, int64_t rows, int64_t cols, int threads,
+                     double* kl_out, KlSkip* skip_out) {
+  if (threads <= 0) threads = omp_get_max_threads();
+  const bool parallel = threads > 1 && rows > 1 && rows * cols >= (int64_t{1} << 16);
+#pragma omp parallel num_threads(threads) if (parallel)
+  {
+    std::vector<double> scratch(static_cast<size_t>(cols));
+#pragma omp for schedule(dynamic, 16)
+    for (int64_t r = 0; r < rows; ++r) {
+      const double* g = golden + r * cols;
+      const double* t = target + r * cols;
+      skip_out[r] = kl_row_skip(g, t, cols);
+      kl_out[r] = softmax_row_kl(g, t, cols, scratch.data());
+    }
+  }
+  KlAccumulator acc;
+  for (int64_t r = 0; r < rows; ++r) acc.add(kl_out[r], skip_out[r]);
+  return acc.finish();
 }
 
 MeanUnc llama_mean_and_uncertainty(double sum, double sum2, int64_t count) {
