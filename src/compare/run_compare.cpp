@@ -4,9 +4,10 @@
 // 2. Per pair, plan the richest comparison both sides allow: tensor (both have data) > checksum (both
 //    have a CRC32C of the same dtype) > statistics (stored, or computed from the data of one side) >
 //    none. Element-count mismatches are row errors before anything is loaded.
-// 3. Measure: pairs of at least kBigPairBytes run one at a time with every thread inside the fused
-//    kernel; smaller pairs are spread over the threads, one pair per thread, because the kernel's own
-//    fork/join costs more than a 64 KiB pair takes to compare (issue 2 §6: 20,000 small pairs).
+// 3. Measure: pairs that are a large share of the work (kBigPairBytes) run one at a time with every
+//    thread inside the fused kernel; the others are spread over the threads, one pair per thread, largest
+//    first, because the kernel's own fork/join costs more than a 64 KiB pair takes to compare (issue 2 §6:
+//    20,000 small pairs) and idle workers spin between fork/joins (issue 34: msprobe dumps).
 //    Under a group of N processes (options.group, mpirun) each process measures a share and sends the
 //    measured fields to process 0 (compare/row_exchange.h). Captures divided by rank (options.rank_shares,
 //    open_divided_sources): the sources of each process but 0 hold only its ranks, so it lists, pairs,
@@ -45,8 +46,15 @@ namespace parity {
 
 namespace {
 
-// Pairs at least this large (both sides together) are compared one at a time with all threads.
+// A pair is compared alone with all threads only when it is at least kBigPairBytes (both sides together)
+// and at least 1 / (kSharesPerThread * jobs) of all the bytes to measure; every other pair goes to one
+// thread. Each pair measured alone is one fork/join, and between two of them the main thread loads the
+// next pair while libgomp's idle workers spin (about 15 ms per wait at the default spin count): on
+// msprobe's dumps (~1,900 pairs of 1-16 MiB) that spinning took 75 % of the command's CPU and, with the
+// two cores shared, 8 s of wall instead of 1 s (docs/benchmarks.md, issue 34). A pair that large a share
+// of the work would leave threads idle at the end if it went to one of them.
 constexpr int64_t kBigPairBytes = int64_t{1} << 20;
+constexpr int64_t kSharesPerThread = 8;
 
 struct RowPlan {
   size_t row = 0;
@@ -408,18 +416,19 @@ void split_off(std::vector<T>& from, std::vector<T>& to, Pred pred) {
   from = std::move(keep);
 }
 
-// Measures the planned rows and then their parameter updates. Pairs of at least kBigPairBytes run one at
-// a time with every thread inside the kernel; smaller ones one per thread, dynamically scheduled (sizes
+// Measures the planned rows and then their parameter updates. Large pairs (kBigPairBytes) run one at a
+// time with every thread inside the kernel; the others one per thread, dynamically scheduled (sizes
 // vary 64x).
 void measure_planned(CompareResult& res, const std::vector<RowPlan>& plans,
                      const std::vector<compare::UpdatePair>& updates, const RecordSource& golden,
                      const RecordSource& target, int jobs, ProgressSink* progress) {
   std::vector<RowPlan> big, small;
   int64_t total_bytes = 0;
-  for (const RowPlan& p : plans) {
-    (p.bytes >= kBigPairBytes ? big : small).push_back(p);
-    total_bytes += p.bytes;
-  }
+  for (const RowPlan& p : plans) total_bytes += p.bytes;
+  const int64_t big_from = std::max(kBigPairBytes, total_bytes / (kSharesPerThread * std::max(jobs, 1)));
+  for (const RowPlan& p : plans) (p.bytes >= big_from ? big : small).push_back(p);
+  // Largest first, so that the last pairs a thread takes are small and the threads finish together.
+  std::stable_sort(small.begin(), small.end(), [](const RowPlan& a, const RowPlan& b) { return a.bytes > b.bytes; });
   if (progress) progress->begin("comparing", total_bytes, "B");
   for (const RowPlan& plan : big) {
     measure_row(res.rows[plan.row], plan, golden, target, res.thresholds, jobs);
