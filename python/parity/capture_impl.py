@@ -45,6 +45,7 @@ from ._capture_collectives import CollectiveEvents, _install_collective_hooks, _
 from ._capture_memory import MemoryTracking
 from ._capture_modules import ModuleEvents
 from ._capture_names import GLOBAL_NAME, ROOT_NAME, _well_formed  # noqa: F401 (GLOBAL_NAME re-exported)
+from ._capture_optimizer import OptimizerEvents, innermost_optimizer
 from ._capture_ops import OpEvents, _OpMode
 from ._capture_record import Recording
 from ._capture_registry import _open_captures
@@ -74,12 +75,13 @@ def _scalar_value(v):
     return v
 
 
-class Capture(ModuleEvents, OpEvents, CollectiveEvents, Recording, MemoryTracking):
+class Capture(ModuleEvents, OpEvents, CollectiveEvents, OptimizerEvents, Recording, MemoryTracking):
     """with parity.capture(model, run_dir, level=..., mode=..., steps=[0], ...) as cap: ..."""
 
     def __init__(self, model, run_dir, level="module", mode="statistics", steps=(0,), include=None,
                  exclude=None, direction="both", overwrite=False, rank=None, params=True,
-                 queue_bytes=256 << 20, shard_bytes=1 << 30, fingerprint_extra=None, on_error="warn"):
+                 queue_bytes=256 << 20, shard_bytes=1 << 30, fingerprint_extra=None, on_error="warn",
+                 optimizer=None, optimizer_update=False):
         if level not in LEVELS:
             raise ValueError("capture: level {!r} is not one of {}".format(level, ", ".join(LEVELS)))
         if mode not in MODES:
@@ -103,6 +105,10 @@ class Capture(ModuleEvents, OpEvents, CollectiveEvents, Recording, MemoryTrackin
         self.queue_bytes, self.shard_bytes = int(queue_bytes), int(shard_bytes)
         self.fingerprint_extra = fingerprint_extra
         self.on_error = on_error
+        # optimizer states (_capture_optimizer.py); a wrong object fails here, before anything is written
+        self.optimizer = None if optimizer is None else innermost_optimizer(optimizer)
+        self.optimizer_update = bool(optimizer_update)
+        self._optimizer_watches = []
         self.error = None         # the first write failure (on_error="warn": recording stopped there)
         self.step = 0
         self.skipped = 0          # tensors that could not be recorded (complex, sparse, ...)
@@ -158,6 +164,8 @@ class Capture(ModuleEvents, OpEvents, CollectiveEvents, Recording, MemoryTrackin
         self._thread = threading.get_ident()
         self._install()
         _open_captures.add(self)
+        if self.optimizer is not None:
+            self.watch_optimizer(self.optimizer)
         self._recording = self._step_recorded(self.step)
         return self
 
@@ -168,6 +176,7 @@ class Capture(ModuleEvents, OpEvents, CollectiveEvents, Recording, MemoryTrackin
         self._started = False
         self._recording = False
         try:
+            self._unwatch_optimizers()
             self._uninstall()
             self._resolve_pending()
         finally:

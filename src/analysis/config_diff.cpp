@@ -37,6 +37,9 @@ bool has_any(const std::string& key, std::initializer_list<const char*> words) {
 // Which kind of setting a key is. Order matters: the first matching category wins.
 std::string category_of(const std::string& raw_key) {
   const std::string k = lower(raw_key);
+  // The capture's optimizer section (docs/capture.md "Optimizer states"): eps, betas, weight decay, the
+  // starting lr of each parameter group — every one changes the numbers of each step.
+  if (k.rfind("optimizer.", 0) == 0) return "optimizer";
   if (has_any(k, {"tokenizer", "bos", "eos", "pad_token", "special_token", "rope", "rotary",
                   "max_position", "chat_template", "add_bos", "add_eos", "vocab"}))
     return "model";

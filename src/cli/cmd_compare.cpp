@@ -326,8 +326,8 @@ CommandAction setup_compare(CLI::App& sub, const GlobalOptions& global) {
   sub.add_option("--step", a->step, "Only records of this capture step (plain files have none; default: all)")
       ->check(CLI::NonNegativeNumber);
   sub.add_option("--rank", a->rank, "Only records of this rank (default: all)")->check(CLI::NonNegativeNumber);
-  sub.add_option("--direction", a->direction, "Only records of this direction (capture runs; default: both)")
-      ->check(CLI::IsMember({"forward", "backward"}));
+  sub.add_option("--direction", a->direction, "Only records of this direction (capture runs; default: all)")
+      ->check(CLI::IsMember({"forward", "backward", "optimizer"}));
   sub.add_option("--include", a->include, "Regex (repeatable): compare only records whose name matches one")
       ->allow_extra_args(false);
   sub.add_option("--exclude", a->exclude, "Regex (repeatable): leave out records whose name matches")

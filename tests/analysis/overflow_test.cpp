@@ -97,6 +97,15 @@ TEST(Overflow, MeasuredFromCompareRows) {
   EXPECT_EQ(analyse_overflow(g).origins.size(), 0u);
 }
 
+TEST(ConfigDiff, OptimizerHyperparametersAreNumericSettings) {
+  auto d = config_diff(std::string(R"({"optimizer": {"0": {"class": "AdamW", "param_groups": {"0": {"eps": 1e-08}}}}})"),
+                       std::string(R"({"optimizer": {"0": {"class": "AdamW", "param_groups": {"0": {"eps": 1e-06}}}}})"));
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].key, "optimizer.0.param_groups.0.eps");
+  EXPECT_EQ(d[0].category, "optimizer");
+  EXPECT_TRUE(d[0].numeric);
+}
+
 TEST(ConfigDiff, CategoriesAndIgnoredIdentities) {
   auto d = config_diff(std::string(R"({"torch": {"version": "2.1"}, "precision": {"dtype": "float32"},
                                        "hostname": "a", "tokenizer": {"bos": 1}, "note": "x"})"),

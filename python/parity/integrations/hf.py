@@ -46,11 +46,13 @@ def _output_logits(output):
 _CALLBACK_DOC = """A `transformers.TrainerCallback` capturing a Trainer run into a parity run directory.
 
 ParityCallback(path=..., level="module", steps=(1,), eval_logits=False, logits_top_k=256,
-**capture_options): the callback makes the capture (`parity.capture(model, path, ...)`) on train
+optimizer=False, **capture_options): the callback makes the capture (`parity.capture(model, path, ...)`) on train
 begin and closes it on train end, numbering steps with the Trainer's global_step (`steps` are
 Trainer steps; the first optimizer step is 1). `eval_logits`: True (every evaluation) or the
 Trainer steps whose evaluation writes its logits (causal LMs: logits[..., :-1] scored against
-labels[..., 1:], as their loss does) to the run's logits file for `parity eval ppl`.
+labels[..., 1:], as their loss does) to the run's logits file for `parity eval ppl`. `optimizer=True`:
+the Trainer's optimizer states too (docs/capture.md "Optimizer states"; `optimizer_update=True` adds the
+updates).
 
 ParityCallback(cap): writes into `cap`, a capture the caller made and entered; one capture step
 per optimizer step, numbered by the capture (0, 1, ...)."""
@@ -61,7 +63,7 @@ class _CallbackMethods:
     importing this module does not import transformers."""
 
     def __init__(self, cap=None, *, path=None, level="module", steps=(1,), eval_logits=False,
-                 logits_top_k=256, **capture_options):
+                 logits_top_k=256, optimizer=False, **capture_options):
         if (cap is None) == (path is None):
             raise TypeError("ParityCallback: give either a capture you started (ParityCallback(cap)) or "
                             "path=... for a capture the callback makes, not both and not neither")
@@ -73,6 +75,7 @@ class _CallbackMethods:
         if eval_logits is not False and cap is not None:
             raise TypeError("ParityCallback: eval_logits needs a capture the callback makes (path=...)")
         self._top_k = int(logits_top_k)
+        self._optimizer = bool(optimizer)  # record the Trainer's optimizer states (it exists from train begin on)
         self._hook = None
         self._steps_begun = 0
 
@@ -113,6 +116,8 @@ class _CallbackMethods:
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         if self._owned:
             self._open(model, state.global_step)
+        if self._optimizer and kwargs.get("optimizer") is not None:
+            self.cap.watch_optimizer(kwargs["optimizer"])
         self._steps_begun = 0
 
     def on_step_begin(self, args, state, control, **kwargs):
