@@ -47,6 +47,20 @@ bool crc32c_uses_hardware();
 // per element.
 TensorStats fused_stats(DType dtype, const void* data, int64_t numel, int threads = 1);
 
+// The same statistics, bit for bit, of a strided tensor read in C-contiguous (logical) order: `first`
+// points at element [0, ..., 0], `stride` gives each dimension's step in elements (0 for a broadcast
+// dimension; any order, as torch's transposes and slices make them). The elements are gathered into a
+// thread-local buffer reused from call to call (up to 64 MiB; a larger tensor gets its own) and summarised
+// there: no allocation, no page faults, no framework call on the training thread, where torch's
+// `contiguous()` took milliseconds per tensor (docs/benchmarks.md, issue 34). src/dump/strided.cpp.
+TensorStats fused_stats_strided(DType dtype, const void* first, const std::vector<int64_t>& shape,
+                                const std::vector<int64_t>& stride);
+
+// Copies a strided tensor (as for fused_stats_strided) into `out`, C-contiguous: the bytes that checksum
+// and tensor modes store.
+void gather_contiguous(DType dtype, const void* first, const std::vector<int64_t>& shape,
+                       const std::vector<int64_t>& stride, void* out);
+
 // ---- frames: the unit of every append-only file --------------------------------------------------
 // [u32 magic "PFR1"][u32 payload length][u32 crc32c(length bytes || payload)][payload: UTF-8 JSON]
 inline constexpr uint32_t kFrameMagic = 0x31524650;  // bytes 'P','F','R','1' little-endian

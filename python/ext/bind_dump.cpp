@@ -56,16 +56,18 @@ class PyWriter {
   }
 
   // One event. `ptr` (an address from tensor.data_ptr(), 0 = none) points at `numel` C-contiguous
-  // native elements of `dtype` on the host; the caller keeps the tensor alive for the call. Statistics
-  // are computed here from `ptr` unless given in `stats`; the CRC and the copy of the bytes for tensor
-  // mode are taken here too, all in one call with the GIL released.
+  // native elements of `dtype` on the host, or with `strided` at element [0, ..., 0] of a tensor laid out
+  // by `shape` and `stride` (elements); the caller keeps the tensor alive for the call. Statistics are
+  // computed here from `ptr` unless given in `stats`; the CRC and the copy of the bytes for tensor mode
+  // are taken here too (a strided tensor gathered into C order first), all in one call with the GIL
+  // released.
   py::dict append_event(const std::string& name, const std::string& module, const std::string& op,
                         const std::string& direction, const std::string& role, int index, int call, int64_t step,
                         int64_t order, const std::string& dtype, std::vector<int64_t> shape,
                         std::vector<int64_t> stride, const std::string& device, uintptr_t ptr, int64_t numel,
                         std::optional<std::vector<double>> stats, bool want_crc, bool want_data,
                         const std::string& args_json, const std::string& extra_json,
-                        std::optional<uint32_t> crc) {
+                        std::optional<uint32_t> crc, bool strided) {
     alive();
     dump::EventMeta m;
     m.name = name; m.module = module; m.op = op; m.direction = direction; m.role = role;
@@ -85,16 +87,24 @@ class PyWriter {
     const uint64_t nbytes = static_cast<uint64_t>(numel) * static_cast<uint64_t>(dtype_size(m.dtype));
     const void* p = reinterpret_cast<const void*>(ptr);
     if (stats) m.stats = stats_from_list(*stats, numel);
+    if (strided && m.shape.size() != m.stride.size()) throw py::value_error(name + ": shape and stride differ in length");
     Status st;
     {
       py::gil_scoped_release nogil;
-      if (!m.stats) m.stats = dump::fused_stats(m.dtype, p, numel);
-      if (want_crc) m.crc32c = dump::crc32c(p, nbytes);
       dump::Buffer buf;
-      if (want_data && nbytes > 0) {
+      if ((want_data || (want_crc && strided)) && nbytes > 0) {
+        // The snapshot (the tensor may be modified in place later), in C order: what the CRC covers and the
+        // shard stores; statistics then come from it too.
         buf = dump::Buffer::allocate(nbytes);
-        std::memcpy(buf.bytes.get(), p, nbytes);  // the snapshot: the tensor may be modified in place later
+        if (strided) dump::gather_contiguous(m.dtype, p, m.shape, m.stride, buf.bytes.get());
+        else std::memcpy(buf.bytes.get(), p, nbytes);
+        p = buf.bytes.get();
+        strided = false;
       }
+      if (!m.stats) m.stats = strided ? dump::fused_stats_strided(m.dtype, p, m.shape, m.stride)
+                                      : dump::fused_stats(m.dtype, p, numel);
+      if (want_crc) m.crc32c = dump::crc32c(p, nbytes);
+      if (!want_data) buf = dump::Buffer{};
       st = w_->append_event(m, std::move(buf));
     }
     check_status(st);
@@ -218,7 +228,7 @@ void bind_dump(py::module_& m) {
            py::arg("order"), py::arg("dtype"), py::arg("shape"), py::arg("stride"), py::arg("device"),
            py::arg("ptr"), py::arg("numel"), py::arg("stats") = py::none(), py::arg("want_crc") = false,
            py::arg("want_data") = false, py::arg("args_json") = "", py::arg("extra_json") = "",
-           py::arg("crc") = py::none())
+           py::arg("crc") = py::none(), py::arg("strided") = false)
       .def("append_scalars", &PyWriter::append_scalars, py::arg("step"), py::arg("json"))
       .def("write_fingerprint", &PyWriter::write_fingerprint, py::arg("json"))
       .def("flush", &PyWriter::flush)

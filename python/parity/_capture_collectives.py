@@ -1,6 +1,6 @@
 """torch.distributed collectives as op events (op and mix levels): the functions are replaced by wrappers
-(restored on stop) that record what a collective reads and writes, and invalidate cached statistics of what it
-writes without moving version counters."""
+(restored on stop) that record what a collective reads and writes, and, at every level, invalidate cached
+statistics of what it writes without moving version counters."""
 import functools
 import inspect
 import threading
@@ -12,7 +12,7 @@ from ._op_tables import _ASYNC_COLLECTIVES, _COLLECTIVES
 from ._tensors import describe_args, has_tensor
 
 
-# One wrapper per collective, shared by every open capture that watches them (op and mix levels),
+# One wrapper per collective, shared by every open capture (they all watch them),
 # installed at the first such capture's start and removed at the last one's stop.
 _dist_lock = threading.Lock()
 
@@ -157,8 +157,9 @@ class CollectiveEvents:
     def _collective_before(self, name, a):
         """Records the collective's inputs as an op event `<parent>/<name>#k` (recorded step, capture
         thread); returns what _collective_after needs, or None when the call is not recorded."""
-        if not self._started or not self._recording or self._busy or threading.get_ident() != self._thread:
-            return None
+        if (not self._started or not self._recording or self._busy or self.level == "module"
+                or threading.get_ident() != self._thread):
+            return None  # module level: not an event, _collective_after only invalidates what it writes
         base, module, k = self._next_op_call(name)
         reads, writes, asynchronous = self._collective_tensors(name, a)
         if _COLLECTIVES[name][2] == "src" and not self._is_root(a, "src"):

@@ -48,12 +48,6 @@ def _drop(obj, tensors):
 class MemoryTracking:
     """Capture's memory bookkeeping: which cached statistics are still valid, which memory holds no values."""
 
-    def _begin_burst(self):
-        """Module level: user code may have run since the last record, and without the op mode nothing
-        saw what it wrote (`x.data.copy_`, a collective): statistics are not reused across it."""
-        if self._mode_obj is None and self._known:
-            self._known.clear()
-
     def _wrote(self, obj, escape=False):
         """Tensors in obj were (or may be) written without their version counter moving: every cached
         statistic of memory they share is invalid; escape: and never cached again."""

@@ -28,7 +28,6 @@ class ModuleEvents:
             def hook(grad, name=name, i=i, step=step):
                 cap = cap_ref()
                 if cap is not None and cap._started and cap.step == step and grad is not None:
-                    cap._begin_burst()
                     cap._record(name, grad, module, op, "backward", role, i, call)
                 return None
 
@@ -52,7 +51,6 @@ class ModuleEvents:
                 def hook(grad, gname=gname, i=i, pname=pname, step=step, cls=type(mod).__name__):
                     cap = cap_ref()
                     if cap is not None and cap._started and cap.step == step and grad is not None:
-                        cap._begin_burst()
                         # One gradient per backward pass: under gradient accumulation the second and later
                         # of a step are "#1", "#2", ... so that names stay unique within (rank, step).
                         k = cap._grad_calls.get(gname, 0)
@@ -147,7 +145,6 @@ class ModuleEvents:
         busy = self._busy
         self._busy = True
         try:
-            self._begin_burst()
             ins = self._record_inputs(args, kwargs, ev, name, cls, k)
             self._record_params(mod, name)
             # Parameters of submodules too: some modules use a child's weights without calling the
@@ -173,7 +170,6 @@ class ModuleEvents:
         busy = self._busy
         self._busy = True
         try:
-            self._begin_burst()
             outs = self._record_all(out, ev, name, cls, "forward", "output", k)
             self._hook_grads(self._computed(outs, versions, ""), ev, name, cls, "input", k)
             self._hook_grads([(i, t) for i, t in ins if id(t) not in shared], ev, name, cls, "output", k)

@@ -115,6 +115,36 @@ class _OpMode(torch.overrides.TorchFunctionMode):
         return cap._op_event(func, name, args, kwargs)
 
 
+class _WatchMode(torch.overrides.TorchFunctionMode):
+    """Module level's watcher: records nothing, but sees every torch call of the capture thread so that
+    statistics can be reused across module events under op level's rules (docs/capture.md "When statistics
+    are reused"): aliases that escape torch's version counters (`.data`, `numpy()`, `data_ptr()`, ...) and
+    in-place writes through any alias invalidate cached statistics of their storage."""
+
+    def __init__(self, cap):
+        super().__init__()
+        self.cap = cap
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        cap = self.cap
+        if cap._busy:
+            return func(*args, **kwargs)
+        name = _op_name(func)
+        if name in _ESCAPE_OPS or ((name == "__get__" or name == "__set__") and _is_data_property(func)):
+            cap._wrote(args, escape=True)  # before the call, as _OpMode does
+        out = func(*args, **kwargs)
+        if name in _FOREIGN_FACTORIES:
+            cap._wrote(out, escape=True)
+        elif cap._known:
+            written = _written_tensors(name, args, kwargs)
+            if written:
+                cap._wrote(written)
+            elif name in _COLLECTIVES:  # dispatched here by torch 2.x: whatever it was handed may be written
+                cap._wrote((args, kwargs))
+        return out
+
+
 def _is_data_property(func):
     """func is Tensor.data.__get__ / __set__ (the mode sees property access as the descriptor's method)."""
     return getattr(getattr(func, "__self__", None), "__name__", None) == "data"

@@ -30,7 +30,6 @@ class Recording:
         """Record one tensor under an explicit event name in the current step (used by log_logits and
         by tools that add their own events). Honours the capture's mode; returns the statistics."""
         self._check_started()
-        self._begin_burst()
         return self._record(name, tensor, module, op, direction, role, index, call, args, extra, force=True)
 
     def _record(self, name, t, module, op, direction, role, index, call, args=None, extra=None, force=False):
@@ -100,22 +99,25 @@ class Recording:
             if (known is not None and known[0]() is t and known[1] == t._version
                     and self._gen.get(known[4], 0) == known[5] and isinstance(known[2], list)):
                 stats, crc = known[2], known[3]
+            strided = False
             if stats is not None and not want_data and (crc is not None or not want_crc):
                 ptr = 0  # nothing to read: statistics (and checksum) are known
             else:
-                h = x if x.is_contiguous() else x.contiguous()
-                ptr = h.data_ptr()
+                # A non-contiguous tensor is read where it lies, in logical order, by the C++ kernel (no
+                # contiguous() copy on the training thread: docs/capture.md "Statistics").
+                ptr = x.data_ptr()
+                strided = not x.is_contiguous()
             res = self.writer.append_event(name, module, op, direction, role, index, call, self.step, order, dtype,
                                            shape, stride, device, ptr, numel, stats, want_crc, want_data,
-                                           args_json, extra_json, crc)
+                                           args_json, extra_json, crc, strided)
             if ptr and res is not None:
                 try:
                     ref = weakref.ref(t)
                     version = t._version
                 except (TypeError, RuntimeError):  # not weak-referenceable; inference tensors have no version
                     return res
-                key = ptr - x.storage_offset() * x.element_size() if h is x else _storage_key(x)
-                if key is None or key in self._escaped:
+                key = ptr - x.storage_offset() * x.element_size()
+                if key in self._escaped:
                     return res
                 self._known[id(t)] = (ref, version, [res[k] for k in _STAT_KEYS], res.get("crc32c"), key,
                                       self._gen.get(key, 0))

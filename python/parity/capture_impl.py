@@ -46,7 +46,7 @@ from ._capture_memory import MemoryTracking
 from ._capture_modules import ModuleEvents
 from ._capture_names import GLOBAL_NAME, ROOT_NAME, _well_formed  # noqa: F401 (GLOBAL_NAME re-exported)
 from ._capture_optimizer import OptimizerEvents, innermost_optimizer
-from ._capture_ops import OpEvents, _OpMode
+from ._capture_ops import OpEvents, _OpMode, _WatchMode
 from ._capture_record import Recording
 from ._capture_registry import _open_captures
 from ._core import core
@@ -123,8 +123,8 @@ class Capture(ModuleEvents, OpEvents, CollectiveEvents, OptimizerEvents, Recordi
         self._frames = []         # per active module call (innermost last): {id(input): version} of its inputs
         self._wrapped = []
         self._mode_obj = None
-        # op and mix levels see every torch call and collective between two records, so statistics
-        # may be reused across events; module level reuses them only within one burst of records
+        # Every level sees every torch call and collective between two records (op and mix levels through the
+        # op mode, module level through the watch mode), so statistics may be reused across events
         # (docs/capture.md "When statistics are reused").
         self._watch_collectives = False
         self._escaped = set()     # storage keys handed to numpy / DLPack / raw pointers / async collectives
@@ -210,11 +210,13 @@ class Capture(ModuleEvents, OpEvents, CollectiveEvents, OptimizerEvents, Recordi
             orig = mod.forward
             mod.forward = self._make_forward(mod, name, orig)
             self._wrapped.append((mod, had_own, orig))
-        if self.level in ("op", "mix"):
-            self._mode_obj = _OpMode(self)
-            self._mode_obj.__enter__()
-            _install_collective_hooks()
-            self._watch_collectives = True
+        # Op and mix levels record through the op mode; module level only watches (_WatchMode), so that a
+        # module's input that is the previous module's output is summarised once. Collectives are wrapped at
+        # every level: at module level they only invalidate what they write (_collective_before).
+        self._mode_obj = _OpMode(self) if self.level in ("op", "mix") else _WatchMode(self)
+        self._mode_obj.__enter__()
+        _install_collective_hooks()
+        self._watch_collectives = True
 
     def _uninstall(self):
         if self._watch_collectives:
@@ -245,8 +247,7 @@ class Capture(ModuleEvents, OpEvents, CollectiveEvents, OptimizerEvents, Recordi
         # once. The weakref guards against a freed tensor's id being reused, _version against in-place
         # ops on the tensor and its views; the storage generation (_gen, bumped by _wrote) against
         # writes that bypass _version: through another alias such as `x.data` (in-place torch calls
-        # seen by the op mode) and by torch.distributed collectives. Module level has neither watcher:
-        # there the cache lives for one burst of records only (_begin_burst).
+        # seen by the op or watch mode) and by torch.distributed collectives.
         self._known = {}
         self._gen = {}
         # storage key -> weakref of the tensor an `empty*` factory returned: memory holding no values yet
