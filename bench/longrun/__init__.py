@@ -1,0 +1,1 @@
+"""Long training runs for issue 30: optimizer states, where runs part, the monitor (README.md)."""
