@@ -35,6 +35,7 @@ for (let s = 0; s < steps && rows.length < n; ++s) {
     const name = `${ev.module}.${ev.direction}.output.${s}`;
     rows.push({
       name, target_name: name, match: 'exact', mode: 'tensor',
+      event: name.replace(/\.output\.\d+$/, ''), site: { call: 0, module: ev.module, op: '' },  // as parity writes a dotted name's
       golden: { dtype: 'f32', shape: [4, 128], file: `golden/${name}.npy` },
       target: { dtype: 'bf16', shape: [4, 128], file: `target/${name}.npy` },
       module: ev.module, op: ev.p.split('.').pop(), direction: ev.direction, role: 'output', index: 0,

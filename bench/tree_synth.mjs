@@ -59,14 +59,14 @@ for (let rank = 0; rank < R; ++rank) {
   for (const e of rankEvents(rank)) {
     const name = e.op ? `${e.module}/${e.op}/${e.direction}/output/0` : `${e.module}/${e.direction}/output/0`;
     const rec = { name, module: e.module, op: e.op ? e.op.split('#')[0] : 'Module', direction: e.direction, role: 'output', index: 0, step: 0,
-      dtype: 'bf16', shape: [4, 64], file: 'synthetic', rank };
+      dtype: 'bf16', shape: [4, 64], file: 'synthetic', rank, event: name.replace(/\/output\/0$/, ''), site: { call: 0, module: e.module, op: e.op } };
     if (e.side !== 'both') { unmatched[e.side].push({ ...rec, order: e.side === 'golden' ? gOrder++ : tOrder++ }); continue; }
     const grow = rank === 0 && e.layer >= BAD ? 40 * (1 + e.layer - BAD) : 1;
     const ratio = (0.3 + rand()) * grow * (e.direction === 'backward' ? 1.5 : 1);
     const verdict = ratio > 200 ? 'fail' : ratio > 20 ? 'warn' : 'pass';
     rows.push({ name, target_name: name, target_order: tOrder++, match: 'exact', match_confidence: 1, mode: 'tensor',
       golden: { dtype: 'f32', shape: [4, 64], file: 'golden' }, target: { dtype: 'bf16', shape: [4, 64], file: 'target' },
-      module: e.module, op: rec.op, direction: e.direction, role: 'output', index: 0, step: 0, rank, order: gOrder++,
+      module: e.module, op: rec.op, direction: e.direction, role: 'output', index: 0, step: 0, rank, order: gOrder++, event: rec.event, site: rec.site,
       threshold_dtype: 'bf16', metrics: { cosine: 1 - (ratio * u) ** 2 / 2, rel_l2: ratio * u, max_abs: ratio * u * 30 },
       stats: null, checksum_equal: null, verdict, reason: verdict === 'pass' ? 'within rounding' : `beyond rounding (${ratio.toFixed(0)} u)`,
       noise: ratio > 20 ? 'structural' : 'noise', noise_ratio: ratio });
@@ -79,7 +79,7 @@ const summary = { rows: rows.length, pass: count('pass'), warn: count('warn'), f
   unmatched_golden: unmatched.golden.length, unmatched_target: unmatched.target.length, problems: 0, verdict: 'fail', exit_code: 1 };
 const fd = rows[first];
 const result = {
-  schema: 'parity.compare/1', revision: '1.7', parity_version: 'synthetic', command: `node bench/tree_synth.mjs ${out}`,
+  schema: 'parity.compare/1', revision: '1.8', parity_version: 'synthetic', command: `node bench/tree_synth.mjs ${out}`,
   golden: { source: `golden/ (synthetic ${L}-layer model)`, fingerprint: null }, target: { source: `target/ (synthetic ${L}-layer model)`, fingerprint: null },
   summary, rows, unmatched, problems: [], notes: ['synthetic data for the model tree benchmark'],
   first_divergence: { row: first, name: fd.name, event: event(fd), module: fd.module, op: fd.op, direction: fd.direction, role: 'output',

@@ -79,7 +79,7 @@ inline constexpr Schema kScanState{"SCAN_STATE", "parity.scan.state/1", "docs/sc
 // ---- the HTML report -------------------------------------------------------------------------------------------
 inline constexpr Schema kReportData{"REPORT_DATA", "parity.report-data/1", "docs/report.md",
                                     "the data envelope a report embeds (the results and their origins)"};
-inline constexpr Schema kReportTree{"REPORT_TREE", "parity.report-tree/1", "docs/report.md",
+inline constexpr Schema kReportTree{"REPORT_TREE", "parity.report-tree/2", "docs/report.md",
                                     "the model-tree index a report embeds beside a compare result's rows"};
 
 // Every schema above, once.

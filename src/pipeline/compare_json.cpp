@@ -27,11 +27,14 @@ json fingerprint_json(const std::optional<std::string>& text) {
   return parsed.is_discarded() ? json(*text) : parsed;
 }
 
+json site_json(const EventSite& site) { return json{{"call", site.call}, {"module", site.module}, {"op", site.op}}; }
+
 json record_to_json(const Record& r) {
   return json{{"name", r.name},       {"file", r.file},       {"dtype", dtype_name(r.dtype)},
               {"shape", r.shape},     {"module", r.module},   {"op", r.op},
               {"direction", r.direction}, {"role", r.role},   {"index", r.index},
-              {"step", r.step},       {"rank", r.rank},       {"order", r.order}};
+              {"step", r.step},       {"rank", r.rank},       {"order", r.order},
+              {"event", event_stem(r)}, {"site", site_json(event_site(r))}};
 }
 
 // ---- rows: written straight as text ------------------------------------------------------------------
@@ -212,6 +215,14 @@ void write_update(RowWriter& w, const ParameterUpdate& u) {
 }  // namespace
 
 void write_compare_row_json(const CompareRow& row, std::string& out, std::string_view pad) {
+void write_site(RowWriter& w, const EventSite& site) {
+  w.open();
+  w.key("call").integer(site.call);
+  w.key("module").text(site.module);
+  w.key("op").text(site.op);
+  w.close();
+}
+
   const Record& g = *row.golden;
   const Record& t = *row.target;
   RowWriter w(out, pad);
@@ -224,6 +235,9 @@ void write_compare_row_json(const CompareRow& row, std::string& out, std::string
   w.key("fixed_reason").text(row.fixed_reason());
   w.key("fixed_verdict").text(verdict_name(row.fixed_verdict));
   w.key("flip").text(flip_role_name(row.flip));
+  // Revision 1.8: the event and its place in the model, read once here (analysis/events.cpp), so that no
+  // reader parses names (the report's model tree places rows and analysis events by them).
+  w.key("event").text(event_stem(g));
   write_side(w.key("golden"), g);
   w.key("index").integer(g.index);
   w.key("loss_scale_log2").integer(row.loss_scale_log2);
@@ -245,6 +259,7 @@ void write_compare_row_json(const CompareRow& row, std::string& out, std::string
   if (row.stats) write_stats_comparison(w.key("stats"), row);
   else w.key("stats").null();
   w.key("step").integer(g.step);
+  write_site(w.key("site"), event_site(g));
   write_side(w.key("target"), t);
   w.key("target_name").text(t.name);
   // Revision 1.7: the target record's own place in execution order, so that a reader can put a record
@@ -393,7 +408,8 @@ json compare_report_head_to_json(const CompareReport& report) {
   // Revision 1.4 (additive, issue 28): summary.verdict_raised_by, diagnosis[].severity, suspect kind "structure".
   // Revision 1.6 (additive, issue 31): summary.headline, the words the terminal's last line says.
   // Revision 1.7 (additive, issue 31): rows[].target_order, the target record's execution order.
-  j["revision"] = "1.7";
+  // Revision 1.8 (additive, issue 32): rows[].event and rows[].site, also on unmatched records.
+  j["revision"] = "1.8";
   j["peak_resident_bytes"] = result.peak_resident_bytes;
   if (report.replay_asked)
     j["replay"] = {{"problem", report.replay_problem.empty() ? json(nullptr) : json(report.replay_problem)},

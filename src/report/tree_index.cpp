@@ -124,6 +124,22 @@ void TreeIndexBuilder::add_nonfinite(const json& row, size_t index) {
   nonfinite_target_.push_back(std::move(target));
 }
 
+// The row's event and its place in the model (rows[].site, revision 1.8): what the tree is built from.
+// A row without them (a result of an older revision) has no event, its module as its place, call 0, no op.
+void TreeIndexBuilder::add_site(const json& row) {
+  event_.push_back(intern(row, "event"));
+  const json* site = member(row, "site");
+  if (site == nullptr || !site->is_object()) {
+    site_module_.push_back(intern(row, "module"));
+    site_call_.push_back(0);
+    site_op_.push_back(-1);
+    return;
+  }
+  site_module_.push_back(intern(*site, "module"));
+  site_call_.push_back(integer(*site, "call", 0));
+  site_op_.push_back(intern(*site, "op"));
+}
+
 void TreeIndexBuilder::add(const json& row) {
   const size_t index = size();
   // The name in two interned halves, split at its first '/': capture names share both ("model.layers.3.mlp"
@@ -134,6 +150,7 @@ void TreeIndexBuilder::add(const json& row) {
   head_.push_back(intern(std::string(n.substr(0, slash))));
   tail_.push_back(slash == std::string_view::npos ? -1 : intern(std::string(n.substr(slash + 1))));
   module_.push_back(intern(row, "module"));
+  add_site(row);
   role_.push_back(intern(row, "role"));
   direction_.push_back(intern(row, "direction"));
   add_nonfinite(row, index);
@@ -156,6 +173,10 @@ json TreeIndexBuilder::take(const std::vector<size_t>& kept) {
   out["head"] = column(head_, false);
   out["tail"] = column(tail_, false);
   out["module"] = column(module_, false);
+  out["event"] = column(event_, false);
+  out["site_module"] = column(site_module_, false);
+  out["site_call"] = column(site_call_, false);
+  out["site_op"] = column(site_op_, false);
   out["role"] = column(role_, false);
   out["direction"] = column(direction_, false);
   out["verdict"] = column(verdict_, false);

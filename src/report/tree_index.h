@@ -23,7 +23,7 @@ class TreeIndexBuilder {
  public:
   void add(const nlohmann::json& row);
   size_t size() const { return head_.size(); }
-  // The "report_tree" object (schema parity.report-tree/1); `kept` are the indices, ascending, of the
+  // The "report_tree" object (schema parity.report-tree/2); `kept` are the indices, ascending, of the
   // rows the report embeds. The builder is empty afterwards.
   nlohmann::json take(const std::vector<size_t>& kept);
 
@@ -31,10 +31,13 @@ class TreeIndexBuilder {
   int32_t intern(const nlohmann::json& row, const char* key);
   int32_t intern(const std::string& s);
   void add_nonfinite(const nlohmann::json& row, size_t index);
+  void add_site(const nlohmann::json& row);
 
   std::deque<std::string> strings_;                          // a deque: the map's views stay valid
   std::unordered_map<std::string_view, int32_t> string_ids_;  // views into strings_
   std::vector<int32_t> head_, tail_, module_, role_, direction_;
+  std::vector<int32_t> event_, site_module_, site_op_;  // rows[].event, rows[].site (string ids)
+  std::vector<int64_t> site_call_;
   std::vector<int8_t> verdict_;
   std::vector<double> noise_ratio_;  // NaN: none (written as null); +inf written "Infinity"
   std::vector<int64_t> order_, target_order_, rank_, step_;

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "compare/judge.h"
+#include "parity/analysis.h"
 #include "parity/compare_runs.h"
 #include "parity/json_number.h"
 
@@ -63,6 +64,8 @@ json reference_row(const CompareRow& row, const std::string& fixed_reason) {
               {"target", {{"dtype", dtype_name(row.target->dtype)}, {"shape", row.target->shape.vec()}, {"file", row.target->file}}},
               {"module", g.module}, {"op", g.op}, {"direction", g.direction}, {"role", g.role}, {"index", g.index},
               {"step", g.step}, {"rank", g.rank}, {"order", g.order}, {"shape_differs", row.shape_differs},
+              {"event", event_name(g)},
+              {"site", {{"module", event_site(g).module}, {"call", event_site(g).call}, {"op", event_site(g).op}}},
               {"loss_scale_log2", row.loss_scale_log2},
               {"cancelled", row.cancelled}, {"error_structured", row.error_structured},
               {"flip", flip_role_name(row.flip)},

@@ -51,7 +51,7 @@ TEST(TreeIndex, EveryColumnDecodesToWhatTheRowSays) {
   TreeIndexBuilder b;
   for (const json& r : rows) b.add(r);
   const json ix = b.take({1, 3});
-  EXPECT_EQ(ix["schema"], "parity.report-tree/1");
+  EXPECT_EQ(ix["schema"], "parity.report-tree/2");
   EXPECT_EQ(ix["rows"], 4);
   EXPECT_EQ(ix["kept"], json({1, 3}));
   const auto head = decode(ix["head"], 4, false), tail = decode(ix["tail"], 4, false), module = decode(ix["module"], 4, false);
@@ -75,6 +75,32 @@ TEST(TreeIndex, EveryColumnDecodesToWhatTheRowSays) {
   EXPECT_EQ(ix["nonfinite"]["target"][0], json({2, 0, nullptr, nullptr, "NaN", nullptr}));
   EXPECT_EQ(ix["nonfinite"]["golden"][0], json({nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}));
   EXPECT_EQ(b.size(), 0u);  // taken
+}
+
+// The tree places rows by the result's rows[].event and rows[].site (revision 1.8), never by parsing names:
+// the index carries them as they are; a row of an older revision (no site) sits at its module, call 0.
+TEST(TreeIndex, CarriesEachRowsEventAndSite) {
+  std::vector<json> rows = {
+      {{"name", "m.attn#1/softmax#0/forward/output/0"}, {"module", "m.attn"}, {"event", "m.attn#1/softmax#0/forward"},
+       {"site", {{"module", "m.attn"}, {"call", 1}, {"op", "softmax#0"}}}},
+      {{"name", "m.attn/forward/output/0"}, {"module", "m.attn"}, {"event", "m.attn/forward"},
+       {"site", {{"module", "m.attn"}, {"call", 0}, {"op", ""}}}},
+      {{"name", "old/row/of/revision/1.7"}, {"module", "m.mlp"}},
+  };
+  TreeIndexBuilder b;
+  for (const json& r : rows) b.add(r);
+  const json ix = b.take({});
+  const auto event = decode(ix["event"], 3, false), module = decode(ix["site_module"], 3, false);
+  const auto call = decode(ix["site_call"], 3, false), op = decode(ix["site_op"], 3, false);
+  EXPECT_EQ(str(ix, event[0]), "m.attn#1/softmax#0/forward");
+  EXPECT_EQ(str(ix, event[1]), "m.attn/forward");
+  EXPECT_EQ(event[2], -1);
+  EXPECT_EQ((std::vector<std::string>{str(ix, module[0]), str(ix, module[1]), str(ix, module[2])}),
+            (std::vector<std::string>{"m.attn", "m.attn", "m.mlp"}));
+  EXPECT_EQ(call, (std::vector<long long>{1, 0, 0}));
+  EXPECT_EQ(str(ix, op[0]), "softmax#0");
+  EXPECT_EQ(str(ix, op[1]), "");
+  EXPECT_EQ(op[2], -1);
 }
 
 TEST(TreeIndex, LongRunsAreWrittenAsRunsAndOrdersAsDeltas) {

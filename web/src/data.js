@@ -19,14 +19,21 @@ P.schemaKind = function schemaKind(result) {
   return m ? { kind: m[1], version: +m[2] } : { kind: '', version: 0 };
 };
 
-// "blocks.2.mlp.out.npy" -> "blocks.2.mlp.out"; "a.npz:x" -> "a:x" (a name without its file extension).
-P.stem = (name) => name.replace(/\.(npy|npz|safetensors|pt|pth|bin|h5)(?=$|:)/, '');
+// Where a record sits in the model, as the result says (parity.compare/1 rows[].site, revision 1.8; also on
+// unmatched records): {module, call, op}. The report parses no names: a result of an older revision has no
+// site, and its records sit at their module (or, for a plain tensor file, at their name) with no op node.
+P.siteOf = function siteOf(rec) {
+  const s = rec && rec.site;
+  if (s && typeof s === 'object') return { module: P.str(s.module), call: P.int(s.call, 0), op: P.str(s.op) };
+  return { module: P.str(rec && rec.module) || P.str(rec && rec.name), call: 0, op: '' };
+};
 
-// Module path of an event: the capture metadata, or for plain tensor files the name minus its last
-// component ("blocks.2.mlp.out.npy" -> "blocks.2.mlp").
-P.moduleOf = function moduleOf(module, name) {
+// Module path of an event: the capture metadata, or for a plain tensor file the module its place sits in
+// (the place "blocks.2.mlp.out" of "blocks.2.mlp.out.npy" -> "blocks.2.mlp").
+P.moduleOf = function moduleOf(row) {
+  const module = P.str(row.module);
   if (module) return module;
-  const s = P.stem(name).replace(/[/:]/g, '.');
+  const s = P.siteOf(row).module;
   const i = s.lastIndexOf('.');
   return i > 0 ? s.slice(0, i) : s;
 };
@@ -54,7 +61,8 @@ P.toEvent = function toEvent(row, idx) {
     idx,
     name,
     target_name: P.str(row.target_name || name),
-    module: P.moduleOf(P.str(row.module), name),
+    module: P.moduleOf(row),
+    event: P.str(row.event),
     op: P.str(row.op),
     direction: P.str(row.direction),
     role: P.str(row.role),
@@ -133,17 +141,15 @@ P.resolveEvent = function resolveEvent(cmp, ref) {
   return null;
 };
 
-// The row that stands for an analysis event: exact name, else the worst output row whose name starts
-// with the event name (then any row), in the given step/rank (-1 = any).
+// The row that stands for an analysis event: exact name, else the worst output row of that event (the
+// rows' `event`, as the result names it; then any of its rows), in the given step/rank (-1 = any).
 P.eventByName = function eventByName(cmp, evName, step, rank) {
   if (cmp.byName.has(evName)) return cmp.byName.get(evName);
   let best = null, bestScore = -Infinity;
   for (const e of cmp.events) {
     if (step >= 0 && e.step !== step) continue;
     if (rank >= 0 && e.rank !== rank) continue;
-    if (!e.name.startsWith(evName)) continue;
-    const c = e.name.charAt(evName.length);
-    if (c && c !== '.' && c !== '/' && c !== ':') continue;
+    if (e.event !== evName) continue;
     const score = (e.role === 'output' ? 1e6 : 0) + (P.isNum(e.noise_units) ? Math.min(e.noise_units, 1e5) : 0);
     if (score > bestScore) { best = e; bestScore = score; }
   }

@@ -8,22 +8,13 @@
 
 P.TREE_ROW_H = 24;
 
-// Where a record sits in the tree: module path components, then "/op#k" for an op event. Capture names
-// are "<module>[#k]/<direction>/..." or "<parent>[#k]/<op>#<k>/<direction>/..."; any other name (a plain
-// tensor file, an archive key) is its stem split at dots ("blocks.2.mlp.out.npy" -> blocks, 2, mlp, out).
-P.treeIsDir = (s) => s === 'forward' || s === 'backward';
-P.treeSegments = function treeSegments(name, module) {
-  const parts = name.split('/');
-  const isDir = P.treeIsDir;
-  if (parts.length > 1 && (isDir(parts[1]) || (parts.length > 2 && isDir(parts[2])))) {
-    const call = parts[0];
-    const hash = call.lastIndexOf('#');
-    const segs = P.moduleSegments(module || (hash > 0 ? call.slice(0, hash) : call));
-    // An op of a module's second call is another node than the same op of its first call.
-    if (!isDir(parts[1])) segs.push('/' + parts[1] + (hash > 0 ? ' (call ' + call.slice(hash) + ')' : ''));
-    return segs;
-  }
-  return P.moduleSegments(module || P.stem(name).replace(/[:/]/g, '.'));
+// Where a record sits in the tree: its place as the result gives it (P.siteOf: module path, module call,
+// op), as path components, then "/op#k" for an op record; an op of a module's second call is another node
+// than the same op of its first call.
+P.treeSegments = function treeSegments(site) {
+  const segs = P.moduleSegments(site.module);
+  if (site.op) segs.push('/' + site.op + (site.call > 0 ? ' (call #' + site.call + ')' : ''));
+  return segs;
 };
 // "<root>" and "<global>" are one component each; any other module path splits at its dots.
 P.moduleSegments = (m) => (m === '<root>' || m === '<global>' || !m ? [m || '(unnamed)'] : m.split('.'));
@@ -33,28 +24,30 @@ P.moduleSegments = (m) => (m === '<root>' || m === '<global>' || !m ? [m || '(un
 P.buildModelTree = function buildModelTree(cmp, ix) {
   const r = cmp.result;
   const unmatched = { golden: P.treeList(P.get(r, 'unmatched', 'golden')), target: P.treeList(P.get(r, 'unmatched', 'target')) };
-  const isRoot = (module, name) => P.str(module) === '<root>' || P.str(name).startsWith('<root>/');
   // With a "<root>" module (the model itself), every other module of the model is under it.
-  const hasRoot = ix.module.some((m, i) => isRoot(m, ix.name[i])) || [...unmatched.golden, ...unmatched.target].some((x) => isRoot(x.module, x.name));
+  const hasRoot = ix.site.some((s) => s.module === '<root>') || [...unmatched.golden, ...unmatched.target].some((x) => P.siteOf(x).module === '<root>');
   const t = { nodes: [], byPath: new Map(), roots: [], rowNode: new Int32Array(ix.n), unmatched, hasRoot, ix };
   const pathOf = (segs) => {
     if (hasRoot && segs[0] !== '<root>' && segs[0] !== '<global>') segs.unshift('<root>');
     return segs;
   };
-  // Most records of a module share its path: one lookup of "module|op" instead of one per path component.
+  // Most records of a module share its place: one lookup of "module|call|op" instead of one per component.
   const cache = new Map();
-  const nodeOf = (name, module) => {
-    const p = name.split('/', 3);  // a capture name's node is its module, call and op: what precedes its direction
-    const capture = p.length > 1 && (P.treeIsDir(p[1]) || (p.length > 2 && P.treeIsDir(p[2])));
-    const k = module + '|' + (capture ? p[0] + '/' + p[1] : name);
+  const nodeOf = (site) => {
+    const k = site.module + '|' + (site.op ? site.call + '|' + site.op : '');
     let id = cache.get(k);
-    if (id === undefined) cache.set(k, (id = P.treeAddPath(t, pathOf(P.treeSegments(P.str(name), P.str(module))))));
+    if (id === undefined) cache.set(k, (id = P.treeAddPath(t, pathOf(P.treeSegments(site)))));
     return id;
   };
-  for (let i = 0; i < ix.n; ++i) t.rowNode[i] = nodeOf(ix.name[i], ix.module[i]);
-  t.unmatchedNode = { golden: unmatched.golden.map((u) => nodeOf(u.name, u.module)), target: unmatched.target.map((u) => nodeOf(u.name, u.module)) };
+  // The node of each event the result names (rows[].event, also on unmatched records): analysis events
+  // (suspects, NaN/Inf origins) are placed by it.
+  const byEvent = new Map();
+  const place = (event, node) => { if (event && !byEvent.has(event)) byEvent.set(event, node); return node; };
+  for (let i = 0; i < ix.n; ++i) t.rowNode[i] = place(ix.evName[i], nodeOf(ix.site[i]));
+  const placeUnmatched = (u) => place(P.str(u.event), nodeOf(P.siteOf(u)));
+  t.unmatchedNode = { golden: unmatched.golden.map(placeUnmatched), target: unmatched.target.map(placeUnmatched) };
   // The node of an analysis event ("layers.1.attn/exp#0/forward"), or undefined.
-  t.nodeOfEvent = (name) => t.byPath.get(pathOf(P.treeSegments(name, '')).reduce(P.treeJoin, ''));
+  t.nodeOfEvent = (name) => byEvent.get(name);
   P.treeOrder(t);
   return t;
 };

@@ -1,9 +1,10 @@
 // tree_index.js — what the model tree knows of every row (docs/report.md "Model tree"): one record per
 // row of the comparison, in columns. A report that keeps only the worst rows of a large comparison
-// embeds "report_tree" (parity.report-tree/1, written by src/report/tree_index.cpp) beside them, so the
+// embeds "report_tree" (parity.report-tree/2, written by src/report/tree_index.cpp) beside them, so the
 // tree places and colours every row whatever the cap; a report holding every row needs no index, and
 // the same columns are read from its rows.
-//   name, module, role, direction: strings; sev: verdict severity (P.severity); noise: relative error in
+//   name, module, role, direction, evName (the row's event): strings; site: where the row sits in the
+//   model ({module, call, op}: P.siteOf, from the result's rows[].site); sev: verdict severity (P.severity); noise: relative error in
 //   rounding-noise units (P.noiseUnits); order, torder (target order, -1 none), rank, step: numbers;
 //   event: the row's index in cmp.events, -1 when the report does not embed it; rowOf: cmp.events index
 //   -> index row; nonfinite: [{i, raw}] rows with NaN/Inf statistics (raw as a row, for P.nonfiniteChain);
@@ -22,6 +23,7 @@ P.treeIndexOfEvents = function treeIndexOfEvents(cmp) {
   for (let i = 0; i < n; ++i) {
     const e = ev[i];
     ix.name[i] = e.name; ix.module[i] = P.str(e.raw.module); ix.role[i] = e.role; ix.direction[i] = e.direction;
+    ix.evName[i] = e.event; ix.site[i] = P.siteOf(e.raw);
     ix.sev[i] = P.severity(e.verdict); ix.noise[i] = e.noise_units; ix.order[i] = e.order;
     ix.torder[i] = P.int(e.raw.target_order); ix.rank[i] = e.rank; ix.step[i] = e.step;
     ix.event[i] = i; ix.rowOf[i] = i;
@@ -31,7 +33,8 @@ P.treeIndexOfEvents = function treeIndexOfEvents(cmp) {
 };
 
 P.treeIndexAlloc = (n, embedded) => ({
-  n, embedded, name: new Array(n), module: new Array(n), role: new Array(n), direction: new Array(n), sev: new Int8Array(n),
+  n, embedded, name: new Array(n), module: new Array(n), role: new Array(n), direction: new Array(n),
+  evName: new Array(n), site: new Array(n), sev: new Int8Array(n),
   noise: new Float64Array(n), order: new Float64Array(n), torder: new Float64Array(n), rank: new Float64Array(n),
   step: new Float64Array(n), event: new Int32Array(n).fill(-1), rowOf: null, nonfinite: [],
 });
@@ -60,13 +63,14 @@ P.treeColumn = function treeColumn(c, n, delta) {
 // The embedded index, or null when it is not one this page reads (then the tree is built from the rows).
 P.treeIndexDecode = function treeIndexDecode(x, cmp) {
   const n = x.rows;
-  const ints = ['head', 'tail', 'module', 'role', 'direction', 'verdict', 'order', 'target_order', 'rank', 'step'];
+  const ints = ['head', 'tail', 'module', 'event', 'site_module', 'site_call', 'site_op', 'role', 'direction', 'verdict', 'order',
+    'target_order', 'rank', 'step'];
   const c = {};
-  const ok = x.schema === 'parity.report-tree/1' && Number.isInteger(n) && n >= 0 && Array.isArray(x.strings) && Array.isArray(x.kept) &&
+  const ok = x.schema === 'parity.report-tree/2' && Number.isInteger(n) && n >= 0 && Array.isArray(x.strings) && Array.isArray(x.kept) &&
     x.kept.length === cmp.events.length && Array.isArray(x.noise_ratio) && x.noise_ratio.length === n &&
     ints.every((k) => (c[k] = P.treeColumn(x[k], n, k === 'order' || k === 'target_order')) !== null);
   if (!ok) {
-    console.warn('report_tree: not a parity.report-tree/1 index of this result; the tree shows the embedded rows only');
+    console.warn('report_tree: not a parity.report-tree/2 index of this result; the tree shows the embedded rows only');
     return null;
   }
   const s = (k) => (k >= 0 ? P.str(x.strings[k]) : '');
@@ -74,6 +78,7 @@ P.treeIndexDecode = function treeIndexDecode(x, cmp) {
   for (let i = 0; i < n; ++i) {
     ix.name[i] = c.tail[i] >= 0 ? s(c.head[i]) + '/' + s(c.tail[i]) : s(c.head[i]);
     ix.module[i] = s(c.module[i]); ix.role[i] = s(c.role[i]); ix.direction[i] = s(c.direction[i]);
+    ix.evName[i] = s(c.event[i]); ix.site[i] = { module: s(c.site_module[i]), call: c.site_call[i], op: s(c.site_op[i]) };
     ix.sev[i] = c.verdict[i] >= 0 && c.verdict[i] <= 3 ? c.verdict[i] : 3;
     ix.noise[i] = P.noiseUnits(P.num(x.noise_ratio[i]));
     ix.order[i] = c.order[i]; ix.torder[i] = c.target_order[i]; ix.rank[i] = c.rank[i]; ix.step[i] = c.step[i];
