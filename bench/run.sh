@@ -18,6 +18,8 @@ for part in "$HERE"/*.sh; do
   fi
 done
 echo "==== bench part: faultbench ====" && PARITY_BIN="$BUILD/parity" PYTHONPATH="$HERE/../python:$BUILD/python" "${PARITY_VENV_PYTHON:-$HERE/../.venv/bin/python}" "$HERE/faultbench/run.py" --out "$BUILD/faultbench" --markdown "$BUILD/bench-results/faultbench.md" 2>&1 | tee "$BUILD/bench-results/faultbench.txt" || status=1
+# The long-run scenarios (bench/longrun, issue 30): each against its golden over 300 steps, and the capture cost.
+echo "==== bench part: longrun ====" && (cd "$HERE/.." && PARITY_BIN="$(cd "$BUILD" && pwd)/parity" PYTHONPATH="python:$BUILD/python" "${PARITY_VENV_PYTHON:-.venv/bin/python}" -m bench.longrun.run --steps 300 --out "$BUILD/longrun" && PYTHONPATH="python:$BUILD/python" "${PARITY_VENV_PYTHON:-.venv/bin/python}" -m bench.longrun.overhead --out "$BUILD/longrun-overhead") 2>&1 | tee "$BUILD/bench-results/longrun.txt" || status=1
 # The conformance matrix (bench/zoo: transformers architectures x benign recipes and faults); rewrites the
 # section between <!-- zoo:begin --> and <!-- zoo:end --> of docs/benchmarks.md.
 echo "==== bench part: zoo ====" && (cd "$HERE/.." && PARITY_BIN="$(cd "$BUILD" && pwd)/parity" PYTHONPATH="python:$BUILD/python" "${PARITY_VENV_PYTHON:-.venv/bin/python}" -m bench.zoo.run --json bench/out/zoo.json --markdown "$BUILD/bench-results/zoo.md" --docs docs/benchmarks.md) 2>&1 | tee "$BUILD/bench-results/zoo.txt" || status=1
