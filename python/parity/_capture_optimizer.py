@@ -90,6 +90,7 @@ class OptimizerWatch:
         self.op = type(self.opt).__name__
         self._lrs = None      # per group: the lr of the step in progress (read by the pre-hook)
         self._before = {}     # id(parameter) -> its copy before the step (update=True, recorded steps only)
+        self._calls = (-1, 0)  # (capture step, optimizer steps taken in it so far)
         self._handles = [self.opt.register_step_pre_hook(self._pre), self.opt.register_step_post_hook(self._post)]
 
     def remove(self):
@@ -119,21 +120,28 @@ class OptimizerWatch:
             return
         before, self._before = self._before, {}
         cap = self.cap
+        # A second optimizer step within one capture step (a loop that steps per micro-batch) is "#1", ...: names
+        # stay unique within (rank, step), as the gradients of gradient accumulation do.
+        step, k = self._calls
+        k = k if step == cap.step else 0
+        self._calls = (cap.step, k + 1)
+        call = "" if k == 0 else "#{}".format(k)
         cap._optimizer_burst()
         with cap._own_calls():
             for gi, lr in enumerate(self._lrs or []):
                 lr = _as_tensor(lr)
                 if lr is not None:
-                    cap._record_optimizer("{}/{}/lr/group{}".format(GLOBAL_NAME, DIRECTION, gi), lr, GLOBAL_NAME,
-                                          self.op, "lr", gi, {"group": gi})
+                    cap._record_optimizer("{}/{}/lr/group{}{}".format(GLOBAL_NAME, DIRECTION, gi, call), lr,
+                                          GLOBAL_NAME, self.op, "lr", gi, {"group": gi})
             for gi, g in enumerate(opt.param_groups):
                 for j, p in enumerate(g["params"]):
-                    self._record_parameter(p, gi, j, before.pop(id(p), None))
+                    self._record_parameter(p, gi, j, before.pop(id(p), None), call)
         self._lrs = None
 
-    def _record_parameter(self, p, gi, j, before):
+    def _record_parameter(self, p, gi, j, before, call):
         module, pname, index, _ = self.names.get(id(p), (GLOBAL_NAME, "group{}.{}".format(gi, j), j, ""))
         extra = {"param": pname, "group": gi}
+        pname += call
         for key, value in self.opt.state.get(p, {}).items():
             t = _as_tensor(value)
             if t is not None:

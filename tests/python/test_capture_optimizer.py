@@ -174,3 +174,38 @@ def test_hf_trainer_callback_records_the_trainers_optimizer(tmp_path):
     assert "<global>/optimizer/grad_norm/0" in recs and "<global>/optimizer/clip_factor/0" in recs
     assert recs["<global>/optimizer/lr/group0"].stats["max"] == pytest.approx(5e-4)  # linear decay, step 2 of 2
     assert optimizer_records(parity.load(str(tmp_path / "run")), 1) == {}
+
+
+def test_any_state_key_is_recorded_adafactor(tmp_path):
+    model = two_layers()
+    opt = torch.optim.Adafactor(model.parameters(), lr=1e-2)
+    with parity.capture(model, tmp_path / "run", mode="tensor", steps=[1], optimizer=opt) as cap:
+        seen = train(model, opt, cap, 2, snapshot_at=1)
+    recs = optimizer_records(parity.load(str(tmp_path / "run")), 1)
+    for p, state in seen["state"].items():
+        assert state, p
+        for key, value in state.items():  # row_var / col_var of matrices, variance of vectors, step
+            assert np.array_equal(recs[state_name(p, key)].to_float32(), value.numpy()), (p, key)
+    assert "0/optimizer/row_var/weight" in recs and "0/optimizer/variance/bias" in recs
+
+
+def test_two_optimizer_steps_in_one_capture_step_are_numbered(tmp_path):
+    model = two_layers()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    with parity.capture(model, tmp_path / "run", steps=[0], optimizer=opt, optimizer_update=True):
+        for micro in range(2):  # two optimizer steps before next_step(): one capture step
+            x, y = batch(micro)
+            opt.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+    run = parity.load(str(tmp_path / "run"))
+    assert not run.problems  # names unique within the step
+    recs = optimizer_records(run, 0)
+    assert {"2/optimizer/momentum_buffer/bias", "2/optimizer/momentum_buffer/bias#1", "2/optimizer/update/bias#1",
+            "<global>/optimizer/lr/group0#1"} <= set(recs)
+
+
+def test_not_an_optimizer_fails_before_anything_is_written(tmp_path):
+    with pytest.raises(TypeError, match="torch.optim.Optimizer"):
+        parity.capture(two_layers(), tmp_path / "run", optimizer=object())
+    assert not (tmp_path / "run").exists()
