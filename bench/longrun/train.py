@@ -37,6 +37,8 @@ class Scenario:
     loss_scale: float = 1.0           # loss × scale before backward, gradients unscaled before the step
     clip_before_unscale: bool = False  # the bug: clip_grad_norm_ on the scaled gradients, unscale after
     lr_shift: int = 0                 # the schedule is stepped this many times before training (off by one)
+    world: int = 1                    # data-parallel processes (gloo, one thread each), gradients averaged
+    bf16_reduce_rank: int = -1        # this rank's gradients enter the all-reduce rounded to bf16
 
 
 SCENARIOS = {s.name: s for s in [
@@ -44,8 +46,9 @@ SCENARIOS = {s.name: s for s in [
     Scenario("rerun", "the baseline again: identical records, every row passes"),
     Scenario("bf16", "forward/backward under bf16 autocast, fp32 master weights: benign drift that grows with the "
              "steps (a fault only beyond the accumulated rounding)", autocast_bf16=True),
-    Scenario("eps", "AdamW eps 1e-6 instead of 1e-8: the update differs from the first step (where |m| / sqrt(v) is "
-             "set by small second moments), exp_avg_sq from the second", eps=1e-6),
+    Scenario("eps", "AdamW eps 1e-6 instead of 1e-8: the update differs from the first step that moves the weights "
+             "(step 1: the warmup's lr is 0 at step 0), exp_avg_sq from the next (gradients of other weights)",
+             eps=1e-6),
     Scenario("beta2", "AdamW beta2 0.99 instead of 0.999: exp_avg_sq differs from the first step", beta2=0.99),
     Scenario("scaled", "loss scaled by 2^12, gradients unscaled, then clipped: the correct order (equal to the "
              "baseline in fp32 but for the scaled backward records)", loss_scale=LOSS_SCALE),
@@ -53,10 +56,16 @@ SCENARIOS = {s.name: s for s in [
              "2^12 too small), unscaled after: the update shrinks from the first step", golden="scaled",
              loss_scale=LOSS_SCALE, clip_before_unscale=True),
     Scenario("bf16_master", "parameters stored in bf16 (no fp32 master weights) under bf16 autocast: updates below "
-             "half an ulp of a weight are lost (the RMSNorm weights, 1.0, stop moving: ulp 2^-7 > lr)",
+             "half an ulp of a weight are lost (an RMSNorm weight at 1.0 does not move up: half its ulp, 2^-8, is above the "
+             "peak lr 3e-3)",
              golden="bf16", autocast_bf16=True, bf16_params=True),
     Scenario("lr_off_by_one", "the schedule one step ahead (stepped once before training): the lr differs from the "
              "first step, so does every update", lr_shift=1),
+    Scenario("ddp", "two gloo processes, each its own batches, gradients summed by all_reduce in fp32 and averaged",
+             golden="", world=2),
+    Scenario("allreduce_bf16", "as ddp, but rank 1's gradients go into the all-reduce rounded to bf16: the recorded "
+             "gradients (before the reduction) agree, every optimizer state of both ranks differs from step 0",
+             golden="ddp", world=2, bf16_reduce_rank=1),
 ]}
 
 
@@ -98,15 +107,17 @@ def make_optimizer(model, s, steps):
     return opt, sched
 
 
-def train_step(model, opt, sched, s, step):
-    """One optimizer step of scenario s; returns (loss, total gradient norm before clipping)."""
-    x, y = corpus().batch(step, BATCH, SEQ)
+def train_step(model, opt, sched, s, step, rank=0):
+    """One optimizer step of scenario s on this rank; returns (loss, total gradient norm before clipping)."""
+    x, y = corpus().batch(step * s.world + rank, BATCH, SEQ)
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=s.autocast_bf16):
         logits = model(input_ids=x).logits
     loss = F.cross_entropy(logits.float().reshape(-1, VOCAB), y.reshape(-1))
     opt.zero_grad(set_to_none=True)
     (loss * s.loss_scale if s.loss_scale != 1.0 else loss).backward()
     params = [p for p in model.parameters() if p.grad is not None]
+    if s.world > 1:
+        _all_reduce(params, s, rank)
     if s.clip_before_unscale:
         norm = torch.nn.utils.clip_grad_norm_(params, CLIP)
         _unscale(params, s.loss_scale)
@@ -116,6 +127,19 @@ def train_step(model, opt, sched, s, step):
     opt.step()
     sched.step()
     return loss.detach(), norm
+
+
+def _all_reduce(params, s, rank):
+    """Data parallelism by hand: each gradient summed over the ranks and averaged (DDP's result without its buckets,
+    which run in C++ where a capture does not see them)."""
+    import torch.distributed as dist
+
+    with torch.no_grad():
+        for p in params:
+            if rank == s.bf16_reduce_rank:
+                p.grad.copy_(p.grad.to(torch.bfloat16))
+            dist.all_reduce(p.grad)
+            p.grad.div_(s.world)
 
 
 def _unscale(params, scale):
@@ -128,7 +152,14 @@ def run(name, steps, out=None, capture_steps=None, mode="statistics", level="mod
         seed=0):
     """Trains scenario `name` for `steps` steps, captured into `out` (None: not captured) at `capture_steps`
     (None: every step) with the optimizer states (`optimizer`) and updates (`update`). Returns (losses, seconds of
-    training: the capture's stop, which drains its writer, included)."""
+    training: the capture's stop, which drains its writer, included; a scenario of several processes: no losses,
+    the seconds of all of them, process start included)."""
+    if SCENARIOS[name].world > 1:
+        return _spawn(name, steps, out, capture_steps, mode, level, optimizer, update, seed)
+    return _train(name, steps, out, capture_steps, mode, level, optimizer, update, seed)
+
+
+def _train(name, steps, out, capture_steps, mode, level, optimizer, update, seed, rank=0):
     import parity
 
     s = SCENARIOS[name]
@@ -152,7 +183,7 @@ def run(name, steps, out=None, capture_steps=None, mode="statistics", level="mod
     try:
         for step in range(steps):
             lr = opt.param_groups[0]["lr"]
-            loss, norm = train_step(model, opt, sched, s, step)
+            loss, norm = train_step(model, opt, sched, s, step, rank)
             losses.append(float(loss))
             if cap is not None:
                 cap.log(loss=loss, grad_norm=norm, lr=lr)
@@ -161,6 +192,32 @@ def run(name, steps, out=None, capture_steps=None, mode="statistics", level="mod
         if cap is not None:
             cap.stop()  # inside the clock: it drains the writer
     return losses, time.perf_counter() - t0
+
+
+def _spawn(name, steps, *rest):
+    """Runs scenario `name` in SCENARIOS[name].world processes of a gloo group on this machine; each captures its
+    own rank's part of the run."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    t0 = time.perf_counter()
+    mp.spawn(_rank_main, args=(port, (name, steps) + rest), nprocs=SCENARIOS[name].world, join=True)
+    return [], time.perf_counter() - t0
+
+
+def _rank_main(rank, port, args):
+    import torch.distributed as dist
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=SCENARIOS[args[0]].world)
+    try:
+        _train(*args, rank=rank)
+    finally:
+        dist.destroy_process_group()
 
 
 def parse_steps(text):
@@ -186,8 +243,9 @@ def main(argv=None):
             print("{:20s} golden {:10s} {}".format(s.name, s.golden or "-", s.about))
         return 0
     losses, secs = run(a.scenario, a.steps, a.out, parse_steps(a.capture_steps), a.mode, update=not a.no_update)
-    print("{}: {} steps in {:.2f} s, loss {:.4f} -> {:.4f}{}".format(
-        a.scenario, a.steps, secs, losses[0], losses[-1], ", captured into " + a.out if a.out else ""))
+    print("{}: {} steps in {:.2f} s{}{}".format(
+        a.scenario, a.steps, secs, ", loss {:.4f} -> {:.4f}".format(losses[0], losses[-1]) if losses else "",
+        ", captured into " + a.out if a.out else ""))
     return 0
 
 
