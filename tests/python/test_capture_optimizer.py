@@ -2,12 +2,14 @@
 optimizer=opt)` records, at the steps asked for, every tensor of `optimizer.state[p]` under the parameter's name
 (`<module>/optimizer/<state>/<param>`), the update (parameter after minus before the step) when asked, the lr of each
 group and the clipping factor of each clip_grad_norm_ call; values are torch's own, bit for bit."""
+import json
+
 import numpy as np
 import pytest
 import torch
 
 import parity
-from capture_helpers import compare_json
+from capture_helpers import compare_json, run_cli
 
 CLIP_WITH_NORM = torch.nn.utils.clip_grad._clip_grads_with_norm_  # before any capture wrapped it
 
@@ -133,6 +135,10 @@ def test_compare_pairs_optimizer_rows_and_finds_a_differing_eps(tmp_path):
     assert code == 0 and res["summary"]["verdict"] == "pass"
     assert len(opt_rows) == 4 * (4 * 4 + 3)  # 4 steps x (4 parameters x 4 records + lr, grad_norm, clip_factor)
     assert not res["unmatched"]["golden"] and not res["unmatched"]["target"]
+    p = run_cli("compare", tmp_path / "golden", tmp_path / "rerun", "--direction", "optimizer", "--json",
+                tmp_path / "opt.json", check=0)
+    only = json.loads((tmp_path / "opt.json").read_text())["rows"]
+    assert only and {r["direction"] for r in only} == {"optimizer"}, p.stdout[-2000:]
     code, res = compare_json(tmp_path, tmp_path / "golden", tmp_path / "eps")
     assert code == 1
     failed = [r for r in res["rows"] if r["direction"] == "optimizer" and r["verdict"] == "fail"]
