@@ -354,6 +354,7 @@ typedef float v4f __attribute__((vector_size(16)));
 // is its value). kExactRange: see fast_pass.
 struct LoadF32 {
   static constexpr double kExactRange = 0x1p19;
+  static constexpr int64_t kBytes = 4;
   static inline v8f at(const std::byte* p, int64_t i) {
     v8f f;
     std::memcpy(&f, p + 4 * i, sizeof f);
@@ -362,6 +363,7 @@ struct LoadF32 {
 };
 struct LoadBF16 {
   static constexpr double kExactRange = 0x1p35;
+  static constexpr int64_t kBytes = 2;
   static inline v8f at(const std::byte* p, int64_t i) {
 #ifdef PARITY_BLOCK_AVX
     const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i));
@@ -579,6 +581,10 @@ static FastResult fast_pass(const std::byte* gp, const std::byte* tp, int64_t n,
     v4d g0, g1, t0, t1;
     widen8<Lg>(gp, i, g0, g1);
     widen8<Lt>(tp, i, t0, t1);
+    // 2 KiB ahead, as the bf16 fp32-lane loop: the hardware prefetcher alone leaves this loop waiting on
+    // memory (it computes for longer per cache line than a plain read).
+    __builtin_prefetch(gp + Lg::kBytes * i + 2048);
+    __builtin_prefetch(tp + Lt::kBytes * i + 2048);
     err_step(g0, t0, base, e);
     if constexpr (!kTwoPass) abs_step(g0, t0, ab);
     sum_step<kCompensated>(g0, gs, gc);
@@ -705,6 +711,18 @@ static bool fast_impl(const std::byte* gp, const std::byte* tp, int64_t n, const
     r = fast_pass<Lg, Lt, true, true>(gp, tp, n, p, out);
   }
   return r == FastResult::kDone;
+}
+
+// fp32 (or mixed fp32 / bf16) pairs: each block starts from plain sums, whatever the chunk's earlier
+// blocks needed. Only the speed depends on it (plain sums equal TwoSum's where they are exact): one block
+// with a wide range (a value near zero) no longer sends the rest of its chunk to TwoSum, at the price of
+// one discarded plain pass per such block. bf16 × bf16 keeps the chunk-wide `compensate`
+// (fast_bf16_impl chooses its kernel by it).
+template <class Lg, class Lt>
+static bool fast_impl_per_block(const std::byte* gp, const std::byte* tp, int64_t n, const KernelParams& p,
+                                Partial& out, bool& /*compensate: chunk-wide, not used here*/, bool& two_pass) {
+  bool this_block = false;
+  return fast_impl<Lg, Lt>(gp, tp, n, p, out, this_block, two_pass);
 }
 
 // ---- bf16 × bf16 on fp32 lanes (issue 13 §0) ----------------------------------------------------------
@@ -1092,9 +1110,9 @@ static SpanFn span_entry(DType g, DType t) { return g == DType::kBF16 && t == DT
 // (targets of those dtypes always take the kPow2 ULP path).
 static FastFn fast_entry(DType g, DType t) {
   const bool gf = g == DType::kF32, gb = g == DType::kBF16, tf = t == DType::kF32, tb = t == DType::kBF16;
-  if (gf && tf) return &fast_impl<LoadF32, LoadF32>;
-  if (gf && tb) return &fast_impl<LoadF32, LoadBF16>;
-  if (gb && tf) return &fast_impl<LoadBF16, LoadF32>;
+  if (gf && tf) return &fast_impl_per_block<LoadF32, LoadF32>;
+  if (gf && tb) return &fast_impl_per_block<LoadF32, LoadBF16>;
+  if (gb && tf) return &fast_impl_per_block<LoadBF16, LoadF32>;
   if (gb && tb) return &fast_bf16_impl;
   return nullptr;
 }
