@@ -126,7 +126,6 @@ class OptimizerWatch:
         k = k if step == cap.step else 0
         self._calls = (cap.step, k + 1)
         call = "" if k == 0 else "#{}".format(k)
-        cap._optimizer_burst()
         with cap._own_calls():
             for gi, lr in enumerate(self._lrs or []):
                 lr = _as_tensor(lr)
@@ -252,13 +251,6 @@ class OptimizerEvents:
         if watches:
             uninstall_clip_hooks()
 
-    def _optimizer_burst(self):
-        """Cached statistics are not reused across user code where the capture says so (`_begin_burst`, module
-        level of captures that do not watch every torch call); a capture that watches every call has none."""
-        begin = getattr(self, "_begin_burst", None)
-        if begin is not None:
-            begin()
-
     def _own_calls(self):
         """The capture's own torch calls (copies, differences) are not op events."""
         return _Busy(self)
@@ -277,7 +269,6 @@ class OptimizerEvents:
         with self._own_calls():
             total = total_norm.detach() if isinstance(total_norm, torch.Tensor) else torch.tensor(float(total_norm))
             extra = {"max_norm": float(max_norm)}
-            self._optimizer_burst()
             self._record_optimizer("{}/{}/grad_norm/{}".format(GLOBAL_NAME, DIRECTION, k), total, GLOBAL_NAME,
                                    "clip_grad_norm_", "grad_norm", k, extra)
             self._record_optimizer("{}/{}/clip_factor/{}".format(GLOBAL_NAME, DIRECTION, k),
