@@ -35,11 +35,36 @@ struct Partial {
 
 // F32 / BF16 / F16: the 8-lane definition (stats_lanes.h), SIMD where the CPU has it, the portable
 // loop for the tail and elsewhere; the lanes are folded in lane order.
+void fold_lanes(const detail::Lanes& a, int64_t n, Partial& r);
+
 template <typename Tr>
 void run_chunk(DType dt, const typename Tr::Raw* p, int64_t n, Partial& r) {
   detail::Lanes a;
   const int64_t done = detail::lanes_simd(dt, p, n, a);
   detail::lanes_scalar<Tr>(p, done, n, a);
+  fold_lanes(a, n, r);
+}
+
+// Two chunks of n elements each through the paired kernel (AVX-512) where it applies: each chunk's lanes
+// are those run_chunk gives it, bit for bit.
+template <typename Tr>
+void run_chunk_pair(DType dt, const typename Tr::Raw* pa, const typename Tr::Raw* pb, int64_t n, Partial& ra,
+                    Partial& rb) {
+  detail::Lanes la, lb;
+  const int64_t done = detail::lanes_simd_pair(dt, pa, pb, n, la, lb);
+  if (done == 0) {
+    run_chunk<Tr>(dt, pa, n, ra);
+    run_chunk<Tr>(dt, pb, n, rb);
+    return;
+  }
+  detail::lanes_scalar<Tr>(pa, done, n, la);
+  detail::lanes_scalar<Tr>(pb, done, n, lb);
+  fold_lanes(la, n, ra);
+  fold_lanes(lb, n, rb);
+}
+
+// The 8 lanes of one chunk folded in lane order.
+void fold_lanes(const detail::Lanes& a, int64_t n, Partial& r) {
   float mn = std::numeric_limits<float>::infinity(), mx = -mn, amax = 0;
   for (int j = 0; j < detail::kLanes; ++j) {
     r.sum += a.sum[j];
@@ -120,6 +145,29 @@ void dispatch_chunk(DType dt, const std::byte* base, int64_t begin, int64_t n, P
   }
 }
 
+// Chunks c and c + 1, both kChunk long, starting at element `begin`.
+void dispatch_pair(DType dt, const std::byte* base, int64_t begin, Partial& ra, Partial& rb) {
+  const std::byte* pa = base + begin * dtype_size(dt);
+  const std::byte* pb = pa + kChunk * dtype_size(dt);
+  switch (dt) {
+    case DType::kF32:
+      run_chunk_pair<detail::F32Traits>(dt, reinterpret_cast<const uint32_t*>(pa), reinterpret_cast<const uint32_t*>(pb),
+                                        kChunk, ra, rb);
+      break;
+    case DType::kBF16:
+      run_chunk_pair<detail::BF16Traits>(dt, reinterpret_cast<const uint16_t*>(pa),
+                                         reinterpret_cast<const uint16_t*>(pb), kChunk, ra, rb);
+      break;
+    case DType::kF16:
+      run_chunk_pair<detail::F16Traits>(dt, reinterpret_cast<const uint16_t*>(pa),
+                                        reinterpret_cast<const uint16_t*>(pb), kChunk, ra, rb);
+      break;
+    default:
+      dispatch_chunk(dt, base, begin, kChunk, ra);
+      dispatch_chunk(dt, base, begin + kChunk, kChunk, rb);
+  }
+}
+
 }  // namespace
 
 TensorStats fused_stats(DType dtype, const void* data, int64_t numel, int threads) {
@@ -129,10 +177,18 @@ TensorStats fused_stats(DType dtype, const void* data, int64_t numel, int thread
   const auto* base = static_cast<const std::byte*>(data);
   const int64_t chunks = (numel + kChunk - 1) / kChunk;
   std::vector<Partial> parts(static_cast<size_t>(chunks));
-#pragma omp parallel for schedule(static) if (threads > 1 && chunks > 1) num_threads(std::max(threads, 1))
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * kChunk;
-    dispatch_chunk(dtype, base, begin, std::min(kChunk, numel - begin), parts[static_cast<size_t>(c)]);
+  // Chunks go in pairs (the AVX-512 kernel summarises two at once); each chunk's partial result is the
+  // same whichever way it was computed.
+  const int64_t pairs = (chunks + 1) / 2;
+#pragma omp parallel for schedule(static) if (threads > 1 && pairs > 1) num_threads(std::max(threads, 1))
+  for (int64_t q = 0; q < pairs; ++q) {
+    const int64_t c = 2 * q, begin = c * kChunk;
+    if (numel - begin >= 2 * kChunk) {
+      dispatch_pair(dtype, base, begin, parts[static_cast<size_t>(c)], parts[static_cast<size_t>(c + 1)]);
+      continue;
+    }
+    for (int64_t k = c; k < std::min(c + 2, chunks); ++k)
+      dispatch_chunk(dtype, base, k * kChunk, std::min(kChunk, numel - k * kChunk), parts[static_cast<size_t>(k)]);
   }
   Partial t;
   double sum = 0, sq = 0;

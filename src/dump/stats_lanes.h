@@ -93,4 +93,10 @@ void lanes_scalar(const typename Tr::Raw* p, int64_t begin, int64_t end, Lanes& 
 int64_t lanes_simd(DType dtype, const void* data, int64_t n, Lanes& a);
 bool lanes_simd_available();
 
+// Two chunks at once (x86-64 with AVX-512F): the first n - n % 8 elements of chunk `a` and of chunk `b`
+// (both n long) accumulated into `la` and `lb` exactly as lanes_simd would, one chunk's 8 lanes in each
+// half of a 512-bit register — each chunk keeps its own lanes and association order, so the bits are
+// those of the one-chunk kernels, with half the instructions per element. 0 when it does not apply.
+int64_t lanes_simd_pair(DType dtype, const void* a, const void* b, int64_t n, Lanes& la, Lanes& lb);
+
 }  // namespace parity::dump::detail

@@ -16,6 +16,8 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
+#include <cstdlib>
+
 namespace parity::dump::detail {
 namespace {
 
@@ -100,6 +102,98 @@ __attribute__((target("avx2,f16c"))) int64_t run(const void* data, int64_t n, La
 
 #undef PARITY_AVX2
 
+// ---- AVX-512F: two chunks per 512-bit register ------------------------------------------------------
+// The same steps as run<S> on 16 elements: elements i..i+7 of chunk a in the low half, of chunk b in the
+// high half. Masks replace the AVX2 compare vectors; the float and double operations, and their operand
+// order (min/max keep the accumulator as the second operand, as _mm256_min_ps does), are those of run<S>.
+#define PARITY_AVX512 __attribute__((target("avx512f"), always_inline)) inline
+
+template <Src S>
+PARITY_AVX512 __m512i load16(const void* a, const void* b, int64_t i, __mmask16* sub_mask) {
+  if constexpr (S == Src::kF32) {
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint32_t*>(a) + i));
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const uint32_t*>(b) + i));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+  } else {
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(a) + i));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(b) + i));
+    const __m256i h = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+    if constexpr (S == Src::kBF16) {
+      return _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
+    } else {
+      const __m512i w = _mm512_cvtepu16_epi32(h);
+      const __m512i zero = _mm512_setzero_si512();
+      *sub_mask = _mm512_cmpeq_epi32_mask(_mm512_and_si512(w, _mm512_set1_epi32(0x7C00)), zero) &
+                  _mm512_cmpneq_epi32_mask(_mm512_and_si512(w, _mm512_set1_epi32(0x03FF)), zero);
+      return _mm512_castps_si512(_mm512_cvtph_ps(h));
+    }
+  }
+}
+
+// Loads / stores one float field of two Lanes as one register (a's 8 lanes low, b's high).
+PARITY_AVX512 __m512 load_pair(const float* a, const float* b) {
+  return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(_mm256_loadu_ps(a))),
+                                             _mm256_castps_pd(_mm256_loadu_ps(b)), 1));
+}
+PARITY_AVX512 void store_pair(__m512 v, float* a, float* b) {
+  _mm256_storeu_ps(a, _mm512_castps512_ps256(v));
+  _mm256_storeu_ps(b, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+template <Src S>
+__attribute__((target("avx512f"))) int64_t run_pair(const void* pa, const void* pb, int64_t n, Lanes& la, Lanes& lb) {
+  const int64_t n8 = n - n % kLanes;
+  const __m512i kExp = _mm512_set1_epi32(0x7F800000), kMan = _mm512_set1_epi32(0x007FFFFF);
+  const __m512i kAbs = _mm512_set1_epi32(0x7FFFFFFF), zero = _mm512_setzero_si512(), one = _mm512_set1_epi32(1);
+  const __m512 pinf = _mm512_set1_ps(std::numeric_limits<float>::infinity());
+  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512i nan = zero, inf = zero, zer = zero, sub = zero;
+  __m512 mn = load_pair(la.mn, lb.mn), mx = load_pair(la.mx, lb.mx), amax = load_pair(la.amax, lb.amax);
+  __m512d sum_a = _mm512_loadu_pd(la.sum), sum_b = _mm512_loadu_pd(lb.sum);
+  __m512d sq_a = _mm512_loadu_pd(la.sq), sq_b = _mm512_loadu_pd(lb.sq);
+  for (int64_t i = 0; i < n8; i += kLanes) {
+    __mmask16 sub_mask = 0;
+    const __m512i b = load16<S>(pa, pb, i, &sub_mask);
+    const __m512i e = _mm512_and_si512(b, kExp);
+    const __mmask16 man_zero = _mm512_cmpeq_epi32_mask(_mm512_and_si512(b, kMan), zero);
+    const __mmask16 nonfin = _mm512_cmpeq_epi32_mask(e, kExp);
+    nan = _mm512_mask_add_epi32(nan, nonfin & static_cast<__mmask16>(~man_zero), nan, one);
+    inf = _mm512_mask_add_epi32(inf, nonfin & man_zero, inf, one);
+    zer = _mm512_mask_add_epi32(zer, _mm512_cmpeq_epi32_mask(_mm512_and_si512(b, kAbs), zero), zer, one);
+    if constexpr (S != Src::kF16) sub_mask = _mm512_cmpeq_epi32_mask(e, zero) & static_cast<__mmask16>(~man_zero);
+    sub = _mm512_mask_add_epi32(sub, sub_mask, sub, one);
+    const __m512 v = _mm512_castsi512_ps(_mm512_maskz_mov_epi32(static_cast<__mmask16>(~nonfin), b));
+    mn = _mm512_min_ps(_mm512_mask_blend_ps(nonfin, v, pinf), mn);
+    mx = _mm512_max_ps(_mm512_mask_blend_ps(nonfin, v, ninf), mx);
+    amax = _mm512_max_ps(_mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(v), kAbs)), amax);
+    const __m512d da = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    const __m512d db = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    sum_a = _mm512_add_pd(sum_a, da);
+    sum_b = _mm512_add_pd(sum_b, db);
+    sq_a = _mm512_add_pd(sq_a, _mm512_mul_pd(da, da));
+    sq_b = _mm512_add_pd(sq_b, _mm512_mul_pd(db, db));
+  }
+  store_pair(mn, la.mn, lb.mn);
+  store_pair(mx, la.mx, lb.mx);
+  store_pair(amax, la.amax, lb.amax);
+  _mm512_storeu_pd(la.sum, sum_a);
+  _mm512_storeu_pd(lb.sum, sum_b);
+  _mm512_storeu_pd(la.sq, sq_a);
+  _mm512_storeu_pd(lb.sq, sq_b);
+  int32_t c[4][2 * kLanes];
+  _mm512_storeu_si512(c[0], nan);
+  _mm512_storeu_si512(c[1], inf);
+  _mm512_storeu_si512(c[2], zer);
+  _mm512_storeu_si512(c[3], sub);
+  for (int j = 0; j < kLanes; ++j) {
+    la.nan += c[0][j]; la.inf += c[1][j]; la.zero += c[2][j]; la.sub += c[3][j];
+    lb.nan += c[0][kLanes + j]; lb.inf += c[1][kLanes + j]; lb.zero += c[2][kLanes + j]; lb.sub += c[3][kLanes + j];
+  }
+  return n8;
+}
+
+#undef PARITY_AVX512
+
 }  // namespace
 
 // clang does not know "f16c" as a __builtin_cpu_supports feature (clang 14: "invalid cpu feature
@@ -125,6 +219,25 @@ int64_t lanes_simd(DType dtype, const void* data, int64_t n, Lanes& a) {
   }
 }
 
+// The paired kernel also needs the one-chunk kernel's F16C (the AVX2 check covers the OS's YMM state;
+// __builtin_cpu_supports("avx512f") that of the ZMM and mask registers). PARITY_STATS_AVX512=0 turns it
+// off (the tests compare both paths).
+static bool pair_enabled() {
+  const char* env = std::getenv("PARITY_STATS_AVX512");
+  return !(env && env[0] == '0');
+}
+
+int64_t lanes_simd_pair(DType dtype, const void* a, const void* b, int64_t n, Lanes& la, Lanes& lb) {
+  static const bool ok = lanes_simd_available() && __builtin_cpu_supports("avx512f") && pair_enabled();
+  if (!ok) return 0;
+  switch (dtype) {
+    case DType::kF32: return run_pair<Src::kF32>(a, b, n, la, lb);
+    case DType::kBF16: return run_pair<Src::kBF16>(a, b, n, la, lb);
+    case DType::kF16: return run_pair<Src::kF16>(a, b, n, la, lb);
+    default: return 0;
+  }
+}
+
 }  // namespace parity::dump::detail
 
 #else  // not x86-64: the portable lanes only
@@ -132,6 +245,7 @@ int64_t lanes_simd(DType dtype, const void* data, int64_t n, Lanes& a) {
 namespace parity::dump::detail {
 bool lanes_simd_available() { return false; }
 int64_t lanes_simd(DType, const void*, int64_t, Lanes&) { return 0; }
+int64_t lanes_simd_pair(DType, const void*, const void*, int64_t, Lanes&, Lanes&) { return 0; }
 }  // namespace parity::dump::detail
 
 #endif
