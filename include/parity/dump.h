@@ -37,9 +37,11 @@ bool crc32c_uses_hardware();
 // One pass over a C-contiguous, native-order buffer of `numel` elements of `dtype`. Same definitions as
 // parity::compute_stats: NaN/Inf are counted and excluded from min/max/mean/l2norm/absmax; mean = sum of
 // finite elements / number of finite elements; subnormal is counted in the buffer's own dtype; with no
-// finite element min/max/mean/l2norm/absmax stay 0. Partial sums are kept per fixed 64 Ki-element
-// chunk (8 fixed lanes inside a chunk, AVX2 where the CPU has it) and added in chunk order, so the
-// result depends neither on `threads` nor on the CPU (identical reruns give identical statistics).
+// finite element min/max/mean/l2norm/absmax are 0. It does not measure std (NaN) nor split the Inf
+// count by sign (pinf_count = ninf_count = 0: the split unknown, parity/tensor.h). Partial sums are
+// kept per fixed 64 Ki-element chunk (8 fixed lanes inside a chunk, AVX2 where the CPU has it) and
+// added in chunk order, so the result depends neither on `threads` nor on the CPU (identical reruns
+// give identical statistics).
 // `threads` > 1 splits the chunks over OpenMP threads. Capture uses 1: between a framework's ops the
 // other cores are held by its BLAS / OpenMP pools spinning for their next task, and a second thread
 // there often waits for a time slice (one module-level training step: 0.68 s of statistics on two

@@ -16,8 +16,6 @@
 
 namespace parity {
 
-inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
 struct MetricOptions {
   bool kl = false;          // compute softmax KL along the last dimension (logits-like tensors)
   int threads = 0;          // 0 = OpenMP default
@@ -28,7 +26,7 @@ struct MetricOptions {
   // flushed to zero even when they are normal in the target's dtype ("subnormal-or-tiny").
   double ftz_tiny = 0.0;    // 0 = use the target dtype's smallest normal
   // Compare the target multiplied by 2^-target_scale_log2 (a loss-scaled gradient, parity/loss_scale.h):
-  // exact in fp64 for every stored dtype. Every metric, and the target's SideStats, describe the scaled
+  // exact in fp64 for every stored dtype. Every metric, and the target's statistics, describe the scaled
   // target — except its subnormal count, which counts the values as stored (subnormal in its dtype is a
   // property of what the target holds; GRAD_UNDERFLOW reads it). KL is not computed on a scaled pair.
   // 0 (the default) keeps the fused fast paths; a scaled pair takes the general kernel.
@@ -43,20 +41,6 @@ struct MetricOptions {
   // largest finite value. A mask of a narrower dtype stored after arithmetic in a wider one (finfo(fp16).min
   // + score kept in fp32: −65504.08) is not that dtype's extreme any more (docs/metrics.md "Dtype extremes").
   double golden_infinity_from = 0.0, target_infinity_from = 0.0;
-};
-
-// Statistics of one side over its finite elements (NaN/Inf are counted, not included).
-// Not TensorStats (parity/tensor.h), which describes one stored tensor on its own: a side of a pair counts
-// subnormals in the *target's* dtype (so both sides are measured alike), splits +Inf from −Inf and has a
-// std, and is NaN where nothing was measured; TensorStats counts subnormals in the tensor's own dtype,
-// holds one Inf count (what statistics dumps store: msprobe, capture manifests) and its numel, and is 0
-// where nothing was measured. Both spellings are published (parity.compare/1 `metrics.golden_stats` and
-// `stats.golden`, docs/compare-json.md).
-struct SideStats {
-  double min = kNaN, max = kNaN, mean = kNaN, l2norm = kNaN, std = kNaN, absmax = kNaN;
-  int64_t nan_count = 0, pinf_count = 0, ninf_count = 0;
-  int64_t zero_count = 0;
-  int64_t subnormal_count = 0;  // subnormal in the *target's* dtype (so both sides are measured alike)
 };
 
 struct PairMetrics {
@@ -96,7 +80,9 @@ struct PairMetrics {
   // Flush-to-zero signature: golden nonzero and below the tiny bound, target exactly zero.
   int64_t ftz_count = 0;
 
-  SideStats golden, target;
+  // Each side's statistics (parity/tensor.h's conventions): NaN where no element is finite; subnormals
+  // counted in the *target's* dtype (both sides measured against one bound); ±Inf split; std measured.
+  TensorStats golden, target;
 
   // Mean over rows of KL(softmax(g_row) ‖ softmax(t_row)), natural log, computed with max subtraction.
   double kl = kNaN;
@@ -106,9 +92,10 @@ struct PairMetrics {
 };
 
 // ---- The metric table ---------------------------------------------------------------------------------
-// Every field of PairMetrics and SideStats, once: its name (the JSON key of parity.compare/1
-// `rows[].metrics`, the Python dict key of _parity_core.compare_arrays, the CSV/Arrow column), the member
-// it reads, where it appears and a one-line meaning. The JSON writer (pipeline/compare_json.cpp, keys in
+// Every field of PairMetrics, and each published statistic of a pair's side (kSideStatsFields), once:
+// its name (the JSON key of parity.compare/1 `rows[].metrics`, the Python dict key of
+// _parity_core.compare_arrays, the CSV/Arrow column), the member it reads, where it appears and a
+// one-line meaning. The JSON writer (pipeline/compare_json.cpp, keys in
 // sorted order), the row table's columns (report/compare_columns.cpp, table order) and the Python dict
 // (python/ext/bind_metrics.cpp, table order) iterate these tables; tests/metrics/metric_table_test.cpp
 // holds docs/compare-json.md and the report (web/src/data.js) to them. Adding a metric: its kernel code,
@@ -122,13 +109,13 @@ enum class MetricKind {
   kDetail,  // in the JSON and the Python dict only
 };
 
-using SideStatsMember = std::variant<double SideStats::*, int64_t SideStats::*>;
+using TensorStatsMember = std::variant<double TensorStats::*, int64_t TensorStats::*>;
 using PairMetricsMember =
-    std::variant<double PairMetrics::*, int64_t PairMetrics::*, bool PairMetrics::*, SideStats PairMetrics::*>;
+    std::variant<double PairMetrics::*, int64_t PairMetrics::*, bool PairMetrics::*, TensorStats PairMetrics::*>;
 
-struct SideStatsField {
+struct TensorStatsField {
   const char* name;
-  SideStatsMember member;
+  TensorStatsMember member;
   const char* doc;
 };
 
@@ -141,18 +128,20 @@ struct MetricField {
   bool PairMetrics::*column_if = nullptr;
 };
 
-inline constexpr SideStatsField kSideStatsFields[] = {
-    {"min", &SideStats::min, "smallest finite value"},
-    {"max", &SideStats::max, "largest finite value"},
-    {"mean", &SideStats::mean, "mean of the finite values"},
-    {"l2norm", &SideStats::l2norm, "L2 norm of the finite values"},
-    {"std", &SideStats::std, "population standard deviation of the finite values"},
-    {"absmax", &SideStats::absmax, "largest finite magnitude"},
-    {"nan_count", &SideStats::nan_count, "NaN elements"},
-    {"pinf_count", &SideStats::pinf_count, "+Inf elements"},
-    {"ninf_count", &SideStats::ninf_count, "-Inf elements"},
-    {"zero_count", &SideStats::zero_count, "elements exactly 0"},
-    {"subnormal_count", &SideStats::subnormal_count, "elements subnormal in the target's dtype"},
+// The statistics of a pair's side that parity.compare/1 `rows[].metrics.golden_stats` / `target_stats` and
+// the Python dict publish: the split ±Inf counts (not inf_count), and no numel (the pair's numel).
+inline constexpr TensorStatsField kSideStatsFields[] = {
+    {"min", &TensorStats::min, "smallest finite value"},
+    {"max", &TensorStats::max, "largest finite value"},
+    {"mean", &TensorStats::mean, "mean of the finite values"},
+    {"l2norm", &TensorStats::l2norm, "L2 norm of the finite values"},
+    {"std", &TensorStats::std, "population standard deviation of the finite values"},
+    {"absmax", &TensorStats::absmax, "largest finite magnitude"},
+    {"nan_count", &TensorStats::nan_count, "NaN elements"},
+    {"pinf_count", &TensorStats::pinf_count, "+Inf elements"},
+    {"ninf_count", &TensorStats::ninf_count, "-Inf elements"},
+    {"zero_count", &TensorStats::zero_count, "elements exactly 0"},
+    {"subnormal_count", &TensorStats::subnormal_count, "elements subnormal in the target's dtype"},
 };
 
 // In PairMetrics' order, which is also the order of the tensor-mode columns of the row table.
@@ -181,8 +170,8 @@ inline constexpr MetricField kMetricFields[] = {
     {"nonfinite_agree", &PairMetrics::nonfinite_agree, MetricKind::kDetail, "NaN/±Inf positions agree"},
     {"nonfinite_mismatch", &PairMetrics::nonfinite_mismatch, MetricKind::kColumn, "positions whose non-finite class differs"},
     {"ftz_count", &PairMetrics::ftz_count, MetricKind::kColumn, "golden tiny and nonzero, target 0 (flush to zero)"},
-    {"golden_stats", &PairMetrics::golden, MetricKind::kDetail, "the golden side's SideStats"},
-    {"target_stats", &PairMetrics::target, MetricKind::kDetail, "the target side's SideStats"},
+    {"golden_stats", &PairMetrics::golden, MetricKind::kDetail, "the golden side's statistics"},
+    {"target_stats", &PairMetrics::target, MetricKind::kDetail, "the target side's statistics"},
     {"kl", &PairMetrics::kl, MetricKind::kColumn, "mean over rows of KL(softmax(g) ‖ softmax(t))",
      &PairMetrics::kl_computed},
     {"kl_computed", &PairMetrics::kl_computed, MetricKind::kDetail, "whether kl was computed"},

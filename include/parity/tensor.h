@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,14 +54,44 @@ void release_pages(const TensorView& t, int64_t begin, int64_t end);
 // A view over an owned buffer (tests, Python arrays, decompressed archive members).
 TensorView make_owned_tensor(DType dtype, Shape shape, std::vector<std::byte> bytes);
 
-// Per-tensor summary statistics. Capture computes them on the device; readers of statistics-only dumps
-// return them as stored; `compute_stats` derives them from data. NaN/Inf are counted and excluded from
-// min/max/mean/norm. "subnormal" is counted in the tensor's own dtype.
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// Summary statistics of one tensor, or of one side of a compared pair (PairMetrics::golden / target,
+// parity/metrics.h): the one statistics struct. Who fills it:
+//   - compute_stats (below) and dump::fused_stats (capture) measure a tensor's data;
+//   - readers of statistics-only dumps return what was stored (capture manifests' "stats", msprobe's
+//     Max/Min/Mean/Norm);
+//   - compare_tensors measures each side of a pair in its fused pass.
+// Its conventions, the same whoever fills it:
+//   - NaN and ±Inf are counted and excluded from min, max, mean, l2norm, std and absmax.
+//   - NaN (the default) is "not measured": std outside compare_tensors, a value a stored source does not
+//     hold. Counts have no such spelling: one a source does not hold reads 0 (an msprobe dump holds
+//     Max/Min/Mean/Norm and no counts). Over no finite element at all a
+//     pair's side keeps NaN; compute_stats and fused_stats publish 0 there (set_no_finite_values), the
+//     spelling statistics dumps and parity.compare/1 `rows[].stats` have always carried.
+//   - inf_count is the number of ±Inf elements, always filled. pinf_count / ninf_count split it where the
+//     values were seen (compute_stats, compare_tensors); a source that holds only the total (capture
+//     manifests' "inf", fused_stats) leaves both 0, so the split is known exactly when they add up to
+//     inf_count (inf_split_known()).
+//   - subnormal_count counts nonzero finite values below the smallest normal of the dtype they were
+//     measured against: the tensor's own (compute_stats, fused_stats, statistics dumps), or for a side of
+//     a compared pair the target's, so that both sides are measured against one bound (docs/metrics.md).
+// Trivially copyable: row_exchange and stats_exchange send it as bytes between ranks.
 struct TensorStats {
-  double min = 0, max = 0, mean = 0, l2norm = 0, absmax = 0;
-  int64_t nan_count = 0, inf_count = 0, zero_count = 0, subnormal_count = 0;
+  double min = kNaN, max = kNaN, mean = kNaN, l2norm = kNaN, std = kNaN, absmax = kNaN;
   int64_t numel = 0;
+  int64_t nan_count = 0;
+  int64_t inf_count = 0, pinf_count = 0, ninf_count = 0;
+  int64_t zero_count = 0, subnormal_count = 0;
+
+  bool inf_split_known() const { return pinf_count + ninf_count == inf_count; }
 };
+
+// What compute_stats and fused_stats report for a tensor without a finite element: min, max, mean,
+// l2norm and absmax 0 (std stays NaN: they do not measure it). Published so (statistics dumps,
+// parity.compare/1 `rows[].stats`); a pair's side says NaN instead (parity/metrics.h).
+inline void set_no_finite_values(TensorStats& s) { s.min = s.max = s.mean = s.l2norm = s.absmax = 0; }
+
 TensorStats compute_stats(const TensorView& t);
 
 }  // namespace parity

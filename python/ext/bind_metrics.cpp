@@ -66,14 +66,14 @@ parity::TensorView view_of(const py::array& a, parity::DType dt) {
 
 // The dicts are built from the metric tables (parity/metrics.h), in their order, so that their keys are
 // the JSON's (parity.compare/1 `rows[].metrics`): the side statistics are `golden_stats` / `target_stats`.
-py::dict side_dict(const parity::SideStats& s) {
+py::dict side_dict(const parity::TensorStats& s) {
   py::dict d;
-  for (const parity::SideStatsField& f : parity::kSideStatsFields)
+  for (const parity::TensorStatsField& f : parity::kSideStatsFields)
     std::visit([&](auto member) { d[f.name] = s.*member; }, f.member);
   return d;
 }
 
-py::object metric_value(const parity::SideStats& s) { return side_dict(s); }
+py::object metric_value(const parity::TensorStats& s) { return side_dict(s); }
 template <typename Value>
 py::object metric_value(const Value& v) {
   return py::cast(v);

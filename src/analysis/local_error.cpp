@@ -47,17 +47,10 @@ void take_max(double& acc, double v) {
 
 // NaN/Inf the target holds beyond the golden's, in one row (0 when unknown).
 int64_t target_extra_nonfinite(const CompareRow& row) {
-  if (row.metrics) {
-    const SideStats& g = row.metrics->golden;
-    const SideStats& t = row.metrics->target;
-    return std::max<int64_t>(0, (t.nan_count + t.pinf_count + t.ninf_count) - (g.nan_count + g.pinf_count + g.ninf_count));
-  }
-  if (row.stats) {
-    const TensorStats& g = golden_stats(row);
-    const TensorStats& t = target_stats(row);
-    return std::max<int64_t>(0, (t.nan_count + t.inf_count) - (g.nan_count + g.inf_count));
-  }
-  return 0;
+  if (!row.metrics && !row.stats) return 0;
+  const TensorStats& g = row.metrics ? row.metrics->golden : golden_stats(row);
+  const TensorStats& t = row.metrics ? row.metrics->target : target_stats(row);
+  return std::max<int64_t>(0, (t.nan_count + t.inf_count) - (g.nan_count + g.inf_count));
 }
 
 // Loads a record's tensor as doubles (empty on any failure: the caller then falls back).

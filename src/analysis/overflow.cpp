@@ -374,23 +374,12 @@ MeasuredSide measured_records(const CompareResult& result, bool target_side) {
     const Record* record = target_side ? row.target : row.golden;
     const TensorStats* stats = record->stats ? &*record->stats : nullptr;  // checksum rows: stored, if any
     if (row.metrics) {
-      const SideStats& s = target_side ? row.metrics->target : row.metrics->golden;
-      TensorStats& t = out.derived.emplace_back();
-      t.min = s.min;
-      t.max = s.max;
-      t.mean = s.mean;
-      t.l2norm = s.l2norm;
-      t.absmax = s.absmax;
-      t.nan_count = s.nan_count;
-      t.inf_count = s.pinf_count + s.ninf_count;
+      TensorStats& t = out.derived.emplace_back(target_side ? row.metrics->target : row.metrics->golden);
       if (row.metrics->nonfinite_agree && row.metrics->nonfinite_mismatch == 0) {
         // Both sides hold the same non-finite values at the same positions (a mask): for the comparison
         // they are agreed data, not an overflow of either run.
-        t.nan_count = t.inf_count = 0;
+        t.nan_count = t.inf_count = t.pinf_count = t.ninf_count = 0;
       }
-      t.zero_count = s.zero_count;
-      t.subnormal_count = s.subnormal_count;
-      t.numel = row.metrics->numel;
       // A loss-scaled target was compared unscaled; it overflows or underflows as stored (scaled).
       if (target_side && row.loss_scale_log2 != 0) t = scale_stats(t, row.loss_scale_log2);
       stats = &t;

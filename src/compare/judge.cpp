@@ -32,7 +32,7 @@ std::string join(const std::vector<std::string>& parts) {
   return out;
 }
 
-std::string nonfinite_summary(const SideStats& s) {
+std::string nonfinite_summary(const TensorStats& s) {
   char buf[96];
   std::snprintf(buf, sizeof buf, "%" PRId64 " NaN, %" PRId64 " +Inf, %" PRId64 " -Inf", s.nan_count,
                 s.pinf_count, s.ninf_count);

@@ -17,7 +17,8 @@ const TensorStats& target_stats(const CompareRow& row) {
 }
 
 TensorStats scale_stats(TensorStats stats, int log2) {
-  for (double* v : {&stats.min, &stats.max, &stats.mean, &stats.l2norm, &stats.absmax}) *v = std::ldexp(*v, log2);
+  for (double* v : {&stats.min, &stats.max, &stats.mean, &stats.l2norm, &stats.std, &stats.absmax})
+    *v = std::ldexp(*v, log2);
   return stats;
 }
 

@@ -152,11 +152,11 @@ bool holds_dtype_extremes(const PairMetrics& m, DType golden, DType target) {
 std::optional<std::pair<double, double>> narrow_mask_sentinels(const PairMetrics& m, DType golden, DType target) {
   const FloatFormat *fg = float_format(golden), *ft = float_format(target);
   if (fg == nullptr || ft == nullptr) return std::nullopt;
-  auto reaches_minus_inf = [](const SideStats& s, const FloatFormat* f) {
+  auto reaches_minus_inf = [](const TensorStats& s, const FloatFormat* f) {
     return s.ninf_count > 0 || s.min == -f->max_finite;
   };
   // The narrow extreme one side's minimum sits at (from below, rounding and data added), or 0.
-  auto narrow_extreme = [](const SideStats& s, const FloatFormat* own) {
+  auto narrow_extreme = [](const TensorStats& s, const FloatFormat* own) {
     for (DType narrow : {DType::kF16, DType::kF8E5M2, DType::kF8E4M3}) {
       const FloatFormat* f = float_format(narrow);
       if (f == nullptr || f->max_finite >= own->max_finite) continue;

@@ -4,7 +4,9 @@
 // statistics agree: NaN and ±Inf are counted and excluded from min, max, absmax, mean and L2 norm;
 // mean = Σ finite / #finite; zero_count counts ±0; subnormal_count counts nonzero values whose exponent
 // field is all zeros in the tensor's own dtype (so a bf16 tensor is judged by bf16's range, not fp32's).
-// Capture differs from compute_stats in speed only: it reads native contiguous buffers directly,
+// Two differences in what is measured: no std, and Inf as one total (capture manifests store "inf"; the
+// lanes count Inf unsigned), so pinf_count/ninf_count stay 0 — the split unknown (parity/tensor.h).
+// Capture differs from compute_stats in speed otherwise: it reads native contiguous buffers directly,
 // classifies by bit pattern, and splits the work into fixed 64 Ki-element chunks (OpenMP) whose partial
 // sums are added in chunk order — the result is independent of the thread count. Within a chunk the
 // float formats use 8 lanes in a fixed order (stats_lanes.h), computed with AVX2 where the CPU has it
@@ -173,7 +175,10 @@ void dispatch_pair(DType dt, const std::byte* base, int64_t begin, Partial& ra, 
 TensorStats fused_stats(DType dtype, const void* data, int64_t numel, int threads) {
   TensorStats s;
   s.numel = numel;
-  if (numel <= 0) return s;
+  if (numel <= 0) {
+    set_no_finite_values(s);
+    return s;
+  }
   const auto* base = static_cast<const std::byte*>(data);
   const int64_t chunks = (numel + kChunk - 1) / kChunk;
   std::vector<Partial> parts(static_cast<size_t>(chunks));
@@ -208,7 +213,10 @@ TensorStats fused_stats(DType dtype, const void* data, int64_t numel, int thread
   s.inf_count = t.inf;
   s.zero_count = t.zero;
   s.subnormal_count = t.sub;
-  if (finite == 0) return s;
+  if (finite == 0) {  // no finite element to describe: published as 0 (parity/tensor.h)
+    set_no_finite_values(s);
+    return s;
+  }
   s.min = t.mn;
   s.max = t.mx;
   s.absmax = t.amax;

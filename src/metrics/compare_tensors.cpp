@@ -62,9 +62,11 @@ KernelParams make_params(DType target, const MetricOptions& options) {
   return p;
 }
 
-void finish_side(const metrics_detail::SidePartial& s, int64_t numel, SideStats& out) {
+void finish_side(const metrics_detail::SidePartial& s, int64_t numel, TensorStats& out) {
+  out.numel = numel;
   out.pinf_count = s.pinf;
   out.ninf_count = s.ninf;
+  out.inf_count = s.pinf + s.ninf;
   out.nan_count = numel - s.finite - s.pinf - s.ninf;
   out.zero_count = s.zero;
   out.subnormal_count = s.subnormal;

@@ -98,7 +98,11 @@ TensorStats compute_stats(const TensorView& t) {
     for (int64_t i = 0; i < n; ++i) {
       const double v = buf[i];
       if (std::isnan(v)) { ++s.nan_count; continue; }
-      if (std::isinf(v)) { ++s.inf_count; continue; }
+      if (std::isinf(v)) {
+        ++s.inf_count;
+        ++(v > 0 ? s.pinf_count : s.ninf_count);
+        continue;
+      }
       ++finite;
       if (v == 0.0) ++s.zero_count;
       const double a = std::fabs(v);
@@ -110,7 +114,10 @@ TensorStats compute_stats(const TensorView& t) {
       add(sq, sq_c, v * v);
     }
   }
-  if (finite == 0) return s;  // min/max/mean/norms stay 0: there is no finite element to describe
+  if (finite == 0) {  // no finite element to describe: published as 0 (parity/tensor.h)
+    set_no_finite_values(s);
+    return s;
+  }
   s.min = mn;
   s.max = mx;
   s.absmax = amax;

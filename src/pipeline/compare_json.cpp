@@ -120,11 +120,11 @@ class RowWriter {
 };
 
 // One value of the metric tables, by its type (json_number's spelling for doubles).
-void write_side_stats(RowWriter& w, const SideStats& s);
+void write_side_stats(RowWriter& w, const TensorStats& s);
 void write_value(RowWriter& w, double v) { w.number(v); }
 void write_value(RowWriter& w, int64_t v) { w.integer(v); }
 void write_value(RowWriter& w, bool v) { w.boolean(v); }
-void write_value(RowWriter& w, const SideStats& s) { write_side_stats(w, s); }
+void write_value(RowWriter& w, const TensorStats& s) { write_side_stats(w, s); }
 
 // The indices of `fields` in the order of their names: nlohmann's dump writes an object's keys sorted,
 // and the rows must be spelled as it spells them (the metric tables keep PairMetrics' order).
@@ -139,16 +139,19 @@ constexpr std::array<size_t, N> sorted_by_name(const Field (&fields)[N]) {
 constexpr auto kSideStatsJsonOrder = sorted_by_name(kSideStatsFields);
 constexpr auto kMetricJsonOrder = sorted_by_name(kMetricFields);
 
-void write_side_stats(RowWriter& w, const SideStats& s) {
+// One TensorStats, two published spellings (docs/compare-json.md). A compared pair's side
+// (`rows[].metrics.golden_stats`): the kSideStatsFields, ±Inf split, std, no numel.
+void write_side_stats(RowWriter& w, const TensorStats& s) {
   w.open();
   for (size_t i : kSideStatsJsonOrder) {
-    const SideStatsField& f = kSideStatsFields[i];
+    const TensorStatsField& f = kSideStatsFields[i];
     w.key(f.name);
     std::visit([&](auto member) { write_value(w, s.*member); }, f.member);
   }
   w.close();
 }
 
+// A statistics-mode side (`rows[].stats.golden`): what statistics dumps hold, one Inf total, numel, no std.
 void write_tensor_stats(RowWriter& w, const TensorStats& s) {
   w.open();
   w.key("absmax").number(s.absmax);

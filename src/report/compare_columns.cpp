@@ -34,9 +34,9 @@ constexpr size_t kStatsColumns = 4;
 static_assert(std::ranges::none_of(kMetricFields,
                                    [](const MetricField& f) {
                                      return f.kind == MetricKind::kColumn &&
-                                            std::holds_alternative<SideStats PairMetrics::*>(f.member);
+                                            std::holds_alternative<TensorStats PairMetrics::*>(f.member);
                                    }),
-              "a SideStats is not a column of the row table");
+              "a side's statistics are not a column of the row table");
 
 // The cell type of a metric's member.
 constexpr CellType cell_type(const PairMetricsMember& member) {
@@ -82,7 +82,7 @@ void add_tensor_cells(const PairMetrics& m, std::vector<Cell>& cells) {
     }
     std::visit(
         [&](auto member) {
-          if constexpr (!std::is_same_v<decltype(member), SideStats PairMetrics::*>)  // static_assert above
+          if constexpr (!std::is_same_v<decltype(member), TensorStats PairMetrics::*>)  // static_assert above
             cells.emplace_back(m.*member);
         },
         f.member);

@@ -112,7 +112,6 @@ struct Four {
   double v[4];
 };
 Four four(const TensorStats& s) { return {{s.max, s.min, s.mean, s.l2norm}}; }
-Four four(const SideStats& s) { return {{s.max, s.min, s.mean, s.l2norm}}; }
 
 // What a side's statistics columns show: the statistics the row compared, else the record's stored
 // ones (an msprobe dump's Max/Min/Mean/Norm), else those the tensor metrics measured.

@@ -242,8 +242,8 @@ TEST(Diagnosis, TheSameBirthInBothRunsIsNoOverflowFinding) {
     Synth s;
     s.row("l0.attn", "log", "forward", "input", 0, 0).metrics->target.max = 1.875;
     PairMetrics& out = *s.row("l0.attn", "log", "forward", "output", 0, 0).metrics;
-    out.golden.ninf_count = golden_inf;
-    out.target.ninf_count = target_inf;
+    out.golden.ninf_count = out.golden.inf_count = golden_inf;
+    out.target.ninf_count = out.target.inf_count = target_inf;
     out.nonfinite_agree = false;  // as in statistics mode: counts, no positions
     return analyse_and_diagnose(s.result, nullptr, nullptr);
   };
@@ -262,7 +262,7 @@ TEST(Diagnosis, GradientOverflowAndUnderflow) {
   Synth over;
   over.module("l0", "Linear", 0, 0);
   over.row("l0", "Linear", "backward", "grad", 0, 0, DType::kF32, DType::kF32, 0, 0, 0);
-  over.result.rows.back().metrics->target.pinf_count = 4;
+  over.result.rows.back().metrics->target.pinf_count = over.result.rows.back().metrics->target.inf_count = 4;
   over.result.rows.back().metrics->nonfinite_agree = false;
   over.result.rows.back().metrics->nonfinite_mismatch = 4;
   Findings fo = analyse_and_diagnose(over.result, nullptr, nullptr);

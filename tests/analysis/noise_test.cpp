@@ -69,7 +69,8 @@ TEST(NoiseModel, ObservedErrorOfEachRowKind) {
   // A proven lower bound of rel_l2, every difference against ‖golden‖ = 10: |Δnorm| 0.02, |Δmax| 0.04,
   // √n·|Δmean| = 10 × 0.001; Min's own relative change (0.1/1e-6) must not count.
   Record golden_record, target_record;  // both store statistics (a statistics-mode dump)
-  golden_record.stats = TensorStats{};
+  golden_record.stats = TensorStats{};  // values not set below are 0 (the default is NaN: not measured)
+  golden_record.stats->max = golden_record.stats->mean = golden_record.stats->absmax = 0;
   golden_record.stats->l2norm = 10;
   golden_record.stats->min = 1e-6;
   golden_record.stats->numel = 100;

@@ -25,7 +25,8 @@ RowList measured_rows() {
   rows[0].layout_note = "target stored transposed";
   StatsComparison s;
   TensorStats computed;  // the golden side's, from its tensor data; the target's record stores its own
-  computed.max = 2;
+  computed.max = computed.absmax = 2;
+  computed.min = computed.mean = computed.l2norm = 0;
   computed.numel = 9;
   s.golden_computed = computed;
   rows[2].stats = s;
@@ -45,7 +46,8 @@ struct ReceivingRows {
   Record golden, target;
   RowList rows{3};
   ReceivingRows() {
-    target.stats = TensorStats{};
+    target.stats = TensorStats{};  // stored statistics of a tensor holding zeros (the default is NaN)
+    target.stats->min = target.stats->max = target.stats->mean = target.stats->l2norm = target.stats->absmax = 0;
     for (CompareRow& row : rows) {
       row.golden = &golden;
       row.target = &target;

@@ -26,12 +26,12 @@ json num(double v) { return json_number<json>(v); }
 json value(double v) { return num(v); }
 json value(int64_t v) { return v; }
 json value(bool v) { return v; }
-json side_stats(const SideStats& s) {
+json side_stats(const TensorStats& s) {
   json j = json::object();
-  for (const SideStatsField& f : kSideStatsFields) std::visit([&](auto member) { j[f.name] = value(s.*member); }, f.member);
+  for (const TensorStatsField& f : kSideStatsFields) std::visit([&](auto member) { j[f.name] = value(s.*member); }, f.member);
   return j;
 }
-json value(const SideStats& s) { return side_stats(s); }
+json value(const TensorStats& s) { return side_stats(s); }
 
 json tensor_stats(const TensorStats& s) {
   return json{{"min", num(s.min)}, {"max", num(s.max)}, {"mean", num(s.mean)}, {"l2norm", num(s.l2norm)},
@@ -106,8 +106,8 @@ struct Random {
   void fill(double& v) { v = d(); }
   void fill(int64_t& v) { v = i(); }
   void fill(bool& v) { v = b(); }
-  void fill(SideStats& s) {
-    for (const SideStatsField& f : kSideStatsFields) std::visit([&](auto member) { fill(s.*member); }, f.member);
+  void fill(TensorStats& s) {
+    for (const TensorStatsField& f : kSideStatsFields) std::visit([&](auto member) { fill(s.*member); }, f.member);
   }
   PairMetrics metrics() {  // every field of the metric table random
     PairMetrics m;

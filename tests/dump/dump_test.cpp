@@ -87,6 +87,9 @@ TEST(FusedStats, MatchesComputeStatsDefinitions) {
   auto s = dump::fused_stats(DType::kF32, v.data(), static_cast<int64_t>(v.size()));
   EXPECT_EQ(s.nan_count, 1);
   EXPECT_EQ(s.inf_count, 2);
+  EXPECT_FALSE(s.inf_split_known());  // the lanes count Inf unsigned: the split stays 0 + 0, unknown
+  EXPECT_EQ(s.pinf_count + s.ninf_count, 0);
+  EXPECT_TRUE(std::isnan(s.std));  // not measured
   EXPECT_EQ(s.zero_count, 2);
   EXPECT_EQ(s.subnormal_count, 1);
   EXPECT_EQ(s.min, -2.0);
@@ -94,6 +97,13 @@ TEST(FusedStats, MatchesComputeStatsDefinitions) {
   EXPECT_EQ(s.absmax, 3.5);
   EXPECT_NEAR(s.mean, (1.0 - 2.0 + 1e-40 + 3.5) / 6.0, 1e-12);
   EXPECT_NEAR(s.l2norm, std::sqrt(1 + 4 + 12.25), 1e-12);
+
+  // No finite element: 0, as compute_stats publishes it (parity/tensor.h), not the struct's NaN.
+  const std::vector<float> nonfinite = {NAN, INFINITY};
+  for (int64_t count : {0, 2}) {
+    auto none = dump::fused_stats(DType::kF32, nonfinite.data(), count);
+    for (double x : {none.min, none.max, none.mean, none.l2norm, none.absmax}) EXPECT_EQ(x, 0.0) << count;
+  }
 
   // Random data in several dtypes, crossing chunk boundaries: same as the reference compute_stats.
   std::mt19937 rng(3);

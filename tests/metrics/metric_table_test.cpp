@@ -64,7 +64,7 @@ DocTable metrics_doc_table() {
 TEST(MetricTable, NamesAreUnique) {
   EXPECT_EQ(metric_names().size(), std::size(kMetricFields));
   std::set<std::string> side;
-  for (const SideStatsField& f : kSideStatsFields) side.insert(f.name);
+  for (const TensorStatsField& f : kSideStatsFields) side.insert(f.name);
   EXPECT_EQ(side.size(), std::size(kSideStatsFields));
 }
 
@@ -83,10 +83,10 @@ TEST(MetricTable, DocsCompareJsonDocumentsEveryMetricAndNoOther) {
 TEST(MetricTable, DocsCompareJsonListsEverySideStatistic) {
   const DocTable doc = metrics_doc_table();
   for (const MetricField& f : kMetricFields) {
-    if (!std::holds_alternative<SideStats PairMetrics::*>(f.member)) continue;
+    if (!std::holds_alternative<TensorStats PairMetrics::*>(f.member)) continue;
     ASSERT_TRUE(doc.row_of.count(f.name)) << f.name;
     const std::string& row = doc.row_of.at(f.name);
-    for (const SideStatsField& s : kSideStatsFields)
+    for (const TensorStatsField& s : kSideStatsFields)
       EXPECT_NE(row.find("`" + std::string(s.name) + "`"), std::string::npos)
           << "docs/compare-json.md's row of " << f.name << " does not list the side statistic " << s.name;
   }

@@ -96,10 +96,13 @@ TEST(Metrics, AgreeingNonFiniteAreExcluded) {
   EXPECT_EQ(m.max_abs, 0.5);
   EXPECT_EQ(m.max_abs_index, 0);
   EXPECT_EQ(m.mean_abs, 0.25);
-  for (const SideStats* s : {&m.golden, &m.target}) {
+  for (const TensorStats* s : {&m.golden, &m.target}) {
     EXPECT_EQ(s->nan_count, 1);
     EXPECT_EQ(s->pinf_count, 1);
     EXPECT_EQ(s->ninf_count, 1);
+    EXPECT_EQ(s->inf_count, 2);  // the total, and the split known (parity/tensor.h)
+    EXPECT_TRUE(s->inf_split_known());
+    EXPECT_EQ(s->numel, 5);
   }
   EXPECT_EQ(m.golden.max, 2.0);  // statistics over finite elements only
   EXPECT_EQ(m.golden.mean, 1.5);
@@ -127,6 +130,25 @@ TEST(Metrics, EmptyTensors) {
   EXPECT_TRUE(std::isnan(m.golden.mean));
   EXPECT_EQ(m.golden.nan_count, 0);
   EXPECT_TRUE(m.nonfinite_agree);
+}
+
+// One statistics struct (parity/tensor.h), one spelling of "no finite element" per producer: a pair's
+// side says NaN, compute_stats of the same tensor 0 (what statistics dumps publish); the counts agree,
+// subnormals aside (a side counts them in the target's dtype).
+TEST(Metrics, SideWithoutFiniteValuesIsNaNWhereComputeStatsSaysZero) {
+  const TensorView g = f32({NAN, INFINITY, -INFINITY, -INFINITY});
+  const PairMetrics m = run(g, g);
+  const TensorStats alone = compute_stats(g);
+  for (double v : {m.golden.min, m.golden.max, m.golden.mean, m.golden.l2norm, m.golden.std, m.golden.absmax})
+    EXPECT_TRUE(std::isnan(v));
+  for (double v : {alone.min, alone.max, alone.mean, alone.l2norm, alone.absmax}) EXPECT_EQ(v, 0.0);
+  for (const TensorStats* s : {&m.golden, &alone}) {
+    EXPECT_EQ(s->numel, 4);
+    EXPECT_EQ(s->nan_count, 1);
+    EXPECT_EQ(s->inf_count, 3);
+    EXPECT_EQ(s->pinf_count, 1);
+    EXPECT_EQ(s->ninf_count, 2);
+  }
 }
 
 // Both norms at or below 2^-52 read cosine 1 (msprobe's "both zero"), even for x vs -x at 1e-18
@@ -270,14 +292,16 @@ std::vector<float> random_floats(size_t n, uint64_t seed, float scale) {
 
 bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
-void expect_identical_side(const SideStats& a, const SideStats& b) {
+void expect_identical_side(const TensorStats& a, const TensorStats& b) {
   for (auto [x, y] : {std::pair{a.min, b.min}, {a.max, b.max}, {a.mean, b.mean}, {a.l2norm, b.l2norm},
                       {a.std, b.std}, {a.absmax, b.absmax}}) {
     EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
   }
   EXPECT_EQ(a.nan_count, b.nan_count);
+  EXPECT_EQ(a.inf_count, b.inf_count);
   EXPECT_EQ(a.pinf_count, b.pinf_count);
   EXPECT_EQ(a.ninf_count, b.ninf_count);
+  EXPECT_EQ(a.numel, b.numel);
   EXPECT_EQ(a.zero_count, b.zero_count);
   EXPECT_EQ(a.subnormal_count, b.subnormal_count);
 }

@@ -220,7 +220,11 @@ TEST(Stats, CountsAndExcludesNonFinite) {
   EXPECT_EQ(s.numel, 8);
   EXPECT_EQ(s.nan_count, 1);
   EXPECT_EQ(s.inf_count, 2);
+  EXPECT_EQ(s.pinf_count, 1);  // the values were seen: the split is measured too (parity/tensor.h)
+  EXPECT_EQ(s.ninf_count, 1);
+  EXPECT_TRUE(s.inf_split_known());
   EXPECT_EQ(s.zero_count, 2);
+  EXPECT_TRUE(std::isnan(s.std));  // not measured by compute_stats
   EXPECT_EQ(s.min, -3.0);
   EXPECT_EQ(s.max, 2.0);
   EXPECT_EQ(s.absmax, 3.0);
@@ -253,6 +257,35 @@ TEST(Stats, HugeF64NormDoesNotOverflowAndSumsDoNotDrift) {
   const auto empty = parity::compute_stats(parity::make_owned_tensor(DType::kF32, {0}, {}));
   EXPECT_EQ(empty.numel, 0);
   EXPECT_EQ(empty.mean, 0.0);
+}
+
+TEST(Stats, NoFiniteElementIsPublishedAsZero) {
+  // The struct's default is NaN ("not measured"); compute_stats keeps the 0 that statistics dumps and
+  // parity.compare/1 `rows[].stats` have always carried for a tensor without a finite value.
+  const std::vector<float> xs = {std::nanf(""), -INFINITY, -INFINITY};
+  std::vector<std::byte> b(xs.size() * 4);
+  std::memcpy(b.data(), xs.data(), b.size());
+  const auto s = parity::compute_stats(parity::make_owned_tensor(DType::kF32, {3}, b));
+  for (double v : {s.min, s.max, s.mean, s.l2norm, s.absmax}) EXPECT_EQ(v, 0.0);
+  EXPECT_TRUE(std::isnan(s.std));
+  EXPECT_EQ(s.nan_count, 1);
+  EXPECT_EQ(s.inf_count, 2);
+  EXPECT_EQ(s.ninf_count, 2);
+  EXPECT_EQ(s.pinf_count, 0);
+  const parity::TensorStats unmeasured;
+  for (double v : {unmeasured.min, unmeasured.max, unmeasured.mean, unmeasured.l2norm, unmeasured.std,
+                   unmeasured.absmax})
+    EXPECT_TRUE(std::isnan(v));
+}
+
+TEST(Stats, InfSplitIsKnownExactlyWhenItAddsUpToTheTotal) {
+  parity::TensorStats stored;  // a capture manifest's "inf": the total only
+  stored.inf_count = 3;
+  EXPECT_FALSE(stored.inf_split_known());
+  stored.pinf_count = 1;
+  stored.ninf_count = 2;
+  EXPECT_TRUE(stored.inf_split_known());
+  EXPECT_TRUE(parity::TensorStats{}.inf_split_known());  // no Inf at all: the split (0, 0) is known
 }
 
 }  // namespace

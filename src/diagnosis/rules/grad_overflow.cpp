@@ -13,15 +13,10 @@ struct Counts {
 };
 
 std::optional<Counts> nonfinite_of(const CompareRow& row, bool target) {
-  if (row.metrics) {
-    const SideStats& s = target ? row.metrics->target : row.metrics->golden;
-    return Counts{s.nan_count, s.pinf_count + s.ninf_count};
-  }
-  if (row.stats) {
-    const TensorStats& s = target ? target_stats(row) : golden_stats(row);
-    return Counts{s.nan_count, s.inf_count};
-  }
-  return std::nullopt;
+  if (!row.metrics && !row.stats) return std::nullopt;
+  const TensorStats& s = row.metrics ? (target ? row.metrics->target : row.metrics->golden)
+                                     : (target ? target_stats(row) : golden_stats(row));
+  return Counts{s.nan_count, s.inf_count};
 }
 
 std::vector<Diagnosis> run(const DiagnosisContext& ctx) {
