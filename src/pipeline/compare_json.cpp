@@ -215,9 +215,6 @@ void write_update(RowWriter& w, const ParameterUpdate& u) {
   w.close();
 }
 
-}  // namespace
-
-void write_compare_row_json(const CompareRow& row, std::string& out, std::string_view pad) {
 void write_site(RowWriter& w, const EventSite& site) {
   w.open();
   w.key("call").integer(site.call);
@@ -226,6 +223,9 @@ void write_site(RowWriter& w, const EventSite& site) {
   w.close();
 }
 
+}  // namespace
+
+void write_compare_row_json(const CompareRow& row, std::string& out, std::string_view pad) {
   const Record& g = *row.golden;
   const Record& t = *row.target;
   RowWriter w(out, pad);
@@ -235,12 +235,12 @@ void write_site(RowWriter& w, const EventSite& site) {
   else w.key("checksum_equal").null();
   w.key("direction").text(g.direction);
   w.key("error_structured").boolean(row.error_structured);
-  w.key("fixed_reason").text(row.fixed_reason());
-  w.key("fixed_verdict").text(verdict_name(row.fixed_verdict));
-  w.key("flip").text(flip_role_name(row.flip));
   // Revision 1.8: the event and its place in the model, read once here (analysis/events.cpp), so that no
   // reader parses names (the report's model tree places rows and analysis events by them).
   w.key("event").text(event_stem(g));
+  w.key("fixed_reason").text(row.fixed_reason());
+  w.key("fixed_verdict").text(verdict_name(row.fixed_verdict));
+  w.key("flip").text(flip_role_name(row.flip));
   write_side(w.key("golden"), g);
   w.key("index").integer(g.index);
   w.key("loss_scale_log2").integer(row.loss_scale_log2);
@@ -259,10 +259,10 @@ void write_site(RowWriter& w, const EventSite& site) {
   w.key("reason").text(row.reason);
   w.key("role").text(g.role);
   w.key("shape_differs").boolean(row.shape_differs);
+  write_site(w.key("site"), event_site(g));
   if (row.stats) write_stats_comparison(w.key("stats"), row);
   else w.key("stats").null();
   w.key("step").integer(g.step);
-  write_site(w.key("site"), event_site(g));
   write_side(w.key("target"), t);
   w.key("target_name").text(t.name);
   // Revision 1.7: the target record's own place in execution order, so that a reader can put a record
