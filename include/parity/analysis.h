@@ -20,6 +20,7 @@
 
 #include "parity/compare.h"
 #include "parity/noise.h"
+#include "parity/record_site.h"
 #include "parity/source.h"
 
 namespace parity {
@@ -48,19 +49,7 @@ std::string event_name(const Record& r);
 // (python/ext/bind_analysis.cpp): parity.replay names events by it.
 std::string_view event_stem_of_name(std::string_view name, std::string_view role = {});
 
-// Where a record sits in the model: the one reading of a record's place that every output shows (the
-// report's model tree reads it from parity.compare/1 `rows[].site`, docs/compare-json.md). Capture names
-// (docs/dump-format.md "Names") give the module call and the op: "<module>[#k]/<direction>/..." is the
-// module's own record, "<parent>[#k]/<op>#<j>/<direction>/..." an op's record in that call of the
-// parent. The module path is the record's `module` when the source sets one (else the name's module part).
-// Any other name (a tensor file, an archive key, a directory path) is its own place: the name without its
-// file extension, '/' and ':' read as '.' ("blocks.2.mlp.out.npy" -> blocks.2.mlp.out, call 0, no op).
-struct EventSite {
-  std::string module;  // dotted module path; "<root>", "<global>" as capture writes them
-  int call = 0;        // the module's call within the step: k of "#k", 0 for the first call
-  std::string op;      // an op record's op as named in the step ("softmax#0"); empty for a module's records
-};
-EventSite event_site(const Record& r);
+// Where a record sits in the model (EventSite, event_site): parity/record_site.h.
 
 // The reduction length n of the rounding expectation (parity/noise.h) for an output of op `op`: 1 when the
 // op is elementwise (one rounding per element), else the last dimension of the event's first floating input

@@ -95,66 +95,6 @@ std::string event_name(const Record& r) { return std::string(event_stem(r)); }
 
 EventKey event_key(const Record& r) { return EventKey{event_stem(r), r.step, r.rank}; }
 
-namespace {
-
-bool is_direction(std::string_view s) { return s == "forward" || s == "backward"; }
-
-// k of a "<path>#<k>" call name (0 without one, or when what follows '#' is not a number).
-int call_number(std::string_view call_name, size_t hash) {
-  if (hash == std::string_view::npos || hash == 0) return 0;
-  int k = 0;
-  for (const char c : call_name.substr(hash + 1)) {
-    if (c < '0' || c > '9' || k > 100000000) return 0;
-    k = k * 10 + (c - '0');
-  }
-  return k;
-}
-
-// A plain tensor name without its first file extension that ends the name or an archive's file part
-// ("a.npz:x" -> "a:x", "x.npy" -> "x"), separators read as dots.
-std::string plain_place(std::string_view name) {
-  static constexpr std::string_view kExtensions[] = {"npy", "npz", "safetensors", "pt", "pth", "bin", "h5"};
-  std::string out(name);
-  const auto extension_at = [&](size_t dot) -> size_t {
-    for (std::string_view ext : kExtensions) {
-      const size_t end = dot + 1 + ext.size();
-      if (out.compare(dot + 1, ext.size(), ext) == 0 && (end == out.size() || out[end] == ':')) return ext.size() + 1;
-    }
-    return 0;
-  };
-  for (size_t dot = out.find('.'); dot != std::string::npos; dot = out.find('.', dot + 1)) {
-    if (const size_t len = extension_at(dot)) {
-      out.erase(dot, len);
-      break;
-    }
-  }
-  for (char& c : out)
-    if (c == '/' || c == ':') c = '.';
-  return out;
-}
-
-}  // namespace
-
-EventSite event_site(const Record& r) {
-  const std::string_view name = r.name;
-  const size_t s1 = name.find('/');
-  const size_t s2 = s1 == std::string_view::npos ? s1 : name.find('/', s1 + 1);
-  const std::string_view first = name.substr(0, s1);
-  const std::string_view second = s1 == std::string_view::npos ? "" : name.substr(s1 + 1, s2 == std::string_view::npos ? s2 : s2 - s1 - 1);
-  const std::string_view third =
-      s2 == std::string_view::npos ? "" : name.substr(s2 + 1, name.find('/', s2 + 1) - s2 - 1);
-  EventSite site;
-  if (s1 != std::string_view::npos && (is_direction(second) || (s2 != std::string_view::npos && is_direction(third)))) {
-    const size_t hash = first.rfind('#');
-    site.call = call_number(first, hash);
-    site.module = !r.module.empty() ? std::string(r.module) : std::string(hash != std::string_view::npos && hash > 0 ? first.substr(0, hash) : first);
-    if (!is_direction(second)) site.op = std::string(second);
-    return site;
-  }
-  site.module = !r.module.empty() ? std::string(r.module) : plain_place(name);
-  return site;
-}
-
 size_t EventKeyHash::operator()(const EventKey& k) const noexcept {
   const size_t h = hash_combine(std::hash<std::string_view>{}(k.name), std::hash<int64_t>{}(k.step));
   return hash_combine(h, std::hash<int>{}(k.rank));

@@ -25,6 +25,7 @@
 #include "parity/compare_runs.h"
 #include "parity/html_report.h"
 #include "parity/diagnosis.h"
+#include "parity/layout.h"
 #include "parity/open_source.h"
 #include "fmt/format.h"
 #include "parity/thresholds.h"
@@ -56,6 +57,7 @@ struct CompareArgs {
   bool all = false;
   bool wide = false;  // --wide: names never shortened
   std::string map_file;   // --map: target→golden name rules (docs/alignment.md)
+  std::string layout_file;  // --layout: how each run is laid out over parallel ranks (docs/layout.md)
   bool no_align = false;  // --no-align: no order-based alignment of unmatched events
   bool fixed_thresholds = false;
   bool replay = false;            // --replay: replay the top suspects in both runs (docs/replay.md)
@@ -279,9 +281,10 @@ int run(const CompareArgs& a, const GlobalOptions& global) {
   const std::string& target_format = a.target_format.empty() ? a.format : a.target_format;
   // Under mpirun with captures of one folder per rank, each process other than 0 opens only its ranks.
   DividedSources sources = open_divided_sources({{a.golden, golden_format}, {a.target, target_format}}, global.group);
-  const Status opened = sources.status.ok() ? Status::OK()
-                                            : sources.status.WithContext(sources.failed == 0 ? "cannot open golden"
-                                                                                            : "cannot open target");
+  Status opened = sources.status.ok() ? Status::OK()
+                                      : sources.status.WithContext(sources.failed == 0 ? "cannot open golden"
+                                                                                      : "cannot open target");
+  if (opened.ok()) opened = layout::apply_layout(a.layout_file, sources);
   if (!opened_everywhere(global, opened, "compare")) return usage_error(opened.message());
 
   std::unique_ptr<ProgressSink> progress = make_progress(global);
@@ -365,6 +368,9 @@ CommandAction setup_compare(CLI::App& sub, const GlobalOptions& global) {
                                   "keeping layer indices, the leaf module and the op#k/direction/role/index tail)");
   sub.add_option("--map", a->map_file,
                  "Name mapping file for records left unmatched: 'TARGET => GOLDEN' or 're:REGEX => GOLDEN' per line (docs/alignment.md)");
+  sub.add_option("--layout", a->layout_file,
+                 "Layout file: how modules split across tensor-parallel ranks and how each run is laid out (TP, PP, "
+                 "DP); a sharded run's shards are merged into the logical tensors before they are compared (docs/layout.md)");
   sub.add_flag("--no-align", a->no_align, "Do not pair unmatched capture events by execution-order alignment");
   sub.add_flag("--replay", a->replay,
                "Replay the top suspects' ops in both runs (tensor-mode captures at level op or mix; needs a Python "

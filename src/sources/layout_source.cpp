@@ -1,0 +1,324 @@
+// A sharded run read as one unsharded run (parity/layout.h `merge_shards`, docs/layout.md): the records of
+// every TP rank of a DP rank that are the same logical tensor form a group; the group is one record whose
+// tensor is the shards combined by the record's plan (concatenated, summed, or one replica of identical
+// copies). PP stages' layer numbers become global. A group that does not fit together is kept as its
+// shards, under their own names and ranks, with a problem: nothing captured is dropped, and the run
+// cannot pass.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "parity/dtype.h"
+#include "parity/layout.h"
+
+namespace parity::layout {
+namespace {
+
+struct Shard {
+  int tp = 0;
+  size_t record = 0;  // index into the inner source's records
+};
+
+struct Group {
+  ShardPlan plan;
+  std::vector<Shard> shards;  // by TP rank once complete
+  bool merged = false;        // false: a shard kept as it is (the group did not fit, or nothing to merge)
+};
+
+// Phase of a record in a step's execution, for the order of a run laid out over PP stages: all stages'
+// forward (stage 0 first), then the backward (last stage first), then the optimizer.
+int64_t phase_rank(const Record& r, const RankCoords& c, int pp) {
+  const std::string_view dir = r.direction;
+  if (dir == "backward") return pp + (pp - 1 - c.pp);
+  if (dir == "optimizer") return 2 * int64_t{pp} + c.pp;
+  return c.pp;
+}
+
+// Statistics of the concatenation of shards (statistics-mode dumps): exact for every field but the
+// subnormal count's dtype, which all shards share.
+std::optional<TensorStats> concat_stats(const std::vector<const Record*>& shards) {
+  TensorStats out;
+  double mean_sum = 0, sq = 0;
+  bool first = true;
+  for (const Record* r : shards) {
+    if (!r->stats) return std::nullopt;
+    const TensorStats& s = *r->stats;
+    out.min = first ? s.min : std::min(out.min, s.min);
+    out.max = first ? s.max : std::max(out.max, s.max);
+    out.absmax = first ? s.absmax : std::max(out.absmax, s.absmax);
+    first = false;
+    mean_sum += s.mean * static_cast<double>(s.numel - s.nan_count - s.inf_count);
+    sq += s.l2norm * s.l2norm;
+    out.numel += s.numel;
+    out.nan_count += s.nan_count;
+    out.inf_count += s.inf_count;
+    out.zero_count += s.zero_count;
+    out.subnormal_count += s.subnormal_count;
+  }
+  const int64_t finite = out.numel - out.nan_count - out.inf_count;
+  out.mean = finite > 0 ? mean_sum / static_cast<double>(finite) : 0.0;
+  out.l2norm = std::sqrt(sq);
+  return out;
+}
+
+class LayoutSource final : public RecordSource {
+ public:
+  LayoutSource(std::unique_ptr<RecordSource> inner, const Layout& layout, const SideLayout& side)
+      : inner_(std::move(inner)), layout_(layout), side_(side), problems_(inner_->problems()) {
+    group_records();
+    build_records();
+  }
+
+  std::string describe() const override {
+    return fmt::format("{} (merged: tp {}, pp {}, dp {}; {})", inner_->describe(), side_.tp, side_.pp, side_.dp, layout_.file);
+  }
+  const RecordList& records() const override { return records_; }
+  const std::vector<Status>& problems() const override { return problems_; }
+  Result<TensorView> load(const Record& r) const override;
+  std::optional<std::string> fingerprint_json() const override { return inner_->fingerprint_json(); }
+  std::string op_arguments_json(const Record& r) const override { return inner_->op_arguments_json(first_shard(r)); }
+  NativeRecordInfo native_info(const Record& r) const override { return inner_->native_info(first_shard(r)); }
+
+ private:
+  const Record& first_shard(const Record& r) const { return inner_->records()[groups_[r.handle].shards[0].record]; }
+  void group_records();
+  void check_group(Group& g, const std::string& name);
+  void keep_shards_apart(size_t group);
+  void build_records();
+  Record logical_record(const Group& g, size_t index) const;
+  Result<TensorView> load_replicated(const Record& r, const Group& g) const;
+  Result<TensorView> load_concat(const Record& r, const Group& g) const;
+  Result<TensorView> load_sum(const Record& r, const Group& g) const;
+
+  std::unique_ptr<RecordSource> inner_;
+  Layout layout_;
+  SideLayout side_;
+  std::vector<Status> problems_;
+  std::vector<Group> groups_;
+  std::vector<std::string> names_, modules_;  // per group: the logical name and module
+  std::vector<RankCoords> coords_;            // per group: its first shard's coordinates
+  RecordList records_;
+};
+
+void LayoutSource::group_records() {
+  const RecordList& in = inner_->records();
+  std::map<std::tuple<std::string, int64_t, int>, size_t> by_key;  // (logical name, step, dp) -> group
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Record& r = in[i];
+    Result<RankCoords> c = r.rank < 0 ? RankCoords{} : coords_of(r.rank, side_);
+    if (!c.ok()) problems_.push_back(Status::Invalid(fmt::format("{}: {}: {}", r.file.view(), r.name.view(), c.status().message())));
+    const RankCoords coords = c.ok() ? *c : RankCoords{0, 0, r.rank};
+    const int offset = c.ok() ? layer_offset(side_, coords.pp) : 0;
+    std::string name = global_layer_path(r.name, layout_.layers, offset);
+    const auto key = std::make_tuple(name, r.step, c.ok() && r.rank >= 0 ? coords.dp : r.rank);
+    auto [it, fresh] = by_key.emplace(key, groups_.size());
+    if (fresh) {
+      groups_.push_back({shard_plan(r, layout_.rule_for(r.module)), {}, true});
+      names_.push_back(std::move(name));
+      modules_.push_back(global_layer_path(r.module, layout_.layers, offset));
+      coords_.push_back(coords);
+    }
+    groups_[it->second].shards.push_back({c.ok() ? coords.tp : 0, i});
+  }
+  for (size_t g = 0; g < groups_.size(); ++g) check_group(groups_[g], names_[g]);
+}
+
+// A group merges when it holds one shard of each TP rank of one dtype and shapes that combine by its plan.
+void LayoutSource::check_group(Group& g, const std::string& name) {
+  const RecordList& in = inner_->records();
+  std::sort(g.shards.begin(), g.shards.end(), [](const Shard& a, const Shard& b) { return a.tp < b.tp; });
+  const Record& first = in[g.shards[0].record];
+  auto fail = [&](const std::string& why) {
+    problems_.push_back(Status::Invalid(fmt::format("{}: {} (step {}): {}; its shards are compared as they are", layout_.file, name, first.step, why)));
+    g.merged = false;
+  };
+  if (first.rank < 0) return;  // plain tensor files: nothing to merge
+  if (g.plan.combine == Combine::kUnsupported)
+    return fail(fmt::format("{} is recorded inside a {}-parallel module; the layout merges only module-level records",
+                            first.op.view(), split_name(layout_.rule_for(first.module)->split)));
+  bool complete = static_cast<int>(g.shards.size()) == side_.tp;
+  for (size_t k = 0; complete && k < g.shards.size(); ++k) complete = g.shards[k].tp == static_cast<int>(k);
+  if (!complete) return fail(fmt::format("{} of {} TP shards recorded", g.shards.size(), side_.tp));
+  for (const Shard& s : g.shards) {
+    const Record& r = in[s.record];
+    if (r.dtype != first.dtype) return fail(fmt::format("TP shard {} is {}, shard 0 {}", s.tp, dtype_name(r.dtype), dtype_name(first.dtype)));
+    if (r.shape.size() != first.shape.size()) return fail(fmt::format("TP shard {} has {} dimensions, shard 0 {}", s.tp, r.shape.size(), first.shape.size()));
+    for (size_t d = 0; d < r.shape.size(); ++d)
+      if (r.shape[d] != first.shape[d] && !(g.plan.combine == Combine::kConcat && static_cast<int>(d) == g.plan.dim))
+        return fail(fmt::format("TP shard {} has shape {} and shard 0 {}: they do not {}", s.tp, fmt::join(r.shape.vec(), "x"),
+                                fmt::join(first.shape.vec(), "x"), g.plan.combine == Combine::kConcat ? "concatenate" : "combine"));
+  }
+}
+
+// A group that does not merge: each of its shards is a record of its own, under its own name and rank.
+void LayoutSource::keep_shards_apart(size_t group) {
+  const std::vector<Shard> shards = groups_[group].shards;  // a copy: groups_ grows below
+  for (const Shard& s : shards) {
+    Record r = inner_->records()[s.record];
+    r.handle = groups_.size();
+    groups_.push_back({ShardPlan{}, {s}, false});
+    records_.push_back(std::move(r));
+  }
+}
+
+Record LayoutSource::logical_record(const Group& g, size_t index) const {
+  const RecordList& in = inner_->records();
+  const Record& first = in[g.shards[0].record];
+  Record r = first;
+  r.name = names_[index];
+  r.module = modules_[index];
+  r.handle = index;
+  if (first.rank < 0) return r;
+  r.rank = coords_[index].dp;
+  r.order = phase_rank(first, coords_[index], side_.pp) * (int64_t{1} << 40) + first.order;
+  std::vector<const Record*> shards;
+  for (const Shard& s : g.shards) shards.push_back(&in[s.record]);
+  for (const Record* s : shards) r.has_data = r.has_data && s->has_data;
+  if (g.plan.combine == Combine::kConcat) {
+    Shape shape = first.shape.vec();
+    shape[static_cast<size_t>(g.plan.dim)] = 0;
+    for (const Record* s : shards) shape[static_cast<size_t>(g.plan.dim)] += s->shape[static_cast<size_t>(g.plan.dim)];
+    r.shape = shape;
+    r.stats = concat_stats(shards);
+    r.crc32c.reset();
+  } else if (g.plan.combine == Combine::kSum) {
+    r.stats.reset();  // the statistics of a sum do not follow from its parts'
+    r.crc32c.reset();
+  }
+  return r;
+}
+
+void LayoutSource::build_records() {
+  const size_t n = groups_.size();
+  for (size_t g = 0; g < n; ++g) {
+    if (!groups_[g].merged && inner_->records()[groups_[g].shards[0].record].rank >= 0) keep_shards_apart(g);
+    else records_.push_back(logical_record(groups_[g], g));
+  }
+  // Execution order within each (rank, step), renumbered from 0 as one unsharded run would number it.
+  std::vector<size_t> idx(records_.size());
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = i;
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+    const Record &x = records_[a], &y = records_[b];
+    return std::tie(x.rank, x.step, x.order) < std::tie(y.rank, y.step, y.order);
+  });
+  std::map<std::pair<int, int64_t>, int64_t> next;  // (rank, step) -> next order
+  for (size_t i : idx) {
+    Record& r = records_[i];
+    if (r.rank >= 0) r.order = next[{r.rank, r.step}]++;
+  }
+}
+
+// Each shard's bytes in C order and native byte order: a view to read directly, or its values decoded.
+bool plain_bytes(const TensorView& v) { return v.is_c_contiguous() && !v.byteswapped; }
+
+std::vector<double> decoded(const TensorView& v) {
+  std::vector<double> out(static_cast<size_t>(v.numel));
+  decode_to_double(v, 0, v.numel, out.data());
+  return out;
+}
+
+// Values rounded to `dtype` as it stores them (little-endian, the bytes a dump holds).
+void encode_into(DType dtype, const double* values, int64_t n, std::byte* out) {
+  const size_t size = dtype_size(dtype);
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t bits = encode_rne(dtype, values[i]);
+    std::memcpy(out + static_cast<size_t>(i) * size, &bits, size);
+  }
+}
+
+Result<std::vector<TensorView>> load_shards(const RecordSource& inner, const Group& g) {
+  std::vector<TensorView> views;
+  for (const Shard& s : g.shards) {
+    Result<TensorView> v = inner.load(inner.records()[s.record]);
+    if (!v.ok()) return Status(v.status().code(), fmt::format("TP shard {}: {}", s.tp, v.status().message()));
+    views.push_back(std::move(*v));
+  }
+  return views;
+}
+
+Result<TensorView> LayoutSource::load(const Record& r) const {
+  if (r.handle >= groups_.size()) return Status::Internal(r.name.str() + ": not a record of this source");
+  const Group& g = groups_[r.handle];
+  if (!g.merged || g.shards.size() == 1) return inner_->load(inner_->records()[g.shards[0].record]);
+  switch (g.plan.combine) {
+    case Combine::kConcat: return load_concat(r, g);
+    case Combine::kSum: return load_sum(r, g);
+    default: return load_replicated(r, g);
+  }
+}
+
+// One replica, after checking that every TP rank holds the same values (bit for bit: the ranks compute
+// the same thing from the same data; a replica that differs is a fault of its own, RANK_INCONSISTENT).
+Result<TensorView> LayoutSource::load_replicated(const Record& r, const Group& g) const {
+  PARITY_ASSIGN_OR_RETURN(std::vector<TensorView> views, load_shards(*inner_, g));
+  const TensorView& first = views[0];
+  for (size_t k = 1; k < views.size(); ++k) {
+    const TensorView& v = views[k];
+    const bool same = plain_bytes(first) && plain_bytes(v) ? std::memcmp(first.data, v.data, static_cast<size_t>(first.nbytes())) == 0
+                                                           : decoded(first) == decoded(v);
+    if (!same)
+      return Status::Invalid(fmt::format("RANK_INCONSISTENT: {} is replicated across the TP ranks, but TP shard {} differs from "
+                                         "shard 0 ({})", r.name.view(), g.shards[k].tp, layout_.file));
+  }
+  return first;
+}
+
+// The shards side by side along the plan's dimension: for each index of the dimensions before it, each
+// shard's block in turn.
+Result<TensorView> LayoutSource::load_concat(const Record& r, const Group& g) const {
+  PARITY_ASSIGN_OR_RETURN(std::vector<TensorView> views, load_shards(*inner_, g));
+  const size_t dim = static_cast<size_t>(g.plan.dim), size = dtype_size(r.dtype);
+  int64_t outer = 1;
+  for (size_t d = 0; d < dim; ++d) outer *= r.shape[d];
+  int64_t numel = 0;
+  for (const TensorView& v : views) numel += v.numel;
+  std::vector<std::byte> bytes(static_cast<size_t>(numel) * size);
+  std::vector<std::vector<double>> values(views.size());
+  for (size_t k = 0; k < views.size(); ++k)
+    if (!plain_bytes(views[k])) values[k] = decoded(views[k]);
+  std::byte* out = bytes.data();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (size_t k = 0; k < views.size(); ++k) {
+      const int64_t block = outer > 0 ? views[k].numel / outer : 0;
+      if (values[k].empty()) std::memcpy(out, views[k].data + static_cast<size_t>(o * block) * size, static_cast<size_t>(block) * size);
+      else encode_into(r.dtype, values[k].data() + o * block, block, out);
+      out += static_cast<size_t>(block) * size;
+    }
+  }
+  return make_owned_tensor(r.dtype, r.shape.vec(), std::move(bytes));
+}
+
+// The all-reduce the run records before: the shards' sum, in fp64, rounded once to the record's dtype.
+Result<TensorView> LayoutSource::load_sum(const Record& r, const Group& g) const {
+  PARITY_ASSIGN_OR_RETURN(std::vector<TensorView> views, load_shards(*inner_, g));
+  std::vector<double> sum(static_cast<size_t>(views[0].numel), 0.0), part(sum.size());
+  for (const TensorView& v : views) {
+    decode_to_double(v, 0, v.numel, part.data());
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += part[i];
+  }
+  std::vector<std::byte> bytes(sum.size() * dtype_size(r.dtype));
+  encode_into(r.dtype, sum.data(), static_cast<int64_t>(sum.size()), bytes.data());
+  return make_owned_tensor(r.dtype, r.shape.vec(), std::move(bytes));
+}
+
+}  // namespace
+
+std::unique_ptr<RecordSource> merge_shards(std::unique_ptr<RecordSource> inner, const Layout& layout, const SideLayout& side) {
+  return std::make_unique<LayoutSource>(std::move(inner), layout, side);
+}
+
+Status apply_layout(const std::string& layout_file, DividedSources& sources) {
+  if (layout_file.empty() || sources.sources.size() != 2) return Status::OK();
+  // Dividing a run among processes by rank would part a layer's TP shards, which merge in one process.
+  if (sources.shares) return Status::Unsupported("--layout: comparing runs laid out differently under mpirun is not supported yet");
+  PARITY_ASSIGN_OR_RETURN(Layout layout, read_layout(layout_file));
+  if (layout.golden.sharded()) sources.sources[0] = merge_shards(std::move(sources.sources[0]), layout, layout.golden);
+  if (layout.target.sharded()) sources.sources[1] = merge_shards(std::move(sources.sources[1]), layout, layout.target);
+  return Status::OK();
+}
+
+}  // namespace parity::layout

@@ -1,0 +1,67 @@
+"""Runs laid out over tensor-parallel ranks against an unsharded golden (docs/layout.md): the example's
+Megatron-style model on torch.distributed (gloo, CPU) at TP 1, 2 and 4, each rank capturing itself, merged
+by `parity compare --layout`. A healthy TP run passes whatever its degree; a fault on one TP rank's shard
+or on one rank's all-reduce fails at that module; without the layout the same runs cannot pass."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from capture_helpers import SOURCE_DIR, run_cli
+
+
+def _capture(tmp_path_factory, name, *args):
+    out = str(tmp_path_factory.mktemp("tp") / name)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "python"),
+                                                                      os.environ.get("PYTHONPATH", "")])))
+    subprocess.run([sys.executable, "-m", "parity.examples.tensor_parallel", out, *args], check=True, env=env,
+                   timeout=300, capture_output=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    return {name: _capture(tmp_path_factory, name, *args) for name, args in [
+        ("golden", ["--tp", "1"]), ("tp2", ["--tp", "2"]), ("tp4", ["--tp", "4"]),
+        ("shard", ["--tp", "2", "--fault", "shard"]), ("reduce", ["--tp", "2", "--fault", "reduce_bf16"])]}
+
+
+def _compare(runs, target, tmp_path, *extra):
+    out = tmp_path / "cmp.json"
+    p = run_cli("compare", runs["golden"], runs[target], "--layout", runs[target] + ".layout.json", "--json", out, *extra)
+    return p.returncode, json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("target", ["tp2", "tp4"])
+def test_a_healthy_tensor_parallel_run_passes_against_one_device(runs, target, tmp_path):
+    code, res = _compare(runs, target, tmp_path)
+    assert code == 0 and res["summary"]["verdict"] == "pass", res["summary"]
+    assert res["summary"]["rows"] == 140 and not res["unmatched"]["golden"] and not res["unmatched"]["target"]
+    weights = {r["name"]: r for r in res["rows"]}
+    assert weights["layers.0.mlp.down_proj/forward/parameter/weight"]["target"]["shape"] == [64, 128]  # merged
+
+
+@pytest.mark.parametrize("target, where", [("shard", "layers.1.mlp.down_proj/forward/parameter/weight"),
+                                           ("reduce", "layers.0.self_attn.o_proj/forward/output/0")])
+def test_a_fault_on_one_tp_rank_is_found_at_its_module(runs, target, where, tmp_path):
+    code, res = _compare(runs, target, tmp_path)
+    assert code == 1 and res["summary"]["verdict"] == "fail"
+    assert res["first_divergence"]["name"] == where
+
+
+def test_without_the_layout_the_sharded_run_cannot_pass(runs, tmp_path):
+    p = run_cli("compare", runs["golden"], runs["tp2"])
+    assert p.returncode != 0
+
+
+def test_a_layout_that_misplaces_a_split_fails(runs, tmp_path):
+    # o_proj declared column-parallel: its weight shards are stacked along the wrong dimension.
+    layout = json.loads(open(runs["tp2"] + ".layout.json").read())
+    layout["splits"].insert(0, {"modules": r"\.o_proj$", "split": "column"})
+    wrong = tmp_path / "wrong.layout.json"
+    wrong.write_text(json.dumps(layout))
+    p = run_cli("compare", runs["golden"], runs["tp2"], "--layout", wrong)
+    assert p.returncode == 1, p.stdout[-2000:]
+    assert "o_proj" in p.stdout
