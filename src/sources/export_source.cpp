@@ -4,6 +4,7 @@
 // record identity. An index of the first revision (parity.export/1, npy only, no event identity) is not
 // this format: such a directory is read as plain files, as before.
 #include "sources/export_source.h"
+#include "sources/json_file.h"
 
 #include <fmt/format.h>
 
@@ -32,18 +33,7 @@ std::string string_field(const nlohmann::json& j, const char* key) {
   return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-Result<nlohmann::json> read_index(const fs::path& file) {
-  PARITY_RETURN_NOT_OK(check_regular_file(file));
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return Status::IOError(file.string() + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  if (const std::string deep = json_depth_problem(text); !deep.empty()) return Status::Invalid(file.string() + ": " + deep);
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Status::Invalid(file.string() + ": not a JSON object");
-  return j;
-}
+Result<nlohmann::json> read_index(const fs::path& file) { return read_json_object(file); }
 
 bool probe_export(const fs::path& dir) {
   std::error_code ec;

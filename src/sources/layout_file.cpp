@@ -2,32 +2,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
-#include "parity/json_depth.h"
 #include "parity/layout.h"
-#include "parity/regular_file.h"
 #include "parity/schemas.h"
+#include "sources/json_file.h"
 
 namespace parity::layout {
 namespace {
 
 using nlohmann::json;
-
-Result<json> read_json(const std::filesystem::path& file) {
-  PARITY_RETURN_NOT_OK(check_regular_file(file));
-  std::ifstream in(file, std::ios::binary);
-  if (!in) return Status::IOError(file.string() + ": cannot open");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  if (const std::string deep = json_depth_problem(text); !deep.empty()) return Status::Invalid(file.string() + ": " + deep);
-  json j = json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return Status::Invalid(file.string() + ": not a JSON object");
-  return j;
-}
 
 Result<Split> parse_split(const std::string& s) {
   for (Split k : {Split::kNone, Split::kColumn, Split::kRow, Split::kVocab, Split::kSequence})
@@ -157,7 +141,7 @@ const SplitRule* Layout::rule_for(std::string_view module) const {
 }
 
 Result<Layout> read_layout(const std::filesystem::path& file) {
-  PARITY_ASSIGN_OR_RETURN(json j, read_json(file));
+  PARITY_ASSIGN_OR_RETURN(json j, sources::read_json_object(file));
   Layout out;
   out.file = file.string();
   if (Status s = parse_layout(j, out); !s.ok()) return Status::Invalid(file.string() + ": " + s.message());
