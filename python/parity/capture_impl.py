@@ -42,6 +42,7 @@ import threading
 import torch
 
 from ._capture_collectives import CollectiveEvents, _install_collective_hooks, _uninstall_collective_hooks
+from ._capture_layout import check_layout_argument, parallel_layout
 from ._capture_memory import MemoryTracking
 from ._capture_modules import ModuleEvents
 from ._capture_names import GLOBAL_NAME, ROOT_NAME, _well_formed  # noqa: F401 (GLOBAL_NAME re-exported)
@@ -81,7 +82,7 @@ class Capture(ModuleEvents, OpEvents, CollectiveEvents, OptimizerEvents, Recordi
     def __init__(self, model, run_dir, level="module", mode="statistics", steps=(0,), include=None,
                  exclude=None, direction="both", overwrite=False, rank=None, params=True,
                  queue_bytes=256 << 20, shard_bytes=1 << 30, fingerprint_extra=None, on_error="warn",
-                 optimizer=None, optimizer_update=False):
+                 optimizer=None, optimizer_update=False, layout=None):
         if level not in LEVELS:
             raise ValueError("capture: level {!r} is not one of {}".format(level, ", ".join(LEVELS)))
         if mode not in MODES:
@@ -108,6 +109,8 @@ class Capture(ModuleEvents, OpEvents, CollectiveEvents, OptimizerEvents, Recordi
         # optimizer states (_capture_optimizer.py); a wrong object fails here, before anything is written
         self.optimizer = None if optimizer is None else innermost_optimizer(optimizer)
         self.optimizer_update = bool(optimizer_update)
+        # the run's parallel layout when nothing else says it (docs/layout.md "Recorded by the capture")
+        self.layout = check_layout_argument(layout)
         self._optimizer_watches = []
         self.error = None         # the first write failure (on_error="warn": recording stopped there)
         self.step = 0
@@ -156,6 +159,7 @@ class Capture(ModuleEvents, OpEvents, CollectiveEvents, OptimizerEvents, Recordi
                          "steps": None if self.steps is None else sorted(self.steps), "rank": self.rank,
                          "include": self.include.pattern if self.include else None,
                          "exclude": self.exclude.pattern if self.exclude else None}
+        fp["parallel"] = parallel_layout(self.model, self.layout, self.rank, _well_formed)
         self.writer.write_fingerprint(json.dumps(fp, default=str))
         self._fingerprint = fp
         self._precision = PrecisionTimeline()
