@@ -7,6 +7,7 @@ import weakref
 from ._capture_memory import _versions
 from ._capture_names import ROOT_NAME, _well_formed
 from ._capture_ops import _eager
+from ._capture_record import _own_calls
 
 
 class ModuleEvents:
@@ -171,7 +172,8 @@ class ModuleEvents:
         self._busy = True
         try:
             outs = self._record_all(out, ev, name, cls, "forward", "output", k)
-            self._hook_grads(self._computed(outs, versions, ""), ev, name, cls, "input", k)
-            self._hook_grads([(i, t) for i, t in ins if id(t) not in shared], ev, name, cls, "output", k)
+            with _own_calls():  # version reads and hook registrations: not op events, no mode dispatch
+                self._hook_grads(self._computed(outs, versions, ""), ev, name, cls, "input", k)
+                self._hook_grads([(i, t) for i, t in ins if id(t) not in shared], ev, name, cls, "output", k)
         finally:
             self._busy = busy

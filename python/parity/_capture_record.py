@@ -1,6 +1,7 @@
 """Recording one tensor into the dump in the capture's mode: host tensors now (statistics reused while valid),
 accelerator tensors through the device pipeline at the end of the step; the event filters and the tensors a dump
 cannot hold."""
+import contextlib
 import json
 import warnings
 import weakref
@@ -9,6 +10,9 @@ import torch
 
 from ._capture_memory import _storage_key
 from ._tensors import DTYPE_NAMES, iter_input_tensors, iter_tensors
+
+# The capture's own torch calls, with torch-function dispatch (modes and subclasses) off.
+_own_calls = getattr(torch._C, "DisableTorchFunction", None) or contextlib.nullcontext
 
 _STAT_KEYS = ("min", "max", "mean", "l2norm", "absmax", "nan", "inf", "zero", "subnormal")
 
@@ -35,21 +39,24 @@ class Recording:
     def _record(self, name, t, module, op, direction, role, index, call, args=None, extra=None, force=False):
         if not force and not self._wanted(name, direction):
             return None
-        if t.is_sparse or t.is_quantized or t.dtype not in DTYPE_NAMES or t.layout != torch.strided:
-            self.skipped += 1
-            return None
         busy = self._busy
         self._busy = True
         try:
-            t, extra = self._host_view(name, t, extra)
-            if t is None:
-                self.skipped += 1
-                return None
-            with self._lock:
-                order = self._order
-                self._order += 1
-            with torch.no_grad():
-                return self._record_tensor(name, t, module, op, direction, role, index, call, order, args, extra)
+            # The calls below (dtype, detach, stride, data_ptr, _version, no_grad, ...) are the capture's own:
+            # without torch-function dispatch they skip the op / watch mode's Python handler (~2-4 us a call).
+            with _own_calls():
+                if t.is_sparse or t.is_quantized or t.dtype not in DTYPE_NAMES or t.layout != torch.strided:
+                    self.skipped += 1
+                    return None
+                t, extra = self._host_view(name, t, extra)
+                if t is None:
+                    self.skipped += 1
+                    return None
+                with self._lock:
+                    order = self._order
+                    self._order += 1
+                with torch.no_grad():
+                    return self._record_tensor(name, t, module, op, direction, role, index, call, order, args, extra)
         finally:
             self._busy = busy
 
