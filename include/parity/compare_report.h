@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "parity/compare.h"
+#include "parity/compare_runs.h"
 #include "parity/schemas.h"
 
 namespace parity::report {
@@ -64,6 +65,9 @@ void print_compare_table(std::FILE* out, const CompareResult& result, const Tabl
 void print_compare_unmatched(std::FILE* out, const CompareResult& result, const TableOptions& options);
 void print_compare_problems(std::FILE* out, const CompareResult& result, const TableOptions& options);
 void print_compare_notes(std::FILE* out, const CompareResult& result, const TableOptions& options);
+// "Shards of failing rows": for rows whose record the run held apart (--layout), each part's rel L2, the
+// worst first (CompareReport::shards; at most options.limit rows, all with 0).
+void print_compare_shards(std::FILE* out, const CompareReport& report, const TableOptions& options);
 // "PASSED | 12 pass, 0 warn, 0 fail, 0 error | noise-model | 0.41 s | parity compare a b" (Polygraphy
 // style); `gate_passed` is whether the exit code is 0; `no_input`: nothing could be compared ("NO INPUT").
 // Under several processes (mpirun): one line with each process's peak resident memory, in MiB. Prints

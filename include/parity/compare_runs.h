@@ -64,8 +64,25 @@ struct CompareRunOptions {
   size_t replay_suspects = 5;      // how many of the top suspects are replayed
 };
 
+// Which part of a failing row's record carries its error, where the run held the record apart (a TP
+// shard of a record merged by --layout, a PP stage: RecordSource::shards; docs/layout.md "Shards").
+struct ShardError {
+  std::string label;           // "TP shard 1 of 2"
+  double rel_l2 = 0, cosine = 0, max_abs = 0;  // of this part of the pair (the row's own, for a whole part)
+};
+struct RowShards {
+  size_t row = 0;              // index into result.rows
+  std::string side;            // "target" or "golden": the side whose record was held apart
+  std::vector<ShardError> shards;
+};
+// At most this many failing rows are attributed, in row order (each reads both tensors once more).
+inline constexpr size_t kMaxShardRows = 64;
+std::vector<RowShards> attribute_shards(const CompareResult& result, const RecordSource& golden,
+                                        const RecordSource& target);
+
 struct CompareReport {
   CompareResult result;      // rows with their final verdicts, unmatched records, problems, notes
+  std::vector<RowShards> shards;  // failing rows of records held apart, by part (attribute_shards)
   Findings findings;         // analysis, configuration differences, NaN/Inf reports, diagnoses
   // result.summary.verdict is the run verdict (decide_run_verdict: the rows' verdict raised by the
   // diagnoses' severities); `verdict_raised_by` names the diagnosis that raised it ("" = the rows decide).

@@ -60,6 +60,15 @@ struct NativeRecordInfo {
   std::optional<bool> requires_grad;  // msprobe's "requires_grad", when the dump says
 };
 
+// A part of a record's tensor that the run held apart (a TP shard of a record merged from several ranks,
+// parity/layout.h): the slice [begin, end) of dimension `dim`, or, with dim = -1, the whole record (one PP
+// stage's). `label` names it as users do: "TP shard 1 of 2, PP stage 1 of 2".
+struct RecordShard {
+  std::string label;
+  int dim = -1;
+  int64_t begin = 0, end = 0;
+};
+
 class RecordSource {
  public:
   virtual ~RecordSource() = default;
@@ -80,6 +89,9 @@ class RecordSource {
   // (`parity compare --msprobe-csv`, docs/compare-json.md "msprobe"): empty for formats whose names are
   // parity's own.
   virtual NativeRecordInfo native_info(const Record& r) const { return {}; }
+  // The parts of a record that the run held apart, for saying which of them carry an error (the
+  // compare JSON's `shards`); empty for a record held whole, as every format stores its records.
+  virtual std::vector<RecordShard> shards(const Record& r) const { return {}; }
 };
 
 // One rank's part of a multi-rank capture (a folder per rank), with the bytes of its files: what a group

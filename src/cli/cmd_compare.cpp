@@ -247,6 +247,7 @@ void print_human(std::FILE* human, const CompareReport& report, const report::Ta
   std::fputc('\n', human);
   if (!report.no_input.empty()) return;
   print_findings(human, report.findings, res, topt.color);
+  report::print_compare_shards(human, report, topt);
   std::fputc('\n', human);
   report::print_process_memory(human, res, topt.color);
 }

@@ -277,6 +277,18 @@ void write_compare_row_json(const CompareRow& row, std::string& out, std::string
 
 namespace {
 
+json shards_json(const CompareReport& report) {
+  json out = json::array();
+  for (const RowShards& rs : report.shards) {
+    json parts = json::array();
+    for (const ShardError& e : rs.shards)
+      parts.push_back({{"label", e.label}, {"rel_l2", json_number(e.rel_l2)}, {"cosine", json_number(e.cosine)},
+                       {"max_abs", json_number(e.max_abs)}});
+    out.push_back({{"row", rs.row}, {"name", report.result.rows[rs.row].golden->name}, {"side", rs.side}, {"shards", std::move(parts)}});
+  }
+  return out;
+}
+
 json loss_scale_op_json(const std::optional<LossScaleOp>& op) {
   if (!op) return nullptr;
   return {{"event", op->event}, {"factor", json_number(op->factor)}};
@@ -324,6 +336,9 @@ void findings_json(const Findings& f, const CompareResult& result, json& j) {
     suspects.push_back(std::move(o));
   }
   j["suspects"] = suspects;
+  // Revision 1.10 (additive, issue 30): where two runs of many steps part (docs/timeline.md); only when the
+  // comparison spans two steps or more.
+  if (f.timeline) j["divergence_timeline"] = timeline_to_json(*f.timeline);
 
   json diag = json::array();
   for (const Diagnosis& d : f.diagnoses)
@@ -412,7 +427,9 @@ json compare_report_head_to_json(const CompareReport& report) {
   // Revision 1.6 (additive, issue 31): summary.headline, the words the terminal's last line says.
   // Revision 1.7 (additive, issue 31): rows[].target_order, the target record's execution order.
   // Revision 1.8 (additive, issue 32): rows[].event and rows[].site, also on unmatched records.
-  j["revision"] = "1.8";
+  // Revision 1.9 (additive, issue 29): shards, the error of each part of a failing row held apart.
+  j["revision"] = "1.9";
+  j["shards"] = shards_json(report);
   j["peak_resident_bytes"] = result.peak_resident_bytes;
   if (report.replay_asked)
     j["replay"] = {{"problem", report.replay_problem.empty() ? json(nullptr) : json(report.replay_problem)},

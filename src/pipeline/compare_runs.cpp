@@ -91,6 +91,7 @@ Result<CompareReport> compare_runs(const RecordSource& golden, const RecordSourc
   apply_verdict_policy(result, options.compare.thresholds.policy);
   report.findings = analyse_and_diagnose(result, &golden, &target, options.analysis);
   result.context = RowList();  // classified with the rows it explains; never shown
+  report.shards = attribute_shards(result, golden, target);
   if (options.replay != nullptr) replay_suspects(report, options);
   keep_suspect_events(report.findings.analysis);
   if (const std::string why = spill::first_failure(); !why.empty())

@@ -295,6 +295,31 @@ void print_compare_notes(std::FILE* out, const CompareResult& result, const Tabl
   for (const std::string& n : result.notes) std::fprintf(out, "%s %s\n", paint("note:", "2", options.color).c_str(), terminal_text(n).c_str());
 }
 
+// One part's error as the table spells rel L2, or n/a.
+std::string shard_error_text(const ShardError& e) {
+  char buf[32];
+  if (std::isnan(e.rel_l2)) return e.label + " rel L2 " + std::string(kNoValueText);
+  std::snprintf(buf, sizeof buf, "%.4g", e.rel_l2);
+  return e.label + " rel L2 " + buf;
+}
+
+void print_compare_shards(std::FILE* out, const CompareReport& report, const TableOptions& options) {
+  if (report.shards.empty()) return;
+  std::fprintf(out, "%s\n", paint("Shards of failing rows (the parts the run held apart, worst first)", "1", options.color).c_str());
+  const size_t shown = options.limit > 0 ? std::min(report.shards.size(), static_cast<size_t>(options.limit)) : report.shards.size();
+  for (size_t i = 0; i < shown; ++i) {
+    const RowShards& rs = report.shards[i];
+    std::vector<ShardError> parts = rs.shards;
+    std::stable_sort(parts.begin(), parts.end(), [](const ShardError& a, const ShardError& b) {
+      return (std::isnan(b.rel_l2) ? -1.0 : b.rel_l2) < (std::isnan(a.rel_l2) ? -1.0 : a.rel_l2);
+    });
+    std::string line;
+    for (const ShardError& e : parts) line += (line.empty() ? "" : " · ") + shard_error_text(e);
+    std::fprintf(out, "  %s (%s): %s\n", terminal_text(report.result.rows[rs.row].golden->name).c_str(), rs.side.c_str(), line.c_str());
+  }
+  if (shown < report.shards.size()) std::fprintf(out, "  ... %zu more\n", report.shards.size() - shown);
+}
+
 void print_process_memory(std::FILE* out, const CompareResult& result, bool color) {
   if (result.peak_resident_bytes.size() < 2) return;
   std::string line = std::to_string(result.peak_resident_bytes.size()) + " processes, peak resident MiB:";

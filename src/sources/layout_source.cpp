@@ -82,6 +82,7 @@ class LayoutSource final : public RecordSource {
   std::optional<std::string> fingerprint_json() const override { return inner_->fingerprint_json(); }
   std::string op_arguments_json(const Record& r) const override { return inner_->op_arguments_json(first_shard(r)); }
   NativeRecordInfo native_info(const Record& r) const override { return inner_->native_info(first_shard(r)); }
+  std::vector<RecordShard> shards(const Record& r) const override;
 
  private:
   const Record& first_shard(const Record& r) const { return inner_->records()[groups_[r.handle].shards[0].record]; }
@@ -210,6 +211,27 @@ void LayoutSource::build_records() {
     Record& r = records_[i];
     if (r.rank >= 0) r.order = next[{r.rank, r.step}]++;
   }
+}
+
+// A merged record's TP shards as slices of its concatenation dimension; a record of a later PP stage is
+// one part, its stage. Replicas and partial sums are not slices: an error is in all of them or none.
+std::vector<RecordShard> LayoutSource::shards(const Record& r) const {
+  if (r.handle >= groups_.size() || !groups_[r.handle].merged || inner_->records()[groups_[r.handle].shards[0].record].rank < 0)
+    return {};
+  const Group& g = groups_[r.handle];
+  const std::string stage = side_.pp > 1 ? fmt::format("PP stage {} of {}", coords_[r.handle].pp, side_.pp) : "";
+  std::vector<RecordShard> out;
+  if (g.plan.combine == Combine::kConcat && g.shards.size() > 1) {
+    int64_t at = 0;
+    for (const Shard& s : g.shards) {
+      const int64_t len = inner_->records()[s.record].shape[static_cast<size_t>(g.plan.dim)];
+      out.push_back({fmt::format("TP shard {} of {}{}{}", s.tp, side_.tp, stage.empty() ? "" : ", ", stage), g.plan.dim, at, at + len});
+      at += len;
+    }
+  } else if (!stage.empty()) {
+    out.push_back({stage, -1, 0, 0});
+  }
+  return out;
 }
 
 // Each shard's bytes in C order and native byte order: a view to read directly, or its values decoded.

@@ -65,3 +65,14 @@ def test_a_layout_that_misplaces_a_split_fails(runs, tmp_path):
     p = run_cli("compare", runs["golden"], runs["tp2"], "--layout", wrong)
     assert p.returncode == 1, p.stdout[-2000:]
     assert "o_proj" in p.stdout
+
+
+def test_the_failing_row_names_the_tp_shard_that_carries_the_error(runs, tmp_path):
+    _, res = _compare(runs, "shard", tmp_path)
+    first = {s["name"]: s for s in res["shards"]}["layers.1.mlp.down_proj/forward/parameter/weight"]
+    assert first["side"] == "target" and first["row"] == res["first_divergence"]["row"]
+    err = {p["label"]: p["rel_l2"] for p in first["shards"]}
+    assert err["TP shard 0 of 2"] == 0 and err["TP shard 1 of 2"] > 0.1, err
+    text = run_cli("compare", runs["golden"], runs["shard"], "--layout", runs["shard"] + ".layout.json").stdout
+    assert "layers.1.mlp.down_proj/forward/parameter/weight (target): TP shard 1 of 2 rel L2" in text
+
