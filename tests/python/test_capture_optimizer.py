@@ -152,25 +152,16 @@ def test_compare_pairs_optimizer_rows_and_finds_a_differing_eps(tmp_path):
 def test_hf_trainer_callback_records_the_trainers_optimizer(tmp_path):
     transformers = pytest.importorskip("transformers")
     pytest.importorskip("accelerate")
+    from hf_helpers import TokenDataset, tiny_llama_config
     from parity.integrations.hf import ParityCallback
 
-    class Tokens(torch.utils.data.Dataset):
-        ids = torch.randint(0, 64, (4, 8), generator=torch.Generator().manual_seed(0))
-
-        def __len__(self):
-            return len(self.ids)
-
-        def __getitem__(self, i):
-            return {"input_ids": self.ids[i], "labels": self.ids[i]}
-
     torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                                   num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16)
+    cfg = tiny_llama_config(transformers, vocab=64, hidden=16, positions=16)
     args = transformers.TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2,
                                           max_steps=2, learning_rate=1e-3, report_to=[], save_strategy="no",
                                           use_cpu=True, seed=0, disable_tqdm=True)
     cb = ParityCallback(path=str(tmp_path / "run"), steps=[2], optimizer=True)
-    transformers.Trainer(model=transformers.LlamaForCausalLM(cfg), args=args, train_dataset=Tokens(),
+    transformers.Trainer(model=transformers.LlamaForCausalLM(cfg), args=args, train_dataset=TokenDataset(4, seq=8, vocab=64),
                          callbacks=[cb]).train()
     recs = optimizer_records(parity.load(str(tmp_path / "run")), 2)  # the Trainer's second optimizer step
     for state in ("step", "exp_avg", "exp_avg_sq"):

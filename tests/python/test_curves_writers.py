@@ -11,6 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 import torch
+from hf_helpers import TokenDataset, tiny_llama_config
 
 # The writers are PyPI packages (python/requirements.txt); where one is missing its tests are skipped
 # (collected and reported as skipped, so the file still runs under a Python without them).
@@ -45,25 +46,14 @@ def points(j, metric):
 def trainer_run(out, lr=1e-3):
     import transformers
 
-    class Tokens(torch.utils.data.Dataset):
-        def __init__(self):
-            self.x = torch.randint(0, 64, (64, 16), generator=torch.Generator().manual_seed(0))
-
-        def __len__(self):
-            return len(self.x)
-
-        def __getitem__(self, i):
-            return {"input_ids": self.x[i], "labels": self.x[i]}
-
     torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                   num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=32)
+    cfg = tiny_llama_config(transformers, vocab=64, layers=2, kv_heads=2)
     model = transformers.LlamaForCausalLM(cfg)
     args = transformers.TrainingArguments(output_dir=str(out), max_steps=STEPS, logging_steps=1,
                                           per_device_train_batch_size=8, learning_rate=lr, report_to=["tensorboard"],
                                           save_strategy="no", use_cpu=True, seed=0, disable_tqdm=True,
                                           dataloader_num_workers=0)
-    trainer = transformers.Trainer(model=model, args=args, train_dataset=Tokens())
+    trainer = transformers.Trainer(model=model, args=args, train_dataset=TokenDataset(64, seq=16, vocab=64))
     trainer.train()
     trainer.save_state()  # output_dir/trainer_state.json
     events = [os.path.join(d, f) for d, _, fs in os.walk(out) for f in fs if "tfevents" in f]

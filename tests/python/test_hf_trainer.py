@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import parity
+from hf_helpers import TokenDataset, tiny_llama_config
 
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("accelerate")
@@ -15,30 +16,17 @@ pytest.importorskip("accelerate")
 STEPS = 3
 
 
-class Tokens(torch.utils.data.Dataset):
-    def __init__(self, n=STEPS * 2, seq=16, vocab=128):
-        g = torch.Generator().manual_seed(0)
-        self.ids = torch.randint(0, vocab, (n, seq), generator=g)
-
-    def __len__(self):
-        return len(self.ids)
-
-    def __getitem__(self, i):
-        return {"input_ids": self.ids[i], "labels": self.ids[i]}
-
-
 def test_trainer_run_logs_scalars_per_step(tmp_path):
     from parity.integrations.hf import ParityCallback
 
     torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                   num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32)
+    cfg = tiny_llama_config(transformers)
     model = transformers.LlamaForCausalLM(cfg)
     args = transformers.TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2,
                                           max_steps=STEPS, logging_steps=1, learning_rate=1e-3, report_to=[],
                                           save_strategy="no", use_cpu=True, seed=0, disable_tqdm=True)
     cap = parity.capture(model, str(tmp_path / "run"), level="module", steps=[0])
-    trainer = transformers.Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=[ParityCallback(cap)])
+    trainer = transformers.Trainer(model=model, args=args, train_dataset=TokenDataset(STEPS * 2), callbacks=[ParityCallback(cap)])
     with cap:
         trainer.train()
     run = parity.load(str(tmp_path / "run"))
@@ -65,8 +53,7 @@ def owned_run(tmp_path, name, bf16):
     from parity.integrations.hf import ParityCallback
 
     torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                   num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32)
+    cfg = tiny_llama_config(transformers)
     model = transformers.LlamaForCausalLM(cfg)
     args = transformers.TrainingArguments(output_dir=str(tmp_path / (name + "_out")), per_device_train_batch_size=2,
                                           per_device_eval_batch_size=2, max_steps=TRAIN_STEPS, logging_steps=1,
@@ -74,8 +61,8 @@ def owned_run(tmp_path, name, bf16):
                                           report_to=[], save_strategy="no", use_cpu=True, seed=0, disable_tqdm=True,
                                           bf16=bf16)
     cb = ParityCallback(path=str(tmp_path / name), level="module", steps=[1], eval_logits=[TRAIN_STEPS])
-    trainer = transformers.Trainer(model=model, args=args, train_dataset=Tokens(n=TRAIN_STEPS * 2),
-                                   eval_dataset=Tokens(n=4), callbacks=[cb])
+    trainer = transformers.Trainer(model=model, args=args, train_dataset=TokenDataset(TRAIN_STEPS * 2),
+                                   eval_dataset=TokenDataset(4), callbacks=[cb])
     trainer.train()
     assert cb.cap is None  # closed on train end
     return trainer.state.log_history
@@ -152,14 +139,13 @@ def test_an_exception_leaves_a_readable_run_that_close_stops(tmp_path):
                 raise RuntimeError("boom at step 2")
 
     torch.manual_seed(0)
-    cfg = transformers.LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                                   num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32)
+    cfg = tiny_llama_config(transformers)
     model = transformers.LlamaForCausalLM(cfg)
     args = transformers.TrainingArguments(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2,
                                           max_steps=STEPS, logging_steps=1, report_to=[], save_strategy="no",
                                           use_cpu=True, seed=0, disable_tqdm=True)
     cb = ParityCallback(path=str(tmp_path / "run"), steps=[1, 2])
-    trainer = transformers.Trainer(model=model, args=args, train_dataset=Tokens(), callbacks=[cb, Boom()])
+    trainer = transformers.Trainer(model=model, args=args, train_dataset=TokenDataset(STEPS * 2), callbacks=[cb, Boom()])
     with pytest.raises(RuntimeError, match="boom"):
         trainer.train()
     assert cb.cap is not None and cb.cap.step == 2
