@@ -5,9 +5,10 @@ optimizer records.
     python -m bench.longrun.run [--steps 300] [--only eps rerun ...] [--out DIR]
 
 Per scenario: the verdict, how many optimizer rows were paired (and records left unpaired), the first failing row
-and the first failing optimizer row (step, name) in execution order, and the configuration differences. This is the
-groundwork of issue 30 §4: naming the step and tensor where the runs part *beyond accumulated noise* is §2's
-divergence timeline, not this table (the first failing row here is judged per step against that step's rounding).
+and the first failing optimizer row (step, name) in execution order — judged per step, against that step's rounding
+— and the configuration differences; then a second table, the divergence timeline of each (issue 30 §2,
+docs/timeline.md): the first step and tensor whose error grows beyond the rounding accumulated since the first step,
+and the cause the evidence names.
 """
 import argparse
 import json
@@ -54,7 +55,20 @@ def summarise(name, res, code, seconds):
             "first_fail": failing and (failing["step"], failing["name"]),
             "first_optimizer_fail": failing_opt and (failing_opt["step"], failing_opt["name"]),
             "config_diff": [d["key"] for d in res.get("config_diff") or [] if d["key"] != "extra.scenario"],
-            "compare_seconds": round(seconds, 2)}
+            "compare_seconds": round(seconds, 2), "timeline": timeline_of(res),
+            "top_suspect": res["suspects"] and (res["suspects"][0]["step"], res["suspects"][0]["event"])}
+
+
+def timeline_of(res):
+    """What the divergence timeline of a compare JSON says: the first crossing (step, tensor, phase, rank), the
+    cause and the configuration keys it names, the median growth exponent (docs/timeline.md)."""
+    t = res.get("divergence_timeline")
+    if t is None:
+        return None
+    first = t["first"]
+    return {"first": first and (first["step"], first["name"], first["phase"], first["rank"]), "cause": t["cause"],
+            "config_keys": t["config_keys"], "median_growth": t["median_growth"],
+            "phases": {p["phase"]: p["step"] for p in t["phases"]}}
 
 
 def run_scenario(name, steps, out, binary=None):
@@ -84,6 +98,22 @@ def markdown(results):
     return "\n".join(lines)
 
 
+def timeline_markdown(results):
+    """The divergence timeline of each scenario: the step and tensor found, the cause it names."""
+    lines = ["| scenario | golden | step found | tensor found (phase) | cause | configuration keys | median growth |",
+             "|---|---|---:|---|---|---|---:|"]
+    for r in results:
+        t = r["timeline"] or {}
+        first = t.get("first")
+        growth = t.get("median_growth")
+        lines.append("| {} | {} | {} | {} | {} | {} | {} |".format(
+            r["scenario"], r["golden"], first[0] if first else "none",
+            "`{}` ({}{})".format(first[1], first[2], ", rank {}".format(first[3]) if first[3] else "") if first else "-",
+            t.get("cause") or "-", ", ".join("`{}`".format(k) for k in t.get("config_keys") or []) or "-",
+            "{:.2f}".format(growth) if isinstance(growth, float) else "n/a"))
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=DEFAULT_STEPS)
@@ -93,6 +123,8 @@ def main(argv=None):
     names = a.only or [n for n in train.SCENARIOS if train.golden_of(n)]
     results = [run_scenario(n, a.steps, a.out) for n in names]
     print(markdown(results))
+    print()
+    print(timeline_markdown(results))
     return 0
 
 

@@ -187,6 +187,70 @@ Analysis analyse(CompareResult& result, const AnalysisOptions& options = {}, con
 void keep_suspect_events(Analysis& a);
 
 
+// ---- divergence timeline: where two long runs part (docs/timeline.md) ------------------------------------
+// Over a comparison of many steps, every tensor's error at each step (its row's noise ratio: the error in
+// units of one step's expected rounding) is held against the noise that accumulates legitimately from the
+// first compared step k0: rounding of every step compounded, growing as the square root of the steps,
+//   bound(k) = structural_min · sqrt(k − k0 + 1)   (structural_min: 32 u, NoiseParams).
+// A tensor crosses at the first step whose ratio exceeds its bound. The phases of a training step, in the
+// order a step computes them: forward, backward, gradient (parameter gradients), clipping (the total norm and
+// the clip factor), lr, optimizer_state (moments and the like), update, parameter.
+struct TimelineCrossing {
+  std::string name, module, phase, role;
+  int64_t step = -1;
+  int rank = -1;
+  size_t row = SIZE_MAX;  // index into CompareResult::rows
+  double ratio = kNaN;    // the row's noise ratio at that step
+  double bound = kNaN;    // bound(step), in the same units
+};
+
+// One tensor's error over the steps (its rows by step).
+struct TimelineTensor {
+  std::string name, phase;
+  int rank = -1;
+  int64_t steps = 0;            // steps at which it was measured
+  int64_t first_crossing = -1;  // -1: never beyond its bound
+  double worst_of_bound = 0;    // max over steps of ratio / bound(step)
+  int64_t worst_step = -1;
+  // The exponent p of ratio ∝ (k − k0 + 1)^p fitted by least squares on log-log over the steps where the
+  // ratio is positive and finite (NaN with fewer than 3 such steps): 0.5 is the square-root growth of
+  // independent rounding, larger is error that grows faster than the bound.
+  double growth = kNaN;
+};
+
+// Per module (its records' module; `<global>` for the optimizer's lr and clipping) and rank: the worst
+// ratio / bound of its tensors at each step of DivergenceTimeline::steps (NaN where none was measured).
+struct TimelineModule {
+  std::string module;
+  int rank = -1;
+  int64_t first_crossing = -1;
+  std::vector<double> of_bound;
+};
+
+struct ConfigDifference;  // below
+
+struct DivergenceTimeline {
+  std::vector<int64_t> steps;  // the compared steps, ascending
+  double per_step_limit = 32;  // structural_min
+  std::optional<TimelineCrossing> first;        // the first step's first crossing in execution order
+  std::vector<TimelineCrossing> phase_first;    // each phase's first crossing, in phase order
+  // What the evidence names: "config" (lr or clip factor differ), "reduction" (the clipping's total norm
+  // differs while the gradients as recorded agree), "optimizer" (a moment or update diverges before the
+  // gradients), "parameter", "forward", "backward", "gradient"; "" when nothing crosses.
+  std::string cause;
+  std::string cause_text;                    // one line, the evidence
+  std::vector<std::string> config_keys;      // configuration differences that bear on the cause
+  std::vector<TimelineTensor> tensors;       // every tensor measured at two steps or more
+  std::vector<TimelineModule> modules;
+  double median_growth = kNaN;               // over tensors with a growth exponent
+};
+
+// The timeline of a classified comparison spanning two steps or more (nullopt otherwise). `config` are
+// the fingerprints' differences (config_diff), which name a cause when they bear on it.
+std::optional<DivergenceTimeline> divergence_timeline(const CompareResult& result,
+                                                      const std::vector<ConfigDifference>& config,
+                                                      const AnalysisOptions& options = {});
+
 // ---- configuration differences -------------------------------------------------------------------------
 struct ConfigDifference {
   std::string key;          // flattened JSON path, "torch.backends.cuda.matmul.allow_tf32"

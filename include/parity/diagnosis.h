@@ -91,6 +91,8 @@ struct Findings {
   std::vector<ConfigDifference> config;
   OverflowReport target_overflow, golden_overflow;
   std::vector<Diagnosis> diagnoses;
+  // Where the runs part beyond accumulated noise, over a comparison of two steps or more (docs/timeline.md).
+  std::optional<DivergenceTimeline> timeline;
 };
 Findings analyse_and_diagnose(CompareResult& result, const RecordSource* golden, const RecordSource* target,
                               const AnalysisOptions& options = {});
@@ -103,6 +105,10 @@ nlohmann::json overflow_to_json(const OverflowReport& r);
 // suspects and diagnoses (printed after the table). `color` adds ANSI styles.
 void print_config_diff(std::FILE* out, const std::vector<ConfigDifference>& diffs, bool color);
 void print_findings(std::FILE* out, const Findings& f, const CompareResult& result, bool color, size_t max_suspects = 5);
+// The divergence timeline's terminal lines (a few: first crossing, cause, per-phase first crossings) and its
+// JSON, the `divergence_timeline` key of parity.compare/1 (docs/compare-json.md).
+void print_timeline(std::FILE* out, const DivergenceTimeline& t, bool color);
+nlohmann::json timeline_to_json(const DivergenceTimeline& t);
 // `parity overflow` terminal output.
 void print_overflow(std::FILE* out, const OverflowReport& r, bool color);
 // The verdict line `parity overflow` ends with (--quiet keeps only it), from overflow_verdict:

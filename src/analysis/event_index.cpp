@@ -19,7 +19,9 @@ Slot slot_of(const Record& r) {
   return Slot::kOther;
 }
 
-int direction_rank(const std::string& direction) { return direction == "backward" ? 1 : 0; }
+int direction_rank(const std::string& direction) {
+  return direction == "backward" ? 1 : direction == "optimizer" ? 2 : 0;
+}
 
 bool has_capture_metadata(const CompareResult& result) {
   for (const CompareRow& row : result.rows)

@@ -13,7 +13,8 @@ namespace parity::analysis_detail {
 enum class Slot : uint8_t { kInput, kParameter, kOutput, kOther };
 Slot slot_of(const Record& r);
 
-// 0 for forward (and records without a direction), 1 for backward: forward sorts first.
+// 0 for forward (and records without a direction), 1 for backward, 2 for the optimizer's records (after
+// the step's backward): forward sorts first.
 int direction_rank(const std::string& direction);
 
 // Copies the identity of the event a record belongs to (event name, module, op, direction, step, rank)

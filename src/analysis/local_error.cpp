@@ -307,6 +307,56 @@ std::vector<double> contained_parameter_ratios(const Analysis& a) {
   return contained;
 }
 
+// An optimizer event (`<module>/optimizer`, `<global>/optimizer`) records no inputs of its own: what it
+// computes from are records of other events. Its inputs are taken to be (docs/judgement.md "Optimizer
+// events"): the step's parameter gradients (`<module>/backward/grad/*` of its module and the modules inside
+// it; every gradient of the step for `<global>`, whose total norm reads them all), the `<global>` event of
+// the step for a module (the lr and the clip factor that scale its update), and its own outputs at the
+// rank's previous step with one (the moments it carries from step to step). The parameters come in through
+// contained_parameter_ratios. Per event: the worst of these ratios (NaN: not an optimizer event, or none).
+std::vector<double> optimizer_input_ratios(const CompareResult& result, const Analysis& a) {
+  std::map<std::tuple<int, int64_t, std::string_view>, double> grads;  // (rank, step, module) -> worst ratio
+  std::map<std::pair<int, int64_t>, double> step_grads;
+  for (const CompareRow& row : result.rows) {
+    const Record& g = *row.golden;
+    if (g.direction != "backward" || g.role != "grad" || std::isnan(row.noise_ratio)) continue;
+    take_max(grads.try_emplace({g.rank, g.step, std::string_view(g.module)}, kNaN).first->second, row.noise_ratio);
+    take_max(step_grads.try_emplace({g.rank, g.step}, kNaN).first->second, row.noise_ratio);
+  }
+  std::map<std::pair<int, int64_t>, double> global_out;                       // (rank, step) -> `<global>` output
+  std::map<std::tuple<int, std::string_view, int64_t>, double> previous_out;  // (rank, event, step) -> output
+  for (const EventError& e : a.events) {
+    if (e.direction != "optimizer") continue;
+    if (e.module == "<global>") global_out[{e.rank, e.step}] = e.output_ratio;
+    previous_out[{e.rank, std::string_view(e.name), e.step}] = e.output_ratio;
+  }
+  std::vector<double> inputs(a.events.size(), kNaN);
+  for (size_t k = 0; k < a.events.size(); ++k) {
+    const EventError& e = a.events[k];
+    if (e.direction != "optimizer") continue;
+    const bool global = e.module == "<global>";
+    if (global) {
+      if (auto it = step_grads.find({e.rank, e.step}); it != step_grads.end()) take_max(inputs[k], it->second);
+    } else {
+      const std::string_view m(e.module);
+      for (auto it = grads.lower_bound({e.rank, e.step, m}); it != grads.end(); ++it) {
+        const auto& [rank, step, module] = it->first;
+        if (rank != e.rank || step != e.step || !(module == m || (module.starts_with(m) && module[m.size()] == '.')))
+          break;
+        take_max(inputs[k], it->second);
+      }
+      if (auto it = global_out.find({e.rank, e.step}); it != global_out.end()) take_max(inputs[k], it->second);
+    }
+    auto it = previous_out.lower_bound({e.rank, std::string_view(e.name), e.step});
+    if (it != previous_out.begin()) {
+      --it;
+      const auto& [rank, name, step] = it->first;
+      if (rank == e.rank && name == std::string_view(e.name)) take_max(inputs[k], it->second);
+    }
+  }
+  return inputs;
+}
+
 // No input recorded: the previous finished event of the same stream feeds it (a chain of ops).
 void infer_missing_input(Analysis& a, size_t k) {
   EventError& e = a.events[k];
@@ -348,9 +398,14 @@ void judge_role(EventError& e, double in, const AnalysisOptions& options) {
 void assign_roles(const CompareResult& result, Analysis& a, const AnalysisOptions& options,
                   const RecordSource* golden, const RecordSource* target) {
   const std::vector<double> contained_params = contained_parameter_ratios(a);
+  const std::vector<double> optimizer_inputs = optimizer_input_ratios(result, a);
   for (size_t k = 0; k < a.events.size(); ++k) {
     EventError& e = a.events[k];
-    if (std::isnan(e.input_ratio)) infer_missing_input(a, k);
+    if (e.direction == "optimizer") {
+      e.input_ratio = optimizer_inputs[k];  // never the previous event's output: no chain of ops feeds it
+    } else if (std::isnan(e.input_ratio)) {
+      infer_missing_input(a, k);
+    }
     // Input error as it reaches the output: propagated through the op where its conditioning is known
     // (softmax, norms, exp/log), else taken at face value (docs/judgement.md "Conditioning").
     // Only an output beyond noise can make the event a source: the others need no propagation (and no
@@ -446,8 +501,11 @@ std::string source_why(const EventError& e) {
     return fmt::format("NaN/Inf born here from inputs at {}", noise_ratio_text(in_ratio));
   if (std::isinf(e.amplification))
     return fmt::format("output differs where the golden's is all zero, from inputs at {}", noise_ratio_text(in_ratio));
+  const char* inputs_are = e.input_inferred           ? " (previous event)"
+                           : e.direction == "optimizer" ? " (its gradients, lr/clip and previous state)"
+                                                        : "";
   return fmt::format("output {} from inputs {}{}{} (×{:.3g})", noise_ratio_text(e.output_ratio),
-                     noise_ratio_text(e.input_ratio), e.input_inferred ? " (previous event)" : "",
+                     noise_ratio_text(e.input_ratio), inputs_are,
                      std::isnan(e.explained_ratio)
                          ? ""
                          : fmt::format(", which explain {} through the op", noise_ratio_text(e.explained_ratio)),
@@ -466,7 +524,25 @@ void add_source_suspects(const Analysis& a, std::vector<Suspect>& suspects) {
 // Forward causes come before backward ones (backward errors follow from the forward pass when it
 // already differs); inside a direction: differing inputs, then differing parameters in execution order
 // (both present before any computation: upstream of everything), then sources by error created.
+// An optimizer event that creates error at step s computes parameters that differ: every later step of its
+// rank starts from them, so its suspects are downstream of it and rank after those of steps up to s. Per rank:
+// the earliest such step (none: no optimizer source).
+std::map<int, int64_t> first_optimizer_source_step(const std::vector<Suspect>& suspects) {
+  std::map<int, int64_t> first;
+  for (const Suspect& s : suspects) {
+    if (s.kind != SuspectKind::kSource || s.direction != "optimizer") continue;
+    auto [it, added] = first.try_emplace(s.rank, s.step);
+    if (!added) it->second = std::min(it->second, s.step);
+  }
+  return first;
+}
+
 void rank_suspects(const Analysis& a, std::vector<Suspect>& suspects) {
+  const std::map<int, int64_t> optimizer_source = first_optimizer_source_step(suspects);
+  const auto downstream_of_optimizer = [&](const Suspect& s) {
+    const auto it = optimizer_source.find(s.rank);
+    return it != optimizer_source.end() && s.step > it->second;
+  };
   const bool forward_has_suspect = std::any_of(suspects.begin(), suspects.end(), [](const Suspect& s) {
     return direction_rank(s.direction) == 0;
   });
@@ -475,6 +551,7 @@ void rank_suspects(const Analysis& a, std::vector<Suspect>& suspects) {
   auto kind_rank = [](SuspectKind k) { return k == SuspectKind::kInputs ? 0 : k == SuspectKind::kParameters ? 1 : 2; };
   auto ranked_by_score = [](SuspectKind k) { return k == SuspectKind::kSource || k == SuspectKind::kStructure; };
   std::stable_sort(suspects.begin(), suspects.end(), [&](const Suspect& x, const Suspect& y) {
+    if (downstream_of_optimizer(x) != downstream_of_optimizer(y)) return !downstream_of_optimizer(x);
     const int dx = forward_has_suspect ? direction_rank(x.direction) : 0;
     const int dy = forward_has_suspect ? direction_rank(y.direction) : 0;
     if (dx != dy) return dx < dy;

@@ -77,6 +77,7 @@ Findings analyse_and_diagnose(CompareResult& result, const RecordSource* golden,
   ensure_classified(result, options, golden, target);
   f.analysis = analyse(result, options, golden, target);
   f.config = config_diff(result.golden_fingerprint, result.target_fingerprint);
+  f.timeline = divergence_timeline(result, f.config, options);
   f.target_overflow = analyse_overflow(measured_records(result, /*target_side=*/true).records);
   f.target_overflow.source = result.target_source;
   f.golden_overflow = analyse_overflow(measured_records(result, /*target_side=*/false).records);

@@ -58,3 +58,46 @@ json overflow_to_json(const OverflowReport& r) {
 }
 
 }  // namespace parity
+
+namespace parity {
+namespace {
+
+json crossing_json(const TimelineCrossing& c) {
+  return {{"name", c.name},   {"module", c.module}, {"phase", c.phase},
+          {"role", c.role},   {"step", c.step},     {"rank", c.rank},
+          {"row", c.row},     {"ratio", json_number<json>(c.ratio)}, {"bound", json_number<json>(c.bound)}};
+}
+
+json numbers_json(const std::vector<double>& values) {
+  json out = json::array();
+  for (double v : values) out.push_back(json_number<json>(v));
+  return out;
+}
+
+}  // namespace
+
+json timeline_to_json(const DivergenceTimeline& t) {
+  json phases = json::array(), modules = json::array(), tensors = json::array();
+  for (const TimelineCrossing& c : t.phase_first) phases.push_back(crossing_json(c));
+  for (const TimelineModule& m : t.modules)
+    modules.push_back({{"module", m.module}, {"rank", m.rank},
+                       {"first_crossing", m.first_crossing < 0 ? json(nullptr) : json(m.first_crossing)},
+                       {"of_bound", numbers_json(m.of_bound)}});
+  for (const TimelineTensor& x : t.tensors)
+    tensors.push_back({{"name", x.name}, {"phase", x.phase}, {"rank", x.rank}, {"steps", x.steps},
+                       {"first_crossing", x.first_crossing < 0 ? json(nullptr) : json(x.first_crossing)},
+                       {"worst_of_bound", json_number<json>(x.worst_of_bound)}, {"worst_step", x.worst_step},
+                       {"growth", json_number<json>(x.growth)}});
+  return {{"steps", t.steps},
+          {"per_step_limit", t.per_step_limit},
+          {"first", t.first ? crossing_json(*t.first) : json(nullptr)},
+          {"cause", t.cause.empty() ? json(nullptr) : json(t.cause)},
+          {"cause_text", t.cause_text},
+          {"config_keys", t.config_keys},
+          {"phases", phases},
+          {"median_growth", json_number<json>(t.median_growth)},
+          {"modules", modules},
+          {"tensors", tensors}};
+}
+
+}  // namespace parity

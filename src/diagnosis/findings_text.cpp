@@ -57,6 +57,7 @@ void print_findings(std::FILE* out, const Findings& f, const CompareResult& resu
   } else {
     std::fprintf(out, "%s none (no row fails)\n", bold("First divergence:", color).c_str());
   }
+  if (f.timeline) print_timeline(out, *f.timeline, color);
   if (!a.suspects.empty()) {
     std::fprintf(out, "%s (ranked by error created, in units of expected rounding u)\n", bold("Suspects", color).c_str());
     for (size_t i = 0; i < a.suspects.size() && i < max_suspects; ++i) {
@@ -148,6 +149,36 @@ void print_overflow(std::FILE* out, const OverflowReport& r, bool color) {
   else if (r.loss_scale_advice == "raise")
     std::fprintf(out, "  %s gradients underflow: raise the loss scale (or use dynamic loss scaling)\n", yellow("loss scale:", color).c_str());
   for (const Status& st : r.problems) std::fprintf(out, "  problem: %s\n", terminal_text(st.message()).c_str());
+}
+
+}  // namespace parity
+
+namespace parity {
+
+void print_timeline(std::FILE* out, const DivergenceTimeline& t, bool color) {
+  const std::string head = bold("Divergence timeline:", color);
+  const std::string range = fmt::format("steps {}–{}, bound {:g} u·√(steps since {})", t.steps.front(),
+                                        t.steps.back(), t.per_step_limit, t.steps.front());
+  if (!t.first) {
+    std::fprintf(out, "%s %s — no tensor grows beyond accumulated rounding (median growth exponent %s)\n",
+                 head.c_str(), green("none", color).c_str(),
+                 std::isnan(t.median_growth) ? "n/a" : fmt::format("{:.2f}", t.median_growth).c_str());
+    std::fprintf(out, "  (%s)\n", range.c_str());
+    return;
+  }
+  const TimelineCrossing& c = *t.first;
+  std::fprintf(out, "%s first crossing at %s: %s [%s]%s, %s > %s (%s)\n", head.c_str(),
+               red(fmt::format("step {}", c.step), color).c_str(), terminal_text(c.name).c_str(), c.phase.c_str(),
+               c.rank > 0 ? fmt::format(" rank {}", c.rank).c_str() : "", units(c.ratio).c_str(), units(c.bound).c_str(),
+               range.c_str());
+  std::string keys;
+  for (const std::string& k : t.config_keys) keys += (keys.empty() ? "; configuration: " : ", ") + k;
+  std::fprintf(out, "  cause: %s — %s%s\n", yellow(t.cause, color).c_str(), terminal_text(t.cause_text).c_str(),
+               terminal_text(keys).c_str());
+  std::string phases;
+  for (const TimelineCrossing& p : t.phase_first)
+    phases += fmt::format("{}{} {}", phases.empty() ? "" : ", ", p.phase, p.step);
+  std::fprintf(out, "  first crossing per phase: %s\n", phases.c_str());
 }
 
 }  // namespace parity

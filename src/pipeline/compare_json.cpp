@@ -336,8 +336,7 @@ void findings_json(const Findings& f, const CompareResult& result, json& j) {
     suspects.push_back(std::move(o));
   }
   j["suspects"] = suspects;
-  // Revision 1.10 (additive, issue 30): where two runs of many steps part (docs/timeline.md); only when the
-  // comparison spans two steps or more.
+  // Where two runs of many steps part (docs/timeline.md); only when the comparison spans two steps or more.
   if (f.timeline) j["divergence_timeline"] = timeline_to_json(*f.timeline);
 
   json diag = json::array();
@@ -428,7 +427,8 @@ json compare_report_head_to_json(const CompareReport& report) {
   // Revision 1.7 (additive, issue 31): rows[].target_order, the target record's execution order.
   // Revision 1.8 (additive, issue 32): rows[].event and rows[].site, also on unmatched records.
   // Revision 1.9 (additive, issue 29): shards, the error of each part of a failing row held apart.
-  j["revision"] = "1.9";
+  // Revision 1.10 (additive, issue 30): divergence_timeline, over a comparison of two steps or more.
+  j["revision"] = "1.10";
   j["shards"] = shards_json(report);
   j["peak_resident_bytes"] = result.peak_resident_bytes;
   if (report.replay_asked)
