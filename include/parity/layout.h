@@ -13,8 +13,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "parity/name_pattern.h"
@@ -42,6 +45,17 @@ struct SplitRule {
   int line = 0;          // the rule's position in the file's "splits" list, for messages
 };
 
+// What a capture recorded of how one parameter is split across the TP ranks (the fingerprint's
+// parallel.params, docs/layout.md "Recorded by the capture"): Megatron's partition_dim / partition_stride of
+// a tensor_model_parallel parameter, or a DTensor's Shard(d) on the TP mesh dimension; sequence_parallel: a
+// replicated parameter whose gradient is each rank's partial sum until finalize_model_grads reduces it.
+struct ParamSplit {
+  int partition_dim = -1;  // -1: not split across the TP ranks
+  int partition_stride = 1;
+  bool sequence_parallel = false;
+};
+using ParamSplits = std::map<std::string, ParamSplit>;  // by the parameter's named_parameters() name
+
 // How one side's ranks are laid out. `order` lists the parallel dimensions fastest-varying first
 // (Megatron's default: TP, then DP, then PP): rank r has tp = r mod tp, then dp, then pp.
 struct SideLayout {
@@ -51,7 +65,14 @@ struct SideLayout {
   // module path holds "<layers>.<n>" is layer n + (layers of stages before s) of the model.
   std::vector<int> stage_layers;
   int num_layers = 0;
+  // The keys of the side that were stated (a layout file's "tp", "order", ...; a capture's recorded sizes),
+  // so that a file's side and a capture's combine (combine_sides): empty when nothing said anything.
+  std::vector<std::string> stated;
+  ParamSplits params;  // what the side's capture recorded of its parameters' splits (empty: nothing)
   bool sharded() const { return tp > 1 || pp > 1; }
+  bool states(std::string_view key) const;
+  // "" when every PP stage's layers are known (pp 1, "stage_layers", or "num_layers" divisible by pp); else why not.
+  std::string layers_problem() const;
 };
 
 struct RankCoords {
@@ -70,6 +91,19 @@ struct Layout {
 // Reads a layout file (JSON, schema parity.layout/1, docs/layout.md). Errors name the file and the key.
 Result<Layout> read_layout(const std::filesystem::path& file);
 
+// One side's layout as its capture recorded it, from each rank's fingerprint's "parallel" object (docs/layout.md
+// "Recorded by the capture"): sizes and order (the order found from every rank's coordinates when the capture
+// gave none; `stated` lists what it gave) and its parameters' splits (the union over the ranks: a PP stage
+// holds only its own layers' parameters). nullopt when no rank records one. Errors name `run` and the rank:
+// sizes that differ between ranks, coordinates that fit no rank order, a dimension not merged yet (context
+// parallel).
+Result<std::optional<SideLayout>> recorded_layout(const std::map<int, std::string>& fingerprints, const std::string& run);
+// A side's layout from a layout file's side and the capture's: each size and the order from whichever
+// states it, the layers from the file (else the capture), the parameters' splits from the capture; both
+// stating one that differs is an error naming the file and the run.
+Result<SideLayout> combine_sides(const SideLayout& file_side, const std::optional<SideLayout>& recorded,
+                                 const std::string& file, const std::string& side_name, const std::string& run);
+
 // Where `rank` sits in a side's layout. Invalid when rank is outside tp·pp·dp.
 Result<RankCoords> coords_of(int rank, const SideLayout& side);
 
@@ -84,7 +118,17 @@ struct ShardPlan {
   Combine combine = Combine::kReplicated;
   int dim = 0;  // kConcat: the dimension, counted from the front (a negative rule dim is resolved)
 };
-ShardPlan shard_plan(const Record& r, const SplitRule* rule);
+// `recorded`: what the capture recorded of a parameter-like record's parameter (nullptr: nothing); it
+// places the record without a rule. A rule that places it otherwise is a conflict (plan_conflict).
+ShardPlan shard_plan(const Record& r, const SplitRule* rule, const ParamSplit* recorded = nullptr);
+// "" when the rule and the recorded split agree on a parameter-like record (or either is absent); else why
+// not, naming the rule's position in `file` and the recorded partition_dim.
+std::string plan_conflict(const Record& r, const SplitRule* rule, const ParamSplit& recorded, const std::string& file);
+// Why a record's plan is kUnsupported, for its problem.
+std::string unsupported_reason(const Record& r, const SplitRule* rule, const ParamSplit* recorded);
+// The parameter a parameter-like record is of, as named_parameters() names it ("layers.0.mlp.up.weight"),
+// "" for other records: the key of ParamSplits.
+std::string parameter_path(const Record& r);
 
 // A source presenting `inner`'s records as one unsharded run: each record's TP shards merged by its
 // plan, PP stages' layer numbers made global, the record's rank its DP rank. Records whose shards do
@@ -93,9 +137,11 @@ ShardPlan shard_plan(const Record& r, const SplitRule* rule);
 std::unique_ptr<RecordSource> merge_shards(std::unique_ptr<RecordSource> inner, const Layout& layout,
                                            const SideLayout& side);
 
-// `parity compare --layout FILE`: reads the file and reads each side it lays out over several TP or PP
-// ranks (golden: sources.sources[0], target: [1]) through merge_shards. Nothing without a file. Not yet
-// with sources divided among processes by rank (mpirun): Unsupported.
+// `parity compare [--layout FILE]`: each side's layout from the file and from what its capture recorded
+// (combine_sides); each side laid out over several TP or PP ranks (golden: sources.sources[0], target: [1])
+// is read through merge_shards. Without a file, nothing changes unless the captures recorded layouts that
+// differ and one is sharded (two runs laid out alike compare rank by rank, as always). Not yet with sources
+// divided among processes by rank (mpirun): Unsupported.
 Status apply_layout(const std::string& layout_file, DividedSources& sources);
 
 // "layers.3.mlp" on PP stage s: the module path with its layer number made global (unchanged when the

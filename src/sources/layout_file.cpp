@@ -95,9 +95,11 @@ Result<SideLayout> parse_side(const json& j, const char* name) {
         return in_side(Status::Invalid("\"stage_layers\" holds a value that is not a count of layers"));
       side.stage_layers.push_back(static_cast<int>(n.get<int64_t>()));
     }
-  } else if (side.pp > 1 && (side.num_layers == 0 || side.num_layers % side.pp != 0)) {
-    return in_side(Status::Invalid(fmt::format("{} PP stages need \"stage_layers\" or a \"num_layers\" divisible by {}", side.pp, side.pp)));
+  } else if (const std::string why = side.layers_problem(); !why.empty()) {
+    return in_side(Status::Invalid(why));
   }
+  for (const char* key : {"tp", "pp", "dp", "order", "num_layers", "stage_layers"})
+    if (j.contains(key)) side.stated.emplace_back(key);
   return side;
 }
 
@@ -132,6 +134,15 @@ const char* split_name(Split s) {
     case Split::kSequence: return "sequence";
   }
   return "none";
+}
+
+bool SideLayout::states(std::string_view key) const {
+  return std::find(stated.begin(), stated.end(), key) != stated.end();
+}
+
+std::string SideLayout::layers_problem() const {
+  if (pp == 1 || !stage_layers.empty() || (num_layers > 0 && num_layers % pp == 0)) return "";
+  return fmt::format("{} PP stages need \"stage_layers\" or a \"num_layers\" divisible by {}", pp, pp);
 }
 
 const SplitRule* Layout::rule_for(std::string_view module) const {

@@ -94,6 +94,12 @@ class LayoutSource final : public RecordSource {
   Result<TensorView> load_replicated(const Record& r, const Group& g) const;
   Result<TensorView> load_concat(const Record& r, const Group& g) const;
   Result<TensorView> load_sum(const Record& r, const Group& g) const;
+  // What the capture recorded of the split of a parameter-like record's parameter, or nullptr.
+  const ParamSplit* recorded_split(const Record& r) const {
+    if (side_.params.empty()) return nullptr;
+    const auto it = side_.params.find(parameter_path(r));
+    return it == side_.params.end() ? nullptr : &it->second;
+  }
 
   std::unique_ptr<RecordSource> inner_;
   Layout layout_;
@@ -118,7 +124,7 @@ void LayoutSource::group_records() {
     const auto key = std::make_tuple(name, r.step, c.ok() && r.rank >= 0 ? coords.dp : r.rank);
     auto [it, fresh] = by_key.emplace(key, groups_.size());
     if (fresh) {
-      groups_.push_back({shard_plan(r, layout_.rule_for(r.module)), {}, true});
+      groups_.push_back({shard_plan(r, layout_.rule_for(r.module), recorded_split(r)), {}, true});
       names_.push_back(std::move(name));
       modules_.push_back(global_layer_path(r.module, layout_.layers, offset));
       coords_.push_back(coords);
@@ -138,9 +144,14 @@ void LayoutSource::check_group(Group& g, const std::string& name) {
     g.merged = false;
   };
   if (first.rank < 0) return;  // plain tensor files: nothing to merge
-  if (g.plan.combine == Combine::kUnsupported)
-    return fail(fmt::format("{} is recorded inside a {}-parallel module; the layout merges only module-level records",
-                            first.op.view(), split_name(layout_.rule_for(first.module)->split)));
+  const SplitRule* rule = layout_.rule_for(first.module);
+  if (const ParamSplit* recorded = recorded_split(first); recorded != nullptr)
+    if (const std::string conflict = plan_conflict(first, rule, *recorded, layout_.file); !conflict.empty()) {
+      problems_.push_back(Status::Invalid(fmt::format("{} (step {}): {}; its shards are compared as they are", name, first.step, conflict)));
+      g.merged = false;
+      return;
+    }
+  if (g.plan.combine == Combine::kUnsupported) return fail(unsupported_reason(first, rule, recorded_split(first)));
   bool complete = static_cast<int>(g.shards.size()) == side_.tp;
   for (size_t k = 0; complete && k < g.shards.size(); ++k) complete = g.shards[k].tp == static_cast<int>(k);
   if (!complete) return fail(fmt::format("{} of {} TP shards recorded", g.shards.size(), side_.tp));
@@ -331,16 +342,6 @@ Result<TensorView> LayoutSource::load_sum(const Record& r, const Group& g) const
 
 std::unique_ptr<RecordSource> merge_shards(std::unique_ptr<RecordSource> inner, const Layout& layout, const SideLayout& side) {
   return std::make_unique<LayoutSource>(std::move(inner), layout, side);
-}
-
-Status apply_layout(const std::string& layout_file, DividedSources& sources) {
-  if (layout_file.empty() || sources.sources.size() != 2) return Status::OK();
-  // Dividing a run among processes by rank would part a layer's TP shards, which merge in one process.
-  if (sources.shares) return Status::Unsupported("--layout: comparing runs laid out differently under mpirun is not supported yet");
-  PARITY_ASSIGN_OR_RETURN(Layout layout, read_layout(layout_file));
-  if (layout.golden.sharded()) sources.sources[0] = merge_shards(std::move(sources.sources[0]), layout, layout.golden);
-  if (layout.target.sharded()) sources.sources[1] = merge_shards(std::move(sources.sources[1]), layout, layout.target);
-  return Status::OK();
 }
 
 }  // namespace parity::layout

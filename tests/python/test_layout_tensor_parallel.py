@@ -51,6 +51,43 @@ def test_a_fault_on_one_tp_rank_is_found_at_its_module(runs, target, where, tmp_
     assert res["first_divergence"]["name"] == where
 
 
+def test_the_recorded_layout_merges_parameters_and_gradients_without_a_file(runs, tmp_path):
+    # The capture recorded TP 2 (layout=) and each weight's partition_dim: parameters and gradients merge;
+    # activations' splits are no tensor's attribute, so their rows stay unmerged (shapes differ: error).
+    out = tmp_path / "cmp.json"
+    p = run_cli("compare", runs["golden"], runs["tp2"], "--json", out)
+    res = json.loads(out.read_text())
+    weights = [r for r in res["rows"] if "/parameter/" in r["name"] or "/grad/" in r["name"]]
+    assert len(weights) == 42 and {r["verdict"] for r in weights} == {"pass"}, p.stdout[-3000:]
+    by_name = {r["name"]: r for r in weights}
+    assert by_name["layers.0.mlp.down_proj/forward/parameter/weight"]["target"]["shape"] == [64, 128]
+    assert by_name["layers.1.mlp.down_proj/backward/grad/weight"]["target"]["shape"] == [64, 128]
+    assert by_name["embed_tokens/backward/grad/weight"]["target"]["shape"] == [128, 64]
+    assert res["summary"]["rows"] == 140 and p.returncode == 1
+
+
+def test_a_layout_file_without_sides_takes_the_recorded_sizes(runs, tmp_path):
+    layout = json.loads(open(runs["tp4"] + ".layout.json").read())
+    del layout["golden"], layout["target"]  # the splits alone: the captures say TP 1 and TP 4
+    splits = tmp_path / "splits.layout.json"
+    splits.write_text(json.dumps(layout))
+    out = tmp_path / "cmp.json"
+    p = run_cli("compare", runs["golden"], runs["tp4"], "--layout", splits, "--json", out)
+    res = json.loads(out.read_text())
+    assert p.returncode == 0 and res["summary"]["verdict"] == "pass" and res["summary"]["rows"] == 140, p.stdout[-3000:]
+
+
+def test_a_layout_file_that_disagrees_with_the_capture_names_both(runs, tmp_path):
+    layout = json.loads(open(runs["tp2"] + ".layout.json").read())
+    layout["target"] = {"tp": 4}
+    wrong = tmp_path / "tp4.layout.json"
+    wrong.write_text(json.dumps(layout))
+    p = run_cli("compare", runs["golden"], runs["tp2"], "--layout", wrong)
+    assert p.returncode == 2
+    assert "tp4.layout.json: target.tp is 4, but the target's capture ({} (parity-run)) recorded tp 2".format(runs["tp2"]) \
+        in p.stderr + p.stdout
+
+
 def test_without_the_layout_the_sharded_run_cannot_pass(runs, tmp_path):
     p = run_cli("compare", runs["golden"], runs["tp2"])
     assert p.returncode != 0

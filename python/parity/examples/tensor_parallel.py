@@ -85,13 +85,21 @@ def _rows(t, dim):
     return t.narrow(dim, tp_rank() * n, n).clone()
 
 
+def _tp_parameter(t, dim):
+    """This rank's slice along `dim` as a parameter marked as Megatron-LM marks its split parameters
+    (tensor_parallel.layers.set_tensor_model_parallel_attributes), which the capture records."""
+    p = nn.Parameter(_rows(t, dim))
+    p.tensor_model_parallel, p.partition_dim, p.partition_stride = True, dim, 1
+    return p
+
+
 # ---- layers -----------------------------------------------------------------------------------------
 
 
 class ColumnParallelLinear(nn.Module):
     def __init__(self, full: nn.Linear):
         super().__init__()
-        self.weight = nn.Parameter(_rows(full.weight.data, 0))
+        self.weight = _tp_parameter(full.weight.data, 0)
 
     def forward(self, x):
         x = _CopyToTp.apply(x) if tp_world() > 1 else x
@@ -101,7 +109,7 @@ class ColumnParallelLinear(nn.Module):
 class RowParallelLinear(nn.Module):
     def __init__(self, full: nn.Linear, fault_bf16=False):
         super().__init__()
-        self.weight = nn.Parameter(_rows(full.weight.data, 1))
+        self.weight = _tp_parameter(full.weight.data, 1)
         self.fault_bf16 = fault_bf16
 
     def forward(self, x):
@@ -112,7 +120,7 @@ class RowParallelLinear(nn.Module):
 class VocabParallelEmbedding(nn.Module):
     def __init__(self, full: nn.Embedding):
         super().__init__()
-        self.weight = nn.Parameter(_rows(full.weight.data, 0))
+        self.weight = _tp_parameter(full.weight.data, 0)
 
     def forward(self, ids):
         n = self.weight.shape[0]
@@ -215,7 +223,9 @@ def run_rank(rank, world, out, fault, steps, init_file):
     model = TpLlama(fault)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     ids, labels = batch()
-    with parity.capture(model, out, level="module", mode="tensor", steps=list(range(steps)), rank=rank) as cap:
+    # layout=: the capture records that the ranks are TP ranks (torch.distributed alone would say DP replicas)
+    with parity.capture(model, out, level="module", mode="tensor", steps=list(range(steps)), rank=rank,
+                        layout={"tp": world}) as cap:
         for _ in range(steps):
             loss = F.cross_entropy(model(ids).flatten(0, 1), labels.flatten())
             loss.backward()
