@@ -115,7 +115,20 @@ P.prepareCompare = function prepareCompare(result) {
   const steps = [...new Set(events.map((e) => e.step))].sort((a, b) => a - b);
   const ranks = [...new Set(events.map((e) => e.rank))].sort((a, b) => a - b);
   const hasNoiseRatio = events.some((e) => P.isNum(e.noise_ratio));
-  return { result, events, byName, steps, ranks, hasNoiseRatio };
+  const cmp = { result, events, byName, steps, ranks, hasNoiseRatio };
+  P.attachShards(cmp);
+  return cmp;
+};
+
+// The parts of failing rows that a run held apart (result.shards, compare JSON revision 1.9: TP shards
+// of a record merged by --layout, docs/layout.md), each on its row's event as `shards` and `shardSide`.
+P.attachShards = function attachShards(cmp) {
+  for (const s of P.treeList(cmp.result.shards)) {
+    const e = P.resolveEvent(cmp, { row: P.int(s.row), name: P.str(s.name) });
+    if (!e) continue;
+    e.shards = P.treeList(s.shards).map((p) => ({ label: P.str(p.label), rel_l2: P.num(p.rel_l2), cosine: P.num(p.cosine), max_abs: P.num(p.max_abs) }));
+    e.shardSide = P.str(s.side);
+  }
 };
 
 // Resolve a reference from the analysis keys (first_divergence, a suspect, a diagnosis' evidence) to an

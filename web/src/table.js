@@ -201,10 +201,20 @@ P.renderTable = function renderTable(cmp) {
 };
 
 // Everything known about one event: files, every metric, both sides' statistics side by side.
+// The error of each part of the row's record that its run held apart (P.attachShards), the worst marked.
+P.shardTable = function shardTable(e) {
+  const worst = e.shards.reduce((w, p, i) => (P.isNum(p.rel_l2) && (w < 0 || p.rel_l2 > e.shards[w].rel_l2) ? i : w), -1);
+  return P.el('table', { class: 'plain shards', dataset: { side: e.shardSide } },
+    P.el('thead', null, P.el('tr', null, ...['part (' + e.shardSide + ')', 'rel L2', 'cosine', 'max abs'].map((t) => P.el('th', { text: t })))),
+    P.el('tbody', null, e.shards.map((p, i) => P.el('tr', { class: i === worst && p.rel_l2 > 0 ? 'worst' : '' },
+      P.el('td', { text: p.label }), P.el('td', { text: P.fmt(p.rel_l2) }), P.el('td', { text: P.fmt(p.cosine) }), P.el('td', { text: P.fmt(p.max_abs) })))));
+};
+
 P.eventDetail = function eventDetail(e) {
   const r = e.raw;
   const box = P.el('div');
   box.appendChild(P.el('div', { class: 'tt-name', text: e.name + (e.target_name !== e.name ? '  ⇄  ' + e.target_name : '') }));
+  if (e.shards && e.shards.length) box.appendChild(P.shardTable(e));
   const facts = [
     ['golden file', P.get(r, 'golden', 'file')], ['target file', P.get(r, 'target', 'file')],
     ['golden', `${P.str(P.get(r, 'golden', 'dtype'))} ${JSON.stringify(P.get(r, 'golden', 'shape') || [])}`],
