@@ -6,6 +6,9 @@
 # timing masked) and the exit code. Prints a DIFF line per run pair that differs and the folder holding both
 # sides' outputs; exit 1 on any difference. A refactor that must not change outputs is checked with it
 # (docs/benchmarks.md "Issue 32").
+#   IDENTICAL_EXCEPT=KEYS  the named, intended changes, left out of both sides before comparing: a comma list
+#                          of top-level JSON keys, `rows.K` and `unmatched.K` (key K of every row / unmatched
+#                          record), and `n/a` (the tables' spelling of no value, `-` before issue 32).
 set -u
 old=$(readlink -f "${1:?usage: compare_identical.sh OLD_PARITY NEW_PARITY RUNS_ROOT}")
 new=$(readlink -f "${2:?usage: compare_identical.sh OLD_PARITY NEW_PARITY RUNS_ROOT}")
@@ -26,14 +29,19 @@ while IFS= read -r golden; do
     rm -rf "$w" && mkdir -p "$w" "$out/$side/$n"
     (cd "$w" && "$out/bin/$side/parity" compare "$d/golden" "$d/target" -j 1 --json c.json --csv c.csv --arrow c.arrow \
         --msprobe-csv m.csv --all > table.txt 2> err.txt; echo $? > rc)
-    python3 - "$w/c.json" <<'PY'
+    python3 - "$w/c.json" "${IDENTICAL_EXCEPT:-}" <<'PY'
 import json, sys
-p = sys.argv[1]
+p, except_ = sys.argv[1], [k for k in sys.argv[2].split(",") if k and k != "n/a"]
 j = json.load(open(p))
-j.pop("elapsed_seconds", None)
-j.pop("peak_resident_bytes", None)
+for k in ["elapsed_seconds", "peak_resident_bytes"] + except_:
+    where, _, key = k.rpartition(".")
+    if not where:
+        j.pop(key, None)
+    for rec in (j.get("rows") or []) if where == "rows" else [r for s in ("golden", "target") for r in (j.get("unmatched") or {}).get(s, [])] if where == "unmatched" else []:
+        rec.pop(key, None)
 json.dump(j, open(p, "w"), indent=1, sort_keys=True)
 PY
+    case ",${IDENTICAL_EXCEPT:-}," in *,n/a,*) sed -E -i 's#n/a#-#g; s/ +/ /g' "$w/table.txt" ;; esac
     sed -E -i 's/ \| [0-9.]+s \| / | T | /' "$w/table.txt" "$w/err.txt"
     mv "$w"/* "$out/$side/$n/"
   done
