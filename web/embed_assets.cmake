@@ -7,7 +7,7 @@ cmake_minimum_required(VERSION 3.22)
 set(delim "PARITY_ASSET")
 
 # The report's own scripts, in load order (each file is one concern; see docs/report.md).
-set(js_files util.js data.js header.js profile.js heatmap.js table.js tree_index.js tree.js curves.js eval.js overflow.js scan.js replay.js main.js)
+set(js_files util.js data.js header.js profile.js heatmap.js table.js tree_index.js tree.js curves.js timeline.js eval.js overflow.js scan.js replay.js main.js)
 
 function(read_asset path outvar)
   file(READ "${path}" content)

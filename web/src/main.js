@@ -33,9 +33,9 @@ P.main = function main() {
     const cmp = compares.length ? P.prepareCompare(compares[k].result) : null;
     P.cmp = cmp;
     for (const [key, chart] of Object.entries(P.charts)) {
-      if (['profile', 'heatmap', 'stepsHeatmap'].includes(key)) { chart.dispose(); delete P.charts[key]; }
+      if (['profile', 'heatmap', 'stepsHeatmap', 'timeline'].includes(key)) { chart.dispose(); delete P.charts[key]; }
     }
-    for (const id of ['sec-diagnosis', 'sec-table', 'sec-tree', 'sec-profile', 'sec-heatmap', 'sec-problems']) {
+    for (const id of ['sec-diagnosis', 'sec-timeline', 'sec-table', 'sec-tree', 'sec-profile', 'sec-heatmap', 'sec-problems']) {
       const sec = document.getElementById(id);
       sec.hidden = true; sec.replaceChildren(); for (const k2 of Object.keys(sec.dataset)) delete sec.dataset[k2];
     }
@@ -49,6 +49,7 @@ P.main = function main() {
     }
     if (cmp) {
       P.section('sec-diagnosis', () => P.renderDiagnosis(cmp));
+      if (cmp.result.divergence_timeline) P.section('sec-timeline', () => P.renderTimeline(cmp));
       P.section('sec-table', () => P.renderTable(cmp));  // before the charts: they link into it
       P.section('sec-tree', () => P.renderTree(cmp));    // after the table: its rows link into it
       P.section('sec-profile', () => P.renderProfile(cmp));
