@@ -76,6 +76,9 @@ inline constexpr Schema kScan{"SCAN", "parity.scan/1", "docs/scan.md",
 inline constexpr Schema kScanState{"SCAN_STATE", "parity.scan.state/1", "docs/scan.md",
                                    "scan --state: the header line of the resumable JSONL state file"};
 
+inline constexpr Schema kMonitor{"MONITOR", "parity.monitor/1", "docs/monitor.md",
+                                 "parity monitor --json: the anomalies of one run, without a golden"};
+
 // ---- inputs users write ------------------------------------------------------------------------------------
 inline constexpr Schema kLayout{"LAYOUT", "parity.layout/1", "docs/layout.md",
                                 "the layout file: how modules split across ranks, how each run is laid out"};
@@ -91,7 +94,7 @@ inline constexpr const Schema* kAll[] = {
     &kCompare, &kCompareCsv, &kCompareArrow, &kCompareMsprobe, &kOverflow, &kDump, &kDumpMajor, &kInfo,
     &kExport, &kFingerprint, &kCurve, &kCurveCsv, &kRanks, &kRanksCsv, &kLogits, &kEvalPpl, &kEvalPplCsv,
     &kEvalMc, &kEvalMcCsv, &kEvalLmEval, &kEvalLmEvalCsv, &kReplay, &kScan, &kScanState, &kReportData,
-    &kReportTree, &kLayout};
+    &kReportTree, &kLayout, &kMonitor};
 
 // The family of an id: "parity.compare/" of "parity.compare/1". A reader that takes every revision of a
 // family (the report, parity replay --suspects) tests an id's prefix against it.

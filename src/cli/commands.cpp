@@ -11,6 +11,7 @@ CommandAction setup_export(CLI::App&, const GlobalOptions&);
 CommandAction setup_report(CLI::App&, const GlobalOptions&);
 CommandAction setup_curve(CLI::App&, const GlobalOptions&);
 CommandAction setup_ranks(CLI::App&, const GlobalOptions&);
+CommandAction setup_monitor(CLI::App&, const GlobalOptions&);
 CommandAction setup_eval(CLI::App&, const GlobalOptions&);
 CommandAction setup_scan(CLI::App&, const GlobalOptions&);
 CommandAction setup_replay(CLI::App&, const GlobalOptions&);
@@ -28,6 +29,8 @@ const std::vector<Command>& commands() {
       {"curve", "Compare two runs' loss / grad-norm / lr curves: divergence step, spikes, final values", setup_curve},
       {"ranks", "Check that the ranks of one run agree step by step (RANK_INCONSISTENT)", setup_ranks,
        UnderMpi::kCooperative},
+      {"monitor", "Watch one run without a golden: loss/grad-norm spikes, update/weight ratios, stagnant bf16 weights, "
+                  "exploding moments, NaN/Inf births", setup_monitor},
       {"eval", "Business layer: perplexity/KLD/top-1 (ppl), multiple choice (mc), lm-eval results (lm-eval)", setup_eval},
       {"scan", "Sensitivity scan: which layers can run in bf16/fp16/fp8/int8, and a mixed-precision plan", setup_scan},
       {"replay", "Call each recorded op again on its recorded inputs: error given its inputs (fp64), bit-exact reproduction", setup_replay},
