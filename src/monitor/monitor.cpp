@@ -52,9 +52,15 @@ void scalar_spikes(const curves::CurveRun& run, const MonitorOptions& o, Anomaly
   }
 }
 
+// Only what a data-parallel step makes equal on every rank: the gradient norm after the all-reduce, the
+// learning rate, the loss scale. Each rank's loss is its own batch's.
 void rank_disagreement(const curves::CurveRun& run, AnomalySet& out) {
   if (run.ranks().size() < 2) return;
-  auto ranks = curves::compare_ranks(run);
+  curves::RankOptions ro;
+  for (const std::string& m : run.metrics())
+    if (m == "grad_norm" || m == "lr" || m == "loss_scale") ro.metrics.push_back(m);
+  if (ro.metrics.empty()) return;
+  auto ranks = curves::compare_ranks(run, ro);
   if (!ranks.ok()) return;
   for (const curves::RankMetricResult& m : ranks->metrics)
     for (const curves::RankDeviation& d : m.inconsistent)

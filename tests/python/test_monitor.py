@@ -76,3 +76,10 @@ def test_an_overflow_is_a_nan_inf_at_its_step(tmp_path):
 
 def test_a_folder_that_is_no_run_is_a_usage_error(tmp_path):
     assert run_cli("monitor", tmp_path / "missing").returncode == 2
+
+
+def test_data_parallel_ranks_with_their_own_losses_are_not_inconsistent(tmp_path):
+    # Each rank's loss is its own batch's; the gradient norm after the all-reduce and the lr agree.
+    train.run("ddp", 6, str(tmp_path / "run"))
+    code, res, text = monitor(tmp_path / "run", tmp_path)
+    assert not [a for a in res["anomalies"] if a["code"] == "RANK_INCONSISTENT"], text
