@@ -4,6 +4,8 @@
 // step, its tensor and the evidence:
 //   LOSS_SPIKE, GRAD_NORM_SPIKE   a logged value above its trailing median by k robust deviations
 //                                 (curves::find_spikes: median + k · 1.4826 · MAD of the last `window`)
+//                                 and by more than `spike_rel` of the median (a few quiet steps make the
+//                                 MAD tiny: a 15 % bump of a warmup's gradient norm is no spike)
 //   UPDATE_RATIO_HIGH / _LOW      ‖Δw‖ / ‖w‖ of a step outside [ratio_low, ratio_high] while the lr is > 0
 //   STAGNATION                    a parameter whose update is exactly 0 on more than `stagnant_fraction` of
 //                                 its elements while the lr is > 0: updates below half an ulp of a low-precision
@@ -26,6 +28,7 @@ namespace parity::monitor {
 struct MonitorOptions {
   int spike_window = 20;
   double spike_k = 6.0;
+  double spike_rel = 0.25;
   double ratio_high = 1e-1, ratio_low = 1e-8;
   double stagnant_fraction = 0.5;
   double moment_jump = 1e3;

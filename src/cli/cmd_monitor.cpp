@@ -49,6 +49,7 @@ CommandAction setup_monitor(CLI::App& sub, const GlobalOptions& global) {
                                 "the optimizer checks, docs/capture.md)")->required();
   sub.add_option("--spike-window", o.spike_window, "Logged values a spike is measured against (trailing)")->capture_default_str();
   sub.add_option("--spike-k", o.spike_k, "Robust deviations (1.4826 MAD) above the trailing median that make a spike")->capture_default_str();
+  sub.add_option("--spike-rel", o.spike_rel, "Least excess over the trailing median, as a fraction of it, that makes a spike")->capture_default_str();
   sub.add_option("--ratio-high", o.ratio_high, "Largest |update| / |weight| of one step that is not an anomaly")->capture_default_str();
   sub.add_option("--ratio-low", o.ratio_low, "Smallest nonzero |update| / |weight| of one step that is not an anomaly")->capture_default_str();
   sub.add_option("--stagnant-fraction", o.stagnant_fraction, "Share of a parameter's elements left exactly in place by a step "

@@ -45,10 +45,12 @@ void scalar_spikes(const curves::CurveRun& run, const MonitorOptions& o, Anomaly
   for (const curves::Series& s : run.series) {
     const char* code = s.metric == "loss" ? "LOSS_SPIKE" : s.metric == "grad_norm" ? "GRAD_NORM_SPIKE" : nullptr;
     if (code == nullptr) continue;
-    for (const curves::Spike& sp : curves::find_spikes(s.steps, s.values, o.spike_window, o.spike_k))
+    for (const curves::Spike& sp : curves::find_spikes(s.steps, s.values, o.spike_window, o.spike_k)) {
+      if (!(sp.value > (1 + o.spike_rel) * sp.median)) continue;
       out.add(code, s.metric, s.rank, sp.step,
-              fmt::format("{} {:.4g} at step {} > {:.4g} (trailing median {:.4g} + {:g} robust deviations)", s.metric, sp.value,
-                          sp.step, sp.threshold, sp.median, o.spike_k));
+              fmt::format("{} {:.4g} at step {} > {:.4g} (trailing median {:.4g} + {:g} robust deviations) and {:.0f} % above the "
+                          "median", s.metric, sp.value, sp.step, sp.threshold, sp.median, o.spike_k, 100 * (sp.value / sp.median - 1)));
+    }
   }
 }
 
