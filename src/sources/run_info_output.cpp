@@ -50,6 +50,20 @@ std::string model_text(const json& m) {
   return line + ")";
 }
 
+// The parallel part of the fingerprint line, for a rank of several or a sharded layout (docs/layout.md
+// "Recorded by the capture"): "; parallel tp 2, pp 1, dp 1, this rank tp 1, pp 0, dp 0 (from argument)".
+std::string parallel_text(const json& p) {
+  auto n = [](const json& j, const char* k) { return j.contains(k) && j[k].is_number_integer() ? j[k].get<int64_t>() : 1; };
+  if (n(p, "world") <= 1 && n(p, "tp") <= 1 && n(p, "pp") <= 1 && n(p, "dp") <= 1) return "";
+  std::string line = fmt::format("; parallel tp {}, pp {}, dp {}", n(p, "tp"), n(p, "pp"), n(p, "dp"));
+  if (p.contains("coords") && p["coords"].is_object()) {
+    const json& c = p["coords"];
+    auto at = [&](const char* k) { return c.contains(k) && c[k].is_number_integer() ? c[k].get<int64_t>() : 0; };
+    line += fmt::format(", this rank tp {}, pp {}, dp {}", at("tp"), at("pp"), at("dp"));
+  }
+  return line + fmt::format(" (from {})", p.contains("source") && p["source"].is_string() ? p["source"].get<std::string>() : "?");
+}
+
 // One line of the fingerprint's most telling fields.
 std::string fingerprint_line(const json& f) {
   auto g = [&](const char* k) { return f.contains(k) && f[k].is_string() ? f[k].get<std::string>() : std::string("?"); };
@@ -69,6 +83,7 @@ std::string fingerprint_line(const json& f) {
   if (f.contains("model") && f["model"].is_object()) line += model_text(f["model"]);
   if (f.contains("capture") && f["capture"].is_object())
     line += fmt::format("; capture level {} mode {}", f["capture"].value("level", "?"), f["capture"].value("mode", "?"));
+  if (f.contains("parallel") && f["parallel"].is_object()) line += parallel_text(f["parallel"]);
   if (f.contains("hostname")) line += "; host " + g("hostname");
   return line;
 }

@@ -66,6 +66,12 @@ def test_the_recorded_layout_merges_parameters_and_gradients_without_a_file(runs
     assert res["summary"]["rows"] == 140 and p.returncode == 1
 
 
+def test_parity_info_shows_each_ranks_recorded_place(runs):
+    text = run_cli("info", runs["tp2"]).stdout
+    assert "; parallel tp 2, pp 1, dp 1, this rank tp 1, pp 0, dp 0 (from argument)" in text, text
+    assert "parallel" not in run_cli("info", runs["golden"]).stdout  # one process: nothing to say
+
+
 def test_a_layout_file_without_sides_takes_the_recorded_sizes(runs, tmp_path):
     layout = json.loads(open(runs["tp4"] + ".layout.json").read())
     del layout["golden"], layout["target"]  # the splits alone: the captures say TP 1 and TP 4
