@@ -104,3 +104,15 @@ def test_torch_distributed_world_and_dtensor_placements(tmp_path):
     mesh_of = {"mesh_shape": [1], "mesh_dim_names": ["tp"]}
     assert par["params"] == {"weight": {"dtensor": dict(mesh_of, placements=["Shard(0)"])},
                              "bias": {"dtensor": dict(mesh_of, placements=["Replicate()"])}}
+
+
+def test_captures_laid_out_alike_compare_rank_by_rank_whatever_else_they_record(tmp_path, fake_megatron):
+    """Two captures of one rank of a TP 2 × CP 2 Megatron run: context parallel is not merged, but runs laid
+    out alike need no merging, and compare as they always did."""
+    ps = sys.modules["megatron.core.parallel_state"]
+    ps.get_context_parallel_world_size, ps.get_context_parallel_rank = (lambda: 2), (lambda: 0)
+    for name in ("golden", "target"):
+        torch.manual_seed(0)
+        _fingerprint(tmp_path, _megatron_linear(), name=name, rank=0)
+    p = capture_helpers.run_cli("compare", tmp_path / "golden", tmp_path / "target")
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
