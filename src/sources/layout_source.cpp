@@ -14,6 +14,7 @@
 
 #include "parity/dtype.h"
 #include "parity/layout.h"
+#include "sources/layout_stages.h"
 
 namespace parity::layout {
 namespace {
@@ -21,6 +22,7 @@ namespace {
 struct Shard {
   int tp = 0;
   size_t record = 0;  // index into the inner source's records
+  int pp = 0;
 };
 
 struct Group {
@@ -88,6 +90,7 @@ class LayoutSource final : public RecordSource {
   const Record& first_shard(const Record& r) const { return inner_->records()[groups_[r.handle].shards[0].record]; }
   void group_records();
   void check_group(Group& g, const std::string& name);
+  void keep_stage_representatives();
   void keep_shards_apart(size_t group);
   void build_records();
   Record logical_record(const Group& g, size_t index) const;
@@ -129,9 +132,40 @@ void LayoutSource::group_records() {
       modules_.push_back(global_layer_path(r.module, layout_.layers, offset));
       coords_.push_back(coords);
     }
-    groups_[it->second].shards.push_back({c.ok() ? coords.tp : 0, i});
+    groups_[it->second].shards.push_back({c.ok() ? coords.tp : 0, i, coords.pp});
   }
-  for (size_t g = 0; g < groups_.size(); ++g) check_group(groups_[g], names_[g]);
+  if (side_.pp > 1) keep_stage_representatives();
+  for (size_t g = 0; g < groups_.size(); ++g)
+    if (!groups_[g].shards.empty()) check_group(groups_[g], names_[g]);
+}
+
+// Records of a module several PP stages hold (layout_stages.h: a stage's root, a module around its
+// layers): the stage that stands for the model's keeps them in their groups; the other copies are stage
+// boundaries, checked against their neighbouring stage's records. A group left with no copy is dropped:
+// all of it was boundaries, each checked.
+void LayoutSource::keep_stage_representatives() {
+  std::map<std::string, std::pair<int, int>> stages;  // logical module -> first and last stage holding it
+  for (size_t g = 0; g < groups_.size(); ++g)
+    for (const Shard& s : groups_[g].shards) {
+      auto [it, fresh] = stages.try_emplace(modules_[g], s.pp, s.pp);
+      it->second = {std::min(it->second.first, s.pp), std::max(it->second.second, s.pp)};
+    }
+  std::vector<StageCopy> boundary, all;
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    Group& group = groups_[g];
+    for (const Shard& s : group.shards) all.push_back({s.record, s.pp});
+    const auto [first, last] = stages[modules_[g]];
+    if (first == last) continue;
+    std::vector<StageCopy> copies;
+    for (const Shard& s : group.shards) copies.push_back({s.record, s.pp});
+    const std::vector<StageCopy> kept = stage_representatives(inner_->records(), copies, first, last, boundary);
+    std::vector<Shard> shards;
+    for (const Shard& s : group.shards)
+      if (std::any_of(kept.begin(), kept.end(), [&](const StageCopy& k) { return k.record == s.record; })) shards.push_back(s);
+    group.shards = std::move(shards);
+    if (!group.shards.empty()) coords_[g].pp = group.shards[0].pp;
+  }
+  check_stage_boundaries(*inner_, boundary, all, layout_.file, problems_);
 }
 
 // A group merges when it holds one shard of each TP rank of one dtype and shapes that combine by its plan.
@@ -207,6 +241,7 @@ Record LayoutSource::logical_record(const Group& g, size_t index) const {
 void LayoutSource::build_records() {
   const size_t n = groups_.size();
   for (size_t g = 0; g < n; ++g) {
+    if (groups_[g].shards.empty()) continue;  // every copy a PP stage boundary, checked
     if (!groups_[g].merged && inner_->records()[groups_[g].shards[0].record].rank >= 0) keep_shards_apart(g);
     else records_.push_back(logical_record(groups_[g], g));
   }

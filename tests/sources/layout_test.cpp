@@ -184,5 +184,37 @@ TEST(MergeShards, PipelineStagesBecomeOneRunInExecutionOrder) {
                                              "layers.3/backward/input/0@layers.3", "layers.0/backward/input/0@layers.0"}));
 }
 
+// A stage's root holds what the stage received and sent: the model's input is the first stage's, its output
+// the last stage's, and what stage 1 received must be what stage 0 sent (forward), what stage 0 received
+// what stage 1 sent back (backward).
+TEST(MergeShards, PipelineStageBoundariesAreCheckedAndTheEndsKept) {
+  parity_test::TempDir dir;
+  const Layout l = layout_of(R"({"schema": "parity.layout/1", "target": {"pp": 2, "num_layers": 2}})", dir);
+  auto stages = [](float sent_back) {
+    auto run = std::make_unique<Tp2Run>();
+    run->add("<root>/forward/input/0", "<root>", "forward", "input", 0, {1, 2}, {2});     // the model's input
+    run->add("layers.0/forward/output/0", "layers.0", "forward", "output", 0, {3, 4}, {2});
+    run->add("<root>/forward/output/0", "<root>", "forward", "output", 0, {3, 4}, {2});   // sent to stage 1
+    run->add("<root>/backward/input/0", "<root>", "backward", "input", 0, {5, 6}, {2});   // received from 1
+    run->add("<root>/forward/input/0", "<root>", "forward", "input", 1, {3, 4}, {2});     // received from 0
+    run->add("layers.0/forward/output/0", "layers.0", "forward", "output", 1, {7, 8}, {2});
+    run->add("<root>/forward/output/0", "<root>", "forward", "output", 1, {7, 8}, {2});   // the model's output
+    run->add("<root>/backward/output/0", "<root>", "backward", "output", 1, {5, sent_back}, {2});  // sent to 0
+    return run;
+  };
+  auto healthy = merge_shards(std::move(stages(6)->src), l, l.target);
+  EXPECT_TRUE(healthy->problems().empty()) << healthy->problems()[0].message();
+  std::map<std::string, std::vector<float>> got;
+  for (const Record& r : healthy->records()) got[r.name.str()] = values(*healthy->load(r));
+  EXPECT_EQ(got, (std::map<std::string, std::vector<float>>{{"<root>/forward/input/0", {1, 2}},
+                                                            {"layers.0/forward/output/0", {3, 4}},
+                                                            {"layers.1/forward/output/0", {7, 8}},
+                                                            {"<root>/forward/output/0", {7, 8}}}));
+  auto broken = merge_shards(std::move(stages(9)->src), l, l.target);  // stage 1 sent back other values
+  ASSERT_EQ(broken->problems().size(), 1u);
+  EXPECT_NE(broken->problems()[0].message().find("PP stage boundary: <root>/backward/output/0 on stage 1"), std::string::npos)
+      << broken->problems()[0].message();
+}
+
 }  // namespace
 }  // namespace parity::layout
