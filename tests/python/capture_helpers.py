@@ -79,3 +79,13 @@ def capture_host_and_device(tmp_path, body, **capture_kwargs):
             body(cap, model, path, runs)
         runs[path] = parity.load(tmp_path / path)
     return runs
+
+
+def run_example(module, out, *args):
+    """`python -m parity.examples.<module> OUT ARGS...` with this source tree's package: OUT, as a string."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "python"),
+                                                                      os.environ.get("PYTHONPATH", "")])))
+    subprocess.run([sys.executable, "-m", "parity.examples." + module, str(out), *args], check=True, env=env,
+                   timeout=300, capture_output=True)
+    return str(out)
+

@@ -4,22 +4,14 @@ capturing itself, merged by `parity compare --layout`. A healthy PP-2 run passes
 global number; a stage 0 that sends the microbatches in the wrong order is found at the stage boundary (what
 stage 1 received is not what stage 0 sent) and first diverges at stage 1's first layer."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from capture_helpers import SOURCE_DIR, run_cli
+from capture_helpers import run_cli, run_example
 
 
 def _capture(base, name, *args):
-    out = str(base / name)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "python"),
-                                                                      os.environ.get("PYTHONPATH", "")])))
-    subprocess.run([sys.executable, "-m", "parity.examples.pipeline_parallel", out, *args], check=True, env=env,
-                   timeout=300, capture_output=True)
-    return out
+    return run_example("pipeline_parallel", base / name, *args)
 
 
 @pytest.fixture(scope="module")

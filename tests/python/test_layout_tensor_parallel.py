@@ -3,22 +3,14 @@ Megatron-style model on torch.distributed (gloo, CPU) at TP 1, 2 and 4, each ran
 by `parity compare --layout`. A healthy TP run passes whatever its degree; a fault on one TP rank's shard
 or on one rank's all-reduce fails at that module; without the layout the same runs cannot pass."""
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from capture_helpers import SOURCE_DIR, run_cli
+from capture_helpers import run_cli, run_example
 
 
 def _capture(tmp_path_factory, name, *args):
-    out = str(tmp_path_factory.mktemp("tp") / name)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(SOURCE_DIR, "python"),
-                                                                      os.environ.get("PYTHONPATH", "")])))
-    subprocess.run([sys.executable, "-m", "parity.examples.tensor_parallel", out, *args], check=True, env=env,
-                   timeout=300, capture_output=True)
-    return out
+    return run_example("tensor_parallel", tmp_path_factory.mktemp("tp") / name, *args)
 
 
 @pytest.fixture(scope="module")

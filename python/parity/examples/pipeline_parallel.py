@@ -17,16 +17,16 @@ activations where the first's are due (and the first's for the second), as a pip
 off-by-one microbatch index would.
 """
 import argparse
-import json
 import math
 import os
 import sys
-import tempfile
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
+
+from parity.examples._ranks import run_ranks, write_layout
 
 VOCAB, DIM, HEADS, FFN, LAYERS, SEQ, BATCH = 128, 64, 4, 128, 4, 16, 2
 
@@ -122,11 +122,8 @@ def layout_file(pp):
             "target": {"pp": pp, "num_layers": LAYERS}}
 
 
-def run_rank(rank, world, out, fault, n_micro, init_file):
+def run_rank(rank, world, out, fault, n_micro):
     import parity
-    if world > 1:
-        dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank, world_size=world)
-    torch.set_num_threads(1)
     model = Stage(rank, world)
     batches = microbatches(n_micro)
     with parity.capture(model, out, level="module", mode="tensor", steps=[0], rank=rank) as cap:
@@ -135,8 +132,6 @@ def run_rank(rank, world, out, fault, n_micro, init_file):
         else:
             train_step_stage(model, rank, world, batches, fault)
         cap.next_step()
-    if world > 1:
-        dist.destroy_process_group()
 
 
 def main(argv=None):
@@ -147,14 +142,8 @@ def main(argv=None):
     ap.add_argument("--fault", choices=("microbatch",))
     a = ap.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        init = os.path.join(tmp, "init")
-        if a.pp == 1:
-            run_rank(0, 1, a.out, a.fault, a.microbatches, init)
-        else:
-            torch.multiprocessing.spawn(run_rank, args=(a.pp, a.out, a.fault, a.microbatches, init), nprocs=a.pp)
-    with open(a.out.rstrip("/") + ".layout.json", "w") as f:  # beside the run: `parity compare --layout`
-        json.dump(layout_file(a.pp), f, indent=2)
+    run_ranks(run_rank, a.pp, a.out, a.fault, a.microbatches)
+    write_layout(a.out, layout_file(a.pp))
     return 0
 
 

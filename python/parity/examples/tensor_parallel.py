@@ -15,16 +15,16 @@ Faults, on TP rank 1 only: `shard` perturbs that rank's slice of layers.1.mlp.do
 `reduce_bf16` makes that rank's contribution to layers.0.self_attn.o_proj's all-reduce pass through bf16.
 """
 import argparse
-import json
 import math
 import os
 import sys
-import tempfile
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
+
+from parity.examples._ranks import run_ranks, write_layout
 
 VOCAB, DIM, HEADS, FFN, LAYERS, SEQ, BATCH = 128, 64, 4, 128, 2, 16, 2
 
@@ -215,11 +215,8 @@ def batch():
     return torch.randint(0, VOCAB, (BATCH, SEQ), generator=g), torch.randint(0, VOCAB, (BATCH, SEQ), generator=g)
 
 
-def run_rank(rank, world, out, fault, steps, init_file):
+def run_rank(rank, world, out, fault, steps):
     import parity
-    if world > 1:
-        dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank, world_size=world)
-    torch.set_num_threads(1)
     model = TpLlama(fault)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     ids, labels = batch()
@@ -232,8 +229,6 @@ def run_rank(rank, world, out, fault, steps, init_file):
             opt.step()
             opt.zero_grad()
             cap.next_step()
-    if world > 1:
-        dist.destroy_process_group()
 
 
 def main(argv=None):
@@ -244,14 +239,8 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=1)
     a = ap.parse_args(argv)
     os.makedirs(a.out, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        init = os.path.join(tmp, "init")
-        if a.tp == 1:
-            run_rank(0, 1, a.out, a.fault, a.steps, init)
-        else:
-            torch.multiprocessing.spawn(run_rank, args=(a.tp, a.out, a.fault, a.steps, init), nprocs=a.tp)
-    with open(a.out.rstrip("/") + ".layout.json", "w") as f:  # beside the run: `parity compare --layout`
-        json.dump(layout_file(a.tp), f, indent=2)
+    run_ranks(run_rank, a.tp, a.out, a.fault, a.steps)
+    write_layout(a.out, layout_file(a.tp))
     return 0
 
 
