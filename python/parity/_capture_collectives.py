@@ -9,16 +9,12 @@ import torch
 
 from ._capture_registry import _open_captures
 from ._op_tables import _ASYNC_COLLECTIVES, _COLLECTIVES
+from ._patches import SharedPatches
 from ._tensors import describe_args, has_tensor
 
 
-# One wrapper per collective, shared by every open capture (they all watch them),
-# installed at the first such capture's start and removed at the last one's stop.
-_dist_lock = threading.Lock()
-
-_dist_users = [0]
-
-_dist_saved = []  # (namespace, name, original, wrapper)
+# One wrapper per collective, shared by every open capture (they all watch them).
+_dist_patches = SharedPatches()
 
 _in_collective = threading.local()  # depth > 0 inside a wrapped collective call
 
@@ -77,40 +73,31 @@ def _make_collective_wrapper(name, orig):
 
 
 def _install_collective_hooks():
-    with _dist_lock:
-        _dist_users[0] += 1
-        if _dist_users[0] > 1:
+    _dist_patches.acquire(_wrap_collectives)
+
+
+def _wrap_collectives(replace):
+    dist = getattr(torch, "distributed", None)
+    try:
+        if dist is None or not dist.is_available():
             return
-        dist = getattr(torch, "distributed", None)
-        try:
-            if dist is None or not dist.is_available():
-                return
-        except Exception:
-            return
-        namespaces = [dist]
-        c10d = getattr(dist, "distributed_c10d", None)
-        if c10d is not None:
-            namespaces.append(c10d)
-        for name in _COLLECTIVES:
-            orig = getattr(dist, name, None)
-            if orig is None or not callable(orig):
-                continue
-            wrapper = _make_collective_wrapper(name, orig)
-            for ns in namespaces:
-                if getattr(ns, name, None) is orig:
-                    setattr(ns, name, wrapper)
-                    _dist_saved.append((ns, name, orig, wrapper))
+    except Exception:
+        return
+    namespaces = [dist]
+    c10d = getattr(dist, "distributed_c10d", None)
+    if c10d is not None:
+        namespaces.append(c10d)
+    for name in _COLLECTIVES:
+        orig = getattr(dist, name, None)
+        if orig is None or not callable(orig):
+            continue
+        wrapper = _make_collective_wrapper(name, orig)
+        for ns in namespaces:
+            replace(ns, name, orig, wrapper)
 
 
 def _uninstall_collective_hooks():
-    with _dist_lock:
-        _dist_users[0] = max(0, _dist_users[0] - 1)
-        if _dist_users[0]:
-            return
-        for ns, name, orig, wrapper in reversed(_dist_saved):
-            if getattr(ns, name, None) is wrapper:  # someone wrapped it after us: ours stays, inert
-                setattr(ns, name, orig)
-        del _dist_saved[:]
+    _dist_patches.release()
 
 
 def _one(objs):

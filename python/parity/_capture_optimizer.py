@@ -27,6 +27,7 @@ import torch
 
 from ._capture_names import GLOBAL_NAME, ROOT_NAME, _well_formed
 from ._capture_registry import _open_captures
+from ._patches import SharedPatches
 
 DIRECTION = "optimizer"
 UPDATE_ROLE = "update"
@@ -159,9 +160,7 @@ class OptimizerWatch:
 
 # ---- gradient clipping: one wrapper of torch.nn.utils' clipping, shared by the captures that watch an optimizer --
 
-_clip_lock = threading.Lock()
-_clip_users = [0]
-_clip_saved = []  # (namespace, attribute name, original, wrapper)
+_clip_patches = SharedPatches()
 
 
 def _clip_factor(max_norm, total_norm):
@@ -197,33 +196,23 @@ def _wrap_clip_grad_norm(orig):
 
 
 def install_clip_hooks():
-    with _clip_lock:
-        _clip_users[0] += 1
-        if _clip_users[0] > 1:
-            return
-        import torch.nn.utils as nn_utils
-        import torch.nn.utils.clip_grad as clip_grad
+    _clip_patches.acquire(_wrap_clipping)
 
-        inner = getattr(clip_grad, "_clip_grads_with_norm_", None)
-        orig, make = (inner, _wrap_clip_with_norm) if inner is not None else (clip_grad.clip_grad_norm_,
-                                                                               _wrap_clip_grad_norm)
-        wrapper = make(orig)
-        for ns, attr in ((clip_grad, "_clip_grads_with_norm_"), (nn_utils, "clip_grads_with_norm_"),
-                         (clip_grad, "clip_grad_norm_"), (nn_utils, "clip_grad_norm_")):
-            if getattr(ns, attr, None) is orig:
-                setattr(ns, attr, wrapper)
-                _clip_saved.append((ns, attr, orig, wrapper))
+
+def _wrap_clipping(replace):
+    import torch.nn.utils as nn_utils
+    import torch.nn.utils.clip_grad as clip_grad
+
+    inner = getattr(clip_grad, "_clip_grads_with_norm_", None)
+    orig, make = (inner, _wrap_clip_with_norm) if inner is not None else (clip_grad.clip_grad_norm_, _wrap_clip_grad_norm)
+    wrapper = make(orig)
+    for ns, attr in ((clip_grad, "_clip_grads_with_norm_"), (nn_utils, "clip_grads_with_norm_"),
+                     (clip_grad, "clip_grad_norm_"), (nn_utils, "clip_grad_norm_")):
+        replace(ns, attr, orig, wrapper)
 
 
 def uninstall_clip_hooks():
-    with _clip_lock:
-        _clip_users[0] = max(0, _clip_users[0] - 1)
-        if _clip_users[0]:
-            return
-        for ns, attr, orig, wrapper in reversed(_clip_saved):
-            if getattr(ns, attr, None) is wrapper:  # someone wrapped it after us: ours stays, inert
-                setattr(ns, attr, orig)
-        del _clip_saved[:]
+    _clip_patches.release()
 
 
 class OptimizerEvents:
