@@ -85,20 +85,29 @@ def _op_name(func):
     return name
 
 
-class _OpMode(torch.overrides.TorchFunctionMode):
+class _CaptureMode(torch.overrides.TorchFunctionMode):
+    """A capture's view of every torch call on its thread (op level records them, module level watches)."""
+
     def __init__(self, cap):
         super().__init__()
         self.cap = cap
 
+    def _note_escape(self, name, func, args):
+        """Aliases that escape torch's version counters (`.data`, `set_`, `numpy()`, ...), noted before the call:
+        set_ / `.data =` receivers take the source's memory. Noted in every step: one made in a step not
+        recorded may be written in one that is."""
+        if name in _ESCAPE_OPS or ((name == "__get__" or name == "__set__") and _is_data_property(func)):
+            self.cap._wrote(args, escape=True)
+
+
+class _OpMode(_CaptureMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         cap = self.cap
         if cap._busy:
             return func(*args, **kwargs)
         name = _op_name(func)
-        # Aliases are noted in every step: one made in a step not recorded may be written in one that is.
-        if name in _ESCAPE_OPS or ((name == "__get__" or name == "__set__") and _is_data_property(func)):
-            cap._wrote(args, escape=True)  # before the call: set_ / `.data =` receivers take the source's memory
+        self._note_escape(name, func, args)
         if not cap._recording:
             out = func(*args, **kwargs)
             if name in _FOREIGN_FACTORIES:
@@ -115,15 +124,11 @@ class _OpMode(torch.overrides.TorchFunctionMode):
         return cap._op_event(func, name, args, kwargs)
 
 
-class _WatchMode(torch.overrides.TorchFunctionMode):
+class _WatchMode(_CaptureMode):
     """Module level's watcher: records nothing, but sees every torch call of the capture thread so that
     statistics can be reused across module events under op level's rules (docs/capture.md "When statistics
     are reused"): aliases that escape torch's version counters (`.data`, `numpy()`, `data_ptr()`, ...) and
     in-place writes through any alias invalidate cached statistics of their storage."""
-
-    def __init__(self, cap):
-        super().__init__()
-        self.cap = cap
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -131,8 +136,7 @@ class _WatchMode(torch.overrides.TorchFunctionMode):
         if cap._busy:
             return func(*args, **kwargs)
         name = _op_name(func)
-        if name in _ESCAPE_OPS or ((name == "__get__" or name == "__set__") and _is_data_property(func)):
-            cap._wrote(args, escape=True)  # before the call, as _OpMode does
+        self._note_escape(name, func, args)
         out = func(*args, **kwargs)
         if name in _FOREIGN_FACTORIES:
             cap._wrote(out, escape=True)
