@@ -92,22 +92,22 @@ class _CaptureMode(torch.overrides.TorchFunctionMode):
         super().__init__()
         self.cap = cap
 
-    def _note_escape(self, name, func, args):
-        """Aliases that escape torch's version counters (`.data`, `set_`, `numpy()`, ...), noted before the call:
-        set_ / `.data =` receivers take the source's memory. Noted in every step: one made in a step not
-        recorded may be written in one that is."""
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self.cap._busy:  # the capture's own torch calls
+            return func(*args, **kwargs)
+        name = _op_name(func)
+        # Aliases that escape torch's version counters (`.data`, `set_`, `numpy()`, ...), noted before the
+        # call (set_ / `.data =` receivers take the source's memory) and in every step: one made in a step
+        # not recorded may be written in one that is.
         if name in _ESCAPE_OPS or ((name == "__get__" or name == "__set__") and _is_data_property(func)):
             self.cap._wrote(args, escape=True)
+        return self._call(func, name, args, kwargs)
 
 
 class _OpMode(_CaptureMode):
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
+    def _call(self, func, name, args, kwargs):
         cap = self.cap
-        if cap._busy:
-            return func(*args, **kwargs)
-        name = _op_name(func)
-        self._note_escape(name, func, args)
         if not cap._recording:
             out = func(*args, **kwargs)
             if name in _FOREIGN_FACTORIES:
@@ -130,13 +130,8 @@ class _WatchMode(_CaptureMode):
     are reused"): aliases that escape torch's version counters (`.data`, `numpy()`, `data_ptr()`, ...) and
     in-place writes through any alias invalidate cached statistics of their storage."""
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
+    def _call(self, func, name, args, kwargs):
         cap = self.cap
-        if cap._busy:
-            return func(*args, **kwargs)
-        name = _op_name(func)
-        self._note_escape(name, func, args)
         out = func(*args, **kwargs)
         if name in _FOREIGN_FACTORIES:
             cap._wrote(out, escape=True)

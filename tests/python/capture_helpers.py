@@ -1,4 +1,5 @@
 """Shared helpers of the capture tests (tiny models, the parity binary, temporary runs)."""
+import contextlib
 import os
 import subprocess
 import sys
@@ -88,4 +89,22 @@ def run_example(module, out, *args):
     subprocess.run([sys.executable, "-m", "parity.examples." + module, str(out), *args], check=True, env=env,
                    timeout=300, capture_output=True)
     return str(out)
+
+
+@contextlib.contextmanager
+def one_process_mesh(tmp_path, names=None):
+    """A one-process gloo group and a 1-device CPU DeviceMesh over it (skipping the test where torch has no
+    gloo): yields (mesh, torch.distributed.tensor); the group is destroyed after."""
+    import pytest  # noqa: PLC0415
+    dist = pytest.importorskip("torch.distributed")
+    tensor_mod = pytest.importorskip("torch.distributed.tensor")
+    from torch.distributed.device_mesh import init_device_mesh  # noqa: PLC0415
+
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("torch.distributed with gloo is not available")
+    dist.init_process_group("gloo", init_method="file://" + str(tmp_path / "pg"), rank=0, world_size=1)
+    try:
+        yield init_device_mesh("cpu", (1,), mesh_dim_names=names), tensor_mod
+    finally:
+        dist.destroy_process_group()
 

@@ -9,8 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-import capture_helpers  # noqa: F401 (puts python/ on the path)
-import parity
+import capture_helpers  # first: it puts python/ on the path
+from capture_helpers import one_process_mesh
+import parity  # noqa: E402
 
 
 def _fingerprint(tmp_path, model, name="run", **options):
@@ -81,15 +82,7 @@ def test_a_wrong_layout_argument_fails_before_anything_is_written(tmp_path, layo
 def test_torch_distributed_world_and_dtensor_placements(tmp_path):
     """One-process gloo group: the world says DP 1 (nothing else does); a DTensor weight's placements and its
     mesh are recorded with the parameter."""
-    dist = pytest.importorskip("torch.distributed")
-    tensor_mod = pytest.importorskip("torch.distributed.tensor")
-    from torch.distributed.device_mesh import init_device_mesh
-
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("torch.distributed with gloo is not available")
-    dist.init_process_group("gloo", init_method="file://" + str(tmp_path / "pg"), rank=0, world_size=1)
-    try:
-        mesh = init_device_mesh("cpu", (1,), mesh_dim_names=("tp",))
+    with one_process_mesh(tmp_path, ("tp",)) as (mesh, tensor_mod):
         m = nn.Linear(8, 4)
         m.weight = nn.Parameter(tensor_mod.distribute_tensor(m.weight.detach(), mesh, [tensor_mod.Shard(0)]))
         m.bias = nn.Parameter(tensor_mod.distribute_tensor(m.bias.detach(), mesh, [tensor_mod.Replicate()]))
@@ -97,8 +90,6 @@ def test_torch_distributed_world_and_dtensor_placements(tmp_path):
             with parity.capture(m, str(tmp_path / "run")) as cap:
                 m(tensor_mod.distribute_tensor(torch.ones(2, 8), mesh, [tensor_mod.Replicate()])).sum().backward()
                 cap.next_step()
-    finally:
-        dist.destroy_process_group()
     par = parity.load(str(tmp_path / "run")).fingerprint["parallel"]
     assert par["source"] == "torch.distributed" and (par["tp"], par["dp"], par["world"]) == (1, 1, 1)
     mesh_of = {"mesh_shape": [1], "mesh_dim_names": ["tp"]}

@@ -81,15 +81,7 @@ def test_dtensor_parameters_are_recorded_as_local_shards(tmp_path):
     bias is replicated. Each DTensor is recorded as this rank's local shard (no collective in a hook)
     with one warning naming it; with one rank the shard is the whole tensor, so the run compares equal
     to the same Linear with plain parameters."""
-    dist = pytest.importorskip("torch.distributed")
-    tensor_mod = pytest.importorskip("torch.distributed.tensor")
-    from torch.distributed.device_mesh import init_device_mesh
-
-    if not dist.is_available() or not dist.is_gloo_available():
-        pytest.skip("torch.distributed with gloo is not available")
-    dist.init_process_group("gloo", init_method="file://" + str(tmp_path / "pg"), rank=0, world_size=1)
-    try:
-        mesh = init_device_mesh("cpu", (1,))
+    with capture_helpers.one_process_mesh(tmp_path) as (mesh, tensor_mod):
         x = torch.randn(2, 8, generator=torch.Generator().manual_seed(3))
         for path, shard in (("plain", False), ("dtensor", True)):
             torch.manual_seed(0)
@@ -105,8 +97,6 @@ def test_dtensor_parameters_are_recorded_as_local_shards(tmp_path):
                     m(inp).sum().backward()
                     cap.next_step()
             assert cap.skipped == 0
-    finally:
-        dist.destroy_process_group()
     names = {r.name for r in parity.load(str(tmp_path / "dtensor"))}
     assert {"<root>/forward/parameter/weight", "<root>/backward/grad/weight", "<root>/forward/output/0"} <= names
     p = capture_helpers.run_cli("compare", tmp_path / "plain", tmp_path / "dtensor", "--json", tmp_path / "c.json")

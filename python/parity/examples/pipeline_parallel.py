@@ -27,17 +27,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from parity.examples._ranks import run_ranks, write_layout
+from parity.examples.tensor_parallel import RMSNorm  # replicated: the same norm in both examples
 
 VOCAB, DIM, HEADS, FFN, LAYERS, SEQ, BATCH = 128, 64, 4, 128, 4, 16, 2
-
-
-class RMSNorm(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(DIM))
-
-    def forward(self, x):
-        return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
 
 
 class Block(nn.Module):

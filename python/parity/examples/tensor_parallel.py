@@ -131,9 +131,9 @@ class VocabParallelEmbedding(nn.Module):
 
 
 class RMSNorm(nn.Module):
-    def __init__(self):
+    def __init__(self, dim=DIM):
         super().__init__()
-        self.weight = nn.Parameter(torch.ones(DIM))
+        self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x):
         return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
