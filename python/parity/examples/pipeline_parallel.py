@@ -26,6 +26,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
+from parity._core import core
 from parity.examples._ranks import run_ranks, write_layout
 from parity.examples.tensor_parallel import RMSNorm  # replicated: the same norm in both examples
 
@@ -110,7 +111,7 @@ def train_step_stage(model, stage, pp, batches, fault):
 
 def layout_file(pp):
     """The layout file (parity.layout/1) of a PP-`pp` run of this model against an unpipelined golden."""
-    return {"schema": "parity.layout/1", "layers": "layers", "golden": {"pp": 1},
+    return {"schema": core.schemas.LAYOUT, "layers": "layers", "golden": {"pp": 1},
             "target": {"pp": pp, "num_layers": LAYERS}}
 
 

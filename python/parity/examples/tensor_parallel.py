@@ -24,6 +24,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
 
+from parity._core import core
 from parity.examples._ranks import run_ranks, write_layout
 
 VOCAB, DIM, HEADS, FFN, LAYERS, SEQ, BATCH = 128, 64, 4, 128, 2, 16, 2
@@ -202,7 +203,7 @@ class TpLlama(nn.Module):
 
 def layout_file(tp):
     """The layout file (parity.layout/1) of a TP-`tp` run of this model against an unsharded golden."""
-    return {"schema": "parity.layout/1",
+    return {"schema": core.schemas.LAYOUT,
             "splits": [{"modules": r"\.(q_proj|k_proj|v_proj|gate_proj|up_proj)$", "split": "column"},
                        {"modules": r"\.(o_proj|down_proj)$", "split": "row"},
                        {"modules": r"^embed_tokens$", "split": "vocab"},
