@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <tuple>
 
 #include "parity/dtype.h"
@@ -67,6 +69,43 @@ std::optional<TensorStats> concat_stats(const std::vector<const Record*>& shards
   return out;
 }
 
+// Buffers of merged tensors, reused: a fresh allocation of a large tensor is new pages that the kernel
+// zero-fills and faults in one by one, a pass over the tensor before the merge writes it. A buffer comes
+// back when the last view of its tensor is dropped; at most kKept wait, the largest ones.
+class BufferPool : public std::enable_shared_from_this<BufferPool> {
+ public:
+  std::shared_ptr<std::byte[]> get(size_t bytes) {
+    std::unique_ptr<std::byte[]> buf;
+    size_t cap = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (size_t i = 0; i < free_.size(); ++i)
+        if (free_[i].second >= bytes) {
+          buf = std::move(free_[i].first), cap = free_[i].second;
+          free_.erase(free_.begin() + static_cast<std::ptrdiff_t>(i));
+          break;
+        }
+    }
+    if (!buf) buf.reset(new std::byte[bytes]), cap = bytes;  // not zero-filled: a merge writes every byte
+    std::weak_ptr<BufferPool> pool = weak_from_this();
+    return std::shared_ptr<std::byte[]>(buf.release(), [pool, cap](std::byte* p) {
+      if (auto keep = pool.lock()) keep->put(std::unique_ptr<std::byte[]>(p), cap);
+      else delete[] p;
+    });
+  }
+
+ private:
+  static constexpr size_t kKept = 2;
+  void put(std::unique_ptr<std::byte[]> buf, size_t cap) {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.emplace_back(std::move(buf), cap);
+    std::sort(free_.begin(), free_.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    if (free_.size() > kKept) free_.resize(kKept);
+  }
+  std::mutex mu_;
+  std::vector<std::pair<std::unique_ptr<std::byte[]>, size_t>> free_;
+};
+
 class LayoutSource final : public RecordSource {
  public:
   LayoutSource(std::unique_ptr<RecordSource> inner, const Layout& layout, const SideLayout& side)
@@ -112,6 +151,7 @@ class LayoutSource final : public RecordSource {
   std::vector<std::string> names_, modules_;  // per group: the logical name and module
   std::vector<RankCoords> coords_;            // per group: its first shard's coordinates
   RecordList records_;
+  std::shared_ptr<BufferPool> buffers_ = std::make_shared<BufferPool>();
 };
 
 void LayoutSource::group_records() {
@@ -280,6 +320,38 @@ std::vector<RecordShard> LayoutSource::shards(const Record& r) const {
   return out;
 }
 
+struct Segment {
+  std::byte* to;
+  const std::byte* from;
+  size_t bytes;
+};
+
+// The copies of a merge on every thread: a merge is a pass over memory before its pair's kernel, which
+// on one thread made a merged comparison 3x the unsharded one (bench/layout/merge_bench.py). Large
+// segments are cut into 4 MiB pieces so that a concatenation along the first dimension (one segment a
+// shard) spreads as well as one along the last (a segment a row and shard).
+void copy_segments(const std::vector<Segment>& segments) {
+  constexpr size_t kPiece = size_t{4} << 20;
+  std::vector<Segment> pieces;
+  for (const Segment& s : segments)
+    for (size_t at = 0; at < s.bytes; at += kPiece) pieces.push_back({s.to + at, s.from + at, std::min(kPiece, s.bytes - at)});
+  const auto n = static_cast<int64_t>(pieces.size());
+#pragma omp parallel for schedule(dynamic, 4)
+  for (int64_t i = 0; i < n; ++i) std::memcpy(pieces[static_cast<size_t>(i)].to, pieces[static_cast<size_t>(i)].from, pieces[static_cast<size_t>(i)].bytes);
+}
+
+// A C-order tensor of `numel` elements whose bytes the caller writes.
+TensorView uninitialised_tensor(BufferPool& pool, DType dtype, Shape shape, int64_t numel) {
+  std::shared_ptr<std::byte[]> bytes = pool.get(static_cast<size_t>(numel) * dtype_size(dtype));
+  TensorView v;
+  v.dtype = dtype;
+  v.shape = std::move(shape);
+  v.numel = numel;
+  v.data = bytes.get();
+  v.owner = std::move(bytes);
+  return v;
+}
+
 // Each shard's bytes in C order and native byte order: a view to read directly, or its values decoded.
 bool plain_bytes(const TensorView& v) { return v.is_c_contiguous() && !v.byteswapped; }
 
@@ -344,20 +416,25 @@ Result<TensorView> LayoutSource::load_concat(const Record& r, const Group& g) co
   for (size_t d = 0; d < dim; ++d) outer *= r.shape[d];
   int64_t numel = 0;
   for (const TensorView& v : views) numel += v.numel;
-  std::vector<std::byte> bytes(static_cast<size_t>(numel) * size);
+  TensorView merged = uninitialised_tensor(*buffers_, r.dtype, r.shape.vec(), numel);
   std::vector<std::vector<double>> values(views.size());
   for (size_t k = 0; k < views.size(); ++k)
     if (!plain_bytes(views[k])) values[k] = decoded(views[k]);
-  std::byte* out = bytes.data();
+  std::byte* out = const_cast<std::byte*>(merged.data);
+  std::vector<Segment> copies;
   for (int64_t o = 0; o < outer; ++o) {
     for (size_t k = 0; k < views.size(); ++k) {
       const int64_t block = outer > 0 ? views[k].numel / outer : 0;
-      if (values[k].empty()) std::memcpy(out, views[k].data + static_cast<size_t>(o * block) * size, static_cast<size_t>(block) * size);
+      if (values[k].empty()) copies.push_back({out, views[k].data + static_cast<size_t>(o * block) * size, static_cast<size_t>(block) * size});
       else encode_into(r.dtype, values[k].data() + o * block, block, out);
       out += static_cast<size_t>(block) * size;
     }
   }
-  return make_owned_tensor(r.dtype, r.shape.vec(), std::move(bytes));
+  copy_segments(copies);
+  // Copied: the shards' file pages go back to the kernel (they fault in again if read once more), so a
+  // merge holds the merged tensor, not its shards as well.
+  for (const TensorView& v : views) release_pages(v, 0, v.numel);
+  return merged;
 }
 
 // The all-reduce the run records before: the shards' sum, in fp64, rounded once to the record's dtype.
