@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "../core/same_stats.h"
 #include "parity/dump.h"
 
 using namespace parity;
@@ -30,18 +31,6 @@ std::vector<T> reference_gather(const T* first, const std::vector<int64_t>& shap
   return out;
 }
 
-void expect_same_bits(const TensorStats& a, const TensorStats& b) {
-  EXPECT_EQ(0, std::memcmp(&a.min, &b.min, sizeof(double)));
-  EXPECT_EQ(0, std::memcmp(&a.max, &b.max, sizeof(double)));
-  EXPECT_EQ(0, std::memcmp(&a.mean, &b.mean, sizeof(double)));
-  EXPECT_EQ(0, std::memcmp(&a.l2norm, &b.l2norm, sizeof(double)));
-  EXPECT_EQ(a.absmax, b.absmax);
-  EXPECT_EQ(a.nan_count, b.nan_count);
-  EXPECT_EQ(a.inf_count, b.inf_count);
-  EXPECT_EQ(a.zero_count, b.zero_count);
-  EXPECT_EQ(a.subnormal_count, b.subnormal_count);
-  EXPECT_EQ(a.numel, b.numel);
-}
 
 struct View {
   const char* what;
@@ -78,7 +67,7 @@ TEST(StridedStats, EqualTheContiguousCopysBitForBit) {
     std::vector<float> got(want.size());
     dump::gather_contiguous(DType::kF32, first, v.shape, v.stride, got.data());
     EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)));
-    expect_same_bits(dump::fused_stats_strided(DType::kF32, first, v.shape, v.stride),
+    test::expect_same_stats_bits(dump::fused_stats_strided(DType::kF32, first, v.shape, v.stride),
                      dump::fused_stats(DType::kF32, want.data(), static_cast<int64_t>(want.size())));
   }
 }
@@ -91,11 +80,11 @@ TEST(StridedStats, TwoByteAndEightByteElements) {
   const std::vector<int64_t> shape = {50, 30}, stride = {1, 50};  // a transposed [30, 50]
   for (DType dt : {DType::kBF16, DType::kF16}) {
     const auto want = reference_gather(half.data(), shape, stride);
-    expect_same_bits(dump::fused_stats_strided(dt, half.data(), shape, stride),
+    test::expect_same_stats_bits(dump::fused_stats_strided(dt, half.data(), shape, stride),
                      dump::fused_stats(dt, want.data(), static_cast<int64_t>(want.size())));
   }
   const auto want = reference_gather(ints.data(), shape, stride);
-  expect_same_bits(dump::fused_stats_strided(DType::kI64, ints.data(), shape, stride),
+  test::expect_same_stats_bits(dump::fused_stats_strided(DType::kI64, ints.data(), shape, stride),
                    dump::fused_stats(DType::kI64, want.data(), static_cast<int64_t>(want.size())));
 }
 

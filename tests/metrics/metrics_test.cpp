@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../core/same_stats.h"
 #include "metrics/block_kernel.h"
 #include "parity/metrics.h"
 
@@ -290,21 +291,7 @@ std::vector<float> random_floats(size_t n, uint64_t seed, float scale) {
   return v;
 }
 
-bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
-
-void expect_identical_side(const TensorStats& a, const TensorStats& b) {
-  for (auto [x, y] : {std::pair{a.min, b.min}, {a.max, b.max}, {a.mean, b.mean}, {a.l2norm, b.l2norm},
-                      {a.std, b.std}, {a.absmax, b.absmax}}) {
-    EXPECT_TRUE(same_bits(x, y)) << x << " vs " << y;
-  }
-  EXPECT_EQ(a.nan_count, b.nan_count);
-  EXPECT_EQ(a.inf_count, b.inf_count);
-  EXPECT_EQ(a.pinf_count, b.pinf_count);
-  EXPECT_EQ(a.ninf_count, b.ninf_count);
-  EXPECT_EQ(a.numel, b.numel);
-  EXPECT_EQ(a.zero_count, b.zero_count);
-  EXPECT_EQ(a.subnormal_count, b.subnormal_count);
-}
+using test::same_bits;
 
 // Every field of PairMetrics, bit for bit.
 void expect_identical(const PairMetrics& a, const PairMetrics& b) {
@@ -322,8 +309,8 @@ void expect_identical(const PairMetrics& a, const PairMetrics& b) {
   EXPECT_EQ(a.max_rel_index, b.max_rel_index);
   EXPECT_EQ(a.nonfinite_mismatch, b.nonfinite_mismatch);
   EXPECT_EQ(a.ftz_count, b.ftz_count);
-  expect_identical_side(a.golden, b.golden);
-  expect_identical_side(a.target, b.target);
+  test::expect_same_stats_bits(a.golden, b.golden);
+  test::expect_same_stats_bits(a.target, b.target);
 }
 
 TEST(Metrics, ResultsDoNotDependOnThreadCount) {
