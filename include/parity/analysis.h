@@ -40,16 +40,9 @@ struct EventKeyHash {
   size_t operator()(const EventKey& k) const noexcept;
 };
 EventKey event_key(const Record& r);
-// The event name shown to users: the name stem (without step/rank), as a view into the record's name.
-std::string_view event_stem(const Record& r);
-std::string event_name(const Record& r);
-// The stem of a record name alone: `name` without its "<sep><role>[<sep><index>...]" suffix, where the role
-// is `role` or one of the role words every capture writes (input, output, parameter(s), grad); a name without
-// such a suffix is its own stem. event_stem(r) is this for a record with a role. Bound to Python
-// (python/ext/bind_analysis.cpp): parity.replay names events by it.
-std::string_view event_stem_of_name(std::string_view name, std::string_view role = {});
 
-// Where a record sits in the model (EventSite, event_site): parity/record_site.h.
+// A record's event name (event_stem, event_name, event_stem_of_name) and its place in the model
+// (EventSite, event_site): parity/record_site.h.
 
 // The reduction length n of the rounding expectation (parity/noise.h) for an output of op `op`: 1 when the
 // op is elementwise (one rounding per element), else the last dimension of the event's first floating input

@@ -6,6 +6,32 @@
 namespace parity {
 namespace {
 
+// Position where the "<sep><role>[<sep><index>...]" suffix of a record name starts, or npos. Role words
+// as parity captures ("layers.0.attn/forward/output/0", "<module>/backward/grad/weight") and msprobe dumps
+// ("Functional.softmax.0.forward.input.0", "...parameters.weight") spell them; the separator is '/' or '.'.
+size_t role_suffix_start(std::string_view name, std::string_view role) {
+  // One pass from the right over the separators: the first one followed by a role word that ends the name
+  // or is followed by the same separator is the latest. Allocates nothing and compares a few short words
+  // per separator: it runs for every row, several times (event names and keys).
+  const std::string_view fixed[] = {"input", "output", "parameter", "parameters", "grad"};
+  for (size_t p = name.size(); p-- > 0;) {
+    const char sep = name[p];
+    if (sep != '/' && sep != '.') continue;
+    const std::string_view rest = name.substr(p + 1);
+    auto marks = [&](std::string_view word, bool plural) {
+      const size_t len = word.size() + (plural ? 1 : 0);
+      if (word.empty() || rest.size() < len || rest.compare(0, word.size(), word) != 0) return false;
+      if (plural && rest[word.size()] != 's') return false;
+      return rest.size() == len || rest[len] == sep;
+    };
+    if (marks(role, false) || marks(role, true)) return p;
+    for (std::string_view w : fixed)
+      if (marks(w, false)) return p;
+  }
+  return std::string_view::npos;
+}
+
+
 // The directions of docs/dump-format.md "Names" (an optimizer step's records are events of their own).
 bool is_direction(std::string_view s) { return s == "forward" || s == "backward" || s == "optimizer"; }
 
@@ -44,6 +70,20 @@ std::string plain_place(std::string_view name) {
 }
 
 }  // namespace
+
+std::string_view event_stem_of_name(std::string_view name, std::string_view role) {
+  const size_t cut = role_suffix_start(name, role);
+  if (cut == std::string::npos || cut == 0) return name;
+  return name.substr(0, cut);
+}
+
+std::string_view event_stem(const Record& r) {
+  const std::string_view name = r.name;
+  if (r.role.empty()) return name;
+  return event_stem_of_name(name, r.role);
+}
+
+std::string event_name(const Record& r) { return std::string(event_stem(r)); }
 
 EventSite event_site(const Record& r) {
   const std::string_view name = r.name;

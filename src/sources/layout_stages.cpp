@@ -1,6 +1,8 @@
 // Records on several PP stages and the stage boundaries (sources/layout_stages.h, docs/layout.md).
 #include "sources/layout_stages.h"
 
+#include "parity/record_site.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -22,15 +24,9 @@ Flow flow_of(const Record& r) {
   return (role == "input") == (dir == "forward") ? Flow::kIn : Flow::kOut;
 }
 
-// The record's event call and direction ("<root>#1/forward") and index: a boundary's two records share them.
-std::string event_prefix(const Record& r) {
-  const std::string_view name = r.name, dir = r.direction;
-  const size_t at = name.find("/" + std::string(dir) + "/");
-  return std::string(name.substr(0, at == std::string_view::npos ? name.size() : at + 1 + dir.size()));
-}
-
-using Key = std::tuple<std::string, int, int64_t, int, int>;  // (event prefix, index, step, pp, flow)
-Key key_of(const Record& r, int pp, Flow flow) { return {event_prefix(r), r.index, r.step, pp, static_cast<int>(flow)}; }
+using Key = std::tuple<std::string, int, int64_t, int, int>;  // (event, index, step, pp, flow)
+// A boundary's two records are one event ("<root>#1/forward": the call and direction) and one index.
+Key key_of(const Record& r, int pp, Flow flow) { return {std::string(event_stem(r)), r.index, r.step, pp, static_cast<int>(flow)}; }
 
 bool same_values(const RecordSource& inner, const Record& a, const Record& b, std::string& why) {
   if (a.dtype != b.dtype || !(a.shape == b.shape)) {
